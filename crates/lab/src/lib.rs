@@ -1,0 +1,1 @@
+//! unbloat-lab (to be written)

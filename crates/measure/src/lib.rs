@@ -1,0 +1,1 @@
+//! unbloat-measure (to be written)

@@ -1,0 +1,1 @@
+//! unbloat-report (to be written)

@@ -1,0 +1,1 @@
+//! unbloat-shaper (to be written)

@@ -1,0 +1,1 @@
+//! unbloat-system (to be written)

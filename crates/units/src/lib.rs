@@ -1,0 +1,1 @@
+//! unbloat-units (to be written)
