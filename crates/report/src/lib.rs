@@ -14,6 +14,7 @@
 //! that it reads our files).
 
 pub mod model;
+pub mod stats;
 pub mod synthetic;
 
 pub use model::{
