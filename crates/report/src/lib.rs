@@ -13,14 +13,18 @@
 //! Nothing here touches the network or runs commands (the flent tests run flent only to check
 //! that it reads our files).
 
+pub mod format;
 pub mod model;
 pub mod stats;
+pub mod summary;
 pub mod synthetic;
 
 pub use model::{
     Direction, Metadata, Phase, Phases, ProbeKind, ProbeSample, ProbeSeries, Results, StreamSeries,
     ThroughputSample, RESULTS_VERSION,
 };
+pub use stats::Grade;
+pub use summary::{render_text, Summary};
 
 use std::path::PathBuf;
 
