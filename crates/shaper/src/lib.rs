@@ -1,1 +1,26 @@
-//! unbloat-shaper (to be written)
+//! unbloat-shaper: pure planning of a shaped link, and the model of what the kernel reports.
+//!
+//! Nothing here runs a command or touches the system; the `unbloat-system` crate does that. The
+//! layers, in the order data flows through them:
+//!
+//! - [`options`]: what a user says about one interface ([`options::ShapeOptions`]), from flags or
+//!   a config file, every field optional; extra option strings parsed with cake's/fq_codel's own
+//!   grammar into the same typed options.
+//! - [`config`]: the TOML file, one table per interface, errors with file:line:column and key.
+//! - [`spec`]: every check that needs no system, and the defaults of the field
+//!   ([`spec::Spec::new`]); errors name the flag and the value.
+//! - [`linklayer`]: link-layer presets with cake's exact numbers; [`cake`], [`fq_codel`],
+//!   [`htb`], [`stab`], [`ingress`], [`ifb`]: one module per kernel piece, each citing its man
+//!   page, kernel source and RFC.
+//! - [`plan`]: the typed operations ([`plan::Plan`], [`plan::Step`]); [`script`]: the `ip` argv
+//!   and `tc -batch` text, and the shell rendering for `unbloat plan` / `start --dry-run`.
+//! - [`tcjson`], [`verify`], [`status`], [`goodput`]: the model of `tc -j -s` output, the
+//!   comparison of a plan with the live state, the status view and the goodput formula.
+
+pub mod linklayer;
+pub mod plan;
+
+pub mod goodput;
+pub mod status;
+pub mod tcjson;
+pub mod verify;

@@ -1,0 +1,1 @@
+//! (S2 is writing this)
