@@ -13,6 +13,7 @@
 //! Nothing here touches the network or runs commands (the flent tests run flent only to check
 //! that it reads our files).
 
+pub mod flent;
 pub mod format;
 pub mod model;
 pub mod stats;
