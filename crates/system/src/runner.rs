@@ -251,18 +251,23 @@ impl SystemRunner {
     }
 
     /// Starts `cmd` with the given stdout and stderr and returns the child without waiting.
-    /// Stdin is `/dev/null` (stdin text is not supported here). With `new_group`, the child leads a
+    /// `env` is added to our environment. Stdin is `/dev/null` (stdin text is not supported here). With `new_group`, the child leads a
     /// process group of its own, so that the whole group can be signalled (the UML kernel runner
     /// uses this: linux.uml starts helper processes).
     pub(crate) fn spawn(
         &self,
         cmd: &Cmd,
+        env: &[(String, String)],
         stdout: Stdio,
         stderr: Stdio,
         new_group: bool,
     ) -> Result<Child, RunError> {
         let mut command = self.command(cmd);
-        command.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
+        command
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr);
         if new_group {
             use std::os::unix::process::CommandExt;
             command.process_group(0);
