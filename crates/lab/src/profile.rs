@@ -1,0 +1,445 @@
+//! Link profiles: the access links the lab emulates, as TOML data.
+//!
+//! A profile says how fast the link is each way, how the link frames packets (so that ATM cell
+//! padding, PTM and DOCSIS overhead are real in the emulation), how deep the modem's buffer is,
+//! and what lies beyond it (base round trip, jitter, loss). Five ship with unbloat, embedded in
+//! the binary from `crates/lab/profiles/*.toml`; a user's own file loads the same way
+//! (`unbloat lab --profile my-link.toml`).
+//!
+//! # Schema
+//!
+//! ```toml
+//! name = "vdsl2"                 # required; a short name for tables and file names
+//! description = "..."            # required; one line for people
+//! down = "80mbit"                # required; the link's rate towards the user (tc rate syntax)
+//! up = "20mbit"                  # required; the link's rate away from the user
+//! base_rtt = "20ms"              # optional, default 20ms: round trip to the server when idle
+//! jitter = "2ms"                 # optional, default none: netem jitter, each way
+//! loss_percent = 0.1             # optional, default 0: netem random loss, each way
+//!
+//! [link]                         # required
+//! preset = "bridged-ptm"         # required; an `unbloat start --link` preset (cake's keywords + vdsl2, ether-vlan, none)
+//! vlan = true                    # optional, default false: 802.1Q tag, 4 more bytes (ether-vlan)
+//! overhead = 26                  # optional: replaces the preset's overhead (bytes over the IP packet)
+//! mpu = 0                        # optional: replaces the preset's minimum packet unit (bytes)
+//!
+//! [modem]                        # optional; default 1000 packets
+//! fifo_packets = 1000            # the modem's drop-tail buffer in packets (pfifo), or
+//! fifo_bytes = "1.5m"            #   in bytes (bfifo); not both
+//! ```
+//!
+//! Unknown keys are errors (`deny_unknown_fields`): a misspelt `jiter` must not silently mean
+//! "no jitter". What callers can rely on: a [`LinkProfile`] that exists has passed
+//! [`LinkProfile::validate`] (non-zero rates, a positive FIFO, loss within 0..100).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use unbloat_shaper::goodput::{self, LinkFraming};
+use unbloat_shaper::linklayer::{Framing, LinkLayer, LinkPreset};
+use unbloat_units::{Rate, Size, Time};
+
+/// The profiles shipped with unbloat, by name, as embedded TOML text.
+pub const SHIPPED: &[(&str, &str)] = &[
+    ("dsl-2002", include_str!("../profiles/dsl-2002.toml")),
+    ("adsl", include_str!("../profiles/adsl.toml")),
+    ("vdsl2", include_str!("../profiles/vdsl2.toml")),
+    ("docsis", include_str!("../profiles/docsis.toml")),
+    ("fiber", include_str!("../profiles/fiber.toml")),
+];
+
+/// The profile `unbloat lab` uses when none is named.
+pub const DEFAULT_PROFILE: &str = "vdsl2";
+
+/// Base round trip when a profile does not say (issue 4: "20 ms base RTT unless a profile says
+/// otherwise").
+pub const DEFAULT_BASE_RTT: Time = Time::from_millis(20);
+/// Modem FIFO depth when a profile does not say: 1000 packets, a common default txqueuelen and
+/// what the seeds measured against (KERNEL-LAB.md).
+pub const DEFAULT_FIFO_PACKETS: u32 = 1000;
+
+/// The link's framing as the profile file states it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSection {
+    pub preset: LinkPreset,
+    #[serde(default)]
+    pub vlan: bool,
+    #[serde(default)]
+    pub overhead: Option<i32>,
+    #[serde(default)]
+    pub mpu: Option<u32>,
+}
+
+impl LinkSection {
+    /// The compensation as `unbloat start --link PRESET [--overhead N] [--mpu N] [--vlan 1]`
+    /// resolves it: the shaper crate's own presets and rules, so a profile and a command line
+    /// with the same words mean the same bytes.
+    pub fn resolve(&self) -> Result<LinkLayer, String> {
+        LinkLayer::resolve(
+            Some(self.preset),
+            self.overhead.map(i64::from),
+            self.mpu.map(i64::from),
+            None,
+            self.vlan.then_some(1),
+        )
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// Linux counts the 14-byte Ethernet header in a packet's length on a veth; cake's `raw` keeps it.
+pub const MAC_HEADER_BYTES: i32 = 14;
+
+/// The link layer in the goodput model's terms: overhead relative to the IP packet.
+pub fn goodput_framing(link: &LinkLayer) -> LinkFraming {
+    LinkFraming {
+        overhead: link.overhead + if link.raw { MAC_HEADER_BYTES } else { 0 },
+        mpu: link.mpu,
+        framing: match link.framing {
+            Framing::None => goodput::Framing::None,
+            Framing::Atm => goodput::Framing::Atm,
+            Framing::Ptm => goodput::Framing::Ptm,
+        },
+    }
+}
+
+/// The modem's buffer: a drop-tail FIFO, sized in packets or in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModemSection {
+    #[serde(default)]
+    pub fifo_packets: Option<u32>,
+    #[serde(default)]
+    pub fifo_bytes: Option<Size>,
+}
+
+/// The modem FIFO, resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Fifo {
+    /// `pfifo limit N`.
+    Packets(u32),
+    /// `bfifo limit N`.
+    Bytes(Size),
+}
+
+/// One emulated access link, as read from its TOML file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkProfile {
+    pub name: String,
+    pub description: String,
+    pub down: Rate,
+    pub up: Rate,
+    #[serde(default)]
+    pub base_rtt: Option<Time>,
+    #[serde(default)]
+    pub jitter: Option<Time>,
+    #[serde(default)]
+    pub loss_percent: Option<f64>,
+    pub link: LinkSection,
+    #[serde(default)]
+    pub modem: Option<ModemSection>,
+}
+
+/// Why a profile could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("no link profile named {name:?}; shipped profiles are {}, or give a path to a .toml file", shipped_names().join(", "))]
+    Unknown { name: String },
+    #[error("cannot read link profile {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("link profile {origin} is not valid TOML for a profile: {message}")]
+    Parse { origin: String, message: String },
+    #[error("link profile {origin}: {message}")]
+    Invalid { origin: String, message: String },
+}
+
+/// The names of the shipped profiles, in table order.
+pub fn shipped_names() -> Vec<&'static str> {
+    SHIPPED.iter().map(|(n, _)| *n).collect()
+}
+
+impl LinkProfile {
+    /// Parses and validates profile text; `origin` names it in errors (a path or a name).
+    pub fn from_toml(text: &str, origin: &str) -> Result<LinkProfile, ProfileError> {
+        let profile: LinkProfile = toml::from_str(text).map_err(|e| ProfileError::Parse {
+            origin: origin.to_string(),
+            message: e.to_string(),
+        })?;
+        profile
+            .validate()
+            .map_err(|message| ProfileError::Invalid {
+                origin: origin.to_string(),
+                message,
+            })?;
+        Ok(profile)
+    }
+
+    /// A shipped profile by name.
+    pub fn shipped(name: &str) -> Result<LinkProfile, ProfileError> {
+        let (_, text) =
+            SHIPPED
+                .iter()
+                .find(|(n, _)| *n == name)
+                .ok_or_else(|| ProfileError::Unknown {
+                    name: name.to_string(),
+                })?;
+        LinkProfile::from_toml(text, &format!("{name:?} (shipped)"))
+    }
+
+    /// Every shipped profile, in table order.
+    pub fn all_shipped() -> Result<Vec<LinkProfile>, ProfileError> {
+        SHIPPED
+            .iter()
+            .map(|(n, _)| LinkProfile::shipped(n))
+            .collect()
+    }
+
+    /// What `--profile` accepts: a shipped name, or a path to a TOML file (anything with a `/` or
+    /// ending in `.toml`).
+    pub fn load(name_or_path: &str) -> Result<LinkProfile, ProfileError> {
+        if name_or_path.contains('/') || name_or_path.ends_with(".toml") {
+            LinkProfile::from_file(Path::new(name_or_path))
+        } else {
+            LinkProfile::shipped(name_or_path)
+        }
+    }
+
+    /// A user's profile file.
+    pub fn from_file(path: &Path) -> Result<LinkProfile, ProfileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        LinkProfile::from_toml(&text, &path.display().to_string())
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let name_ok = !self.name.is_empty()
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
+        if !name_ok {
+            return Err(format!(
+                "name {:?} must be non-empty letters, digits, '-', '_' or '.' (it names report files)",
+                self.name
+            ));
+        }
+        // Below 8 kbit/s one full-size packet takes 1.5 s: nothing the lab measures means anything.
+        for (what, rate) in [("down", self.down), ("up", self.up)] {
+            if rate.bits_per_sec() < 8_000 {
+                return Err(format!(
+                    "{what} = \"{rate}\" is below 8kbit, too slow to emulate"
+                ));
+            }
+        }
+        if let Some(loss) = self.loss_percent {
+            if !(0.0..100.0).contains(&loss) {
+                return Err(format!(
+                    "loss_percent = {loss} must be at least 0 and below 100"
+                ));
+            }
+        }
+        if let Some(m) = &self.modem {
+            match (m.fifo_packets, m.fifo_bytes) {
+                (Some(_), Some(_)) => {
+                    return Err("[modem] has both fifo_packets and fifo_bytes; give one".into())
+                }
+                (Some(0), _) => return Err("[modem] fifo_packets must be at least 1".into()),
+                (_, Some(b)) if b.bytes() < 1500 => {
+                    return Err(format!(
+                        "[modem] fifo_bytes = \"{b}\" holds not even one full-size packet"
+                    ))
+                }
+                _ => {}
+            }
+        }
+        self.link
+            .resolve()
+            .map(|_| ())
+            .map_err(|e| format!("[link] {e}"))
+    }
+
+    pub fn base_rtt(&self) -> Time {
+        self.base_rtt.unwrap_or(DEFAULT_BASE_RTT)
+    }
+
+    /// The link's compensation (valid: [`LinkProfile::validate`] resolved it at load time).
+    pub fn link_layer(&self) -> LinkLayer {
+        self.link
+            .resolve()
+            .unwrap_or_else(|_| self.link.preset.link_layer())
+    }
+
+    /// The TCP goodput a saturating transfer can reach at `rate` on this link (shaper's model).
+    pub fn theoretical_goodput(&self, rate: Rate) -> Rate {
+        goodput::theoretical_tcp_goodput(rate, &goodput_framing(&self.link_layer()))
+    }
+
+    pub fn fifo(&self) -> Fifo {
+        match self.modem {
+            Some(ModemSection {
+                fifo_bytes: Some(b),
+                ..
+            }) => Fifo::Bytes(b),
+            Some(ModemSection {
+                fifo_packets: Some(p),
+                ..
+            }) => Fifo::Packets(p),
+            _ => Fifo::Packets(DEFAULT_FIFO_PACKETS),
+        }
+    }
+
+    /// The slower of the two directions.
+    pub fn slower_rate(&self) -> Rate {
+        self.down.min(self.up)
+    }
+}
+
+impl fmt::Display for LinkProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let l = self.link_layer();
+        write!(
+            f,
+            "{} ({} down / {} up, {}{}, overhead {} mpu {}, base RTT {})",
+            self.name,
+            self.down,
+            self.up,
+            self.link.preset,
+            if self.link.vlan { " + vlan" } else { "" },
+            l.overhead,
+            l.mpu,
+            self.base_rtt(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shipped_profile_loads_and_is_what_issue_4_asks_for() {
+        let words = |p: &LinkProfile| {
+            let l = p.link_layer();
+            (l.overhead, l.mpu, l.framing)
+        };
+        let all = LinkProfile::all_shipped().expect("shipped profiles load");
+        assert_eq!(all.len(), 5);
+        let get = |n: &str| all.iter().find(|p| p.name == n).expect(n).clone();
+        for p in &all {
+            assert_eq!(p.base_rtt(), Time::from_millis(20), "{}", p.name);
+            assert_eq!(p.fifo(), Fifo::Packets(1000), "{}", p.name);
+            assert!(!p.description.is_empty());
+        }
+        let d = get("dsl-2002");
+        assert_eq!((d.down, d.up), (Rate::from_kbit(800), Rate::from_kbit(220)));
+        assert_eq!(d.link_layer().framing, Framing::Atm);
+        let a = get("adsl");
+        assert_eq!((a.down, a.up), (Rate::from_mbit(7), Rate::from_kbit(768)));
+        assert_eq!(words(&a), (40, 0, Framing::Atm));
+        let v = get("vdsl2");
+        assert_eq!((v.down, v.up), (Rate::from_mbit(80), Rate::from_mbit(20)));
+        assert_eq!(words(&v), (26, 0, Framing::Ptm));
+        let c = get("docsis");
+        assert_eq!((c.down, c.up), (Rate::from_mbit(100), Rate::from_mbit(10)));
+        assert_eq!(words(&c), (18, 64, Framing::None));
+        let f = get("fiber");
+        assert_eq!((f.down, f.up), (Rate::from_mbit(250), Rate::from_mbit(250)));
+        assert_eq!(words(&f), (38, 84, Framing::None));
+    }
+
+    #[test]
+    fn shipped_file_names_match_profile_names() {
+        for (name, text) in SHIPPED {
+            let p = LinkProfile::from_toml(text, name).expect(name);
+            assert_eq!(&p.name, name);
+        }
+    }
+
+    #[test]
+    fn a_misspelt_key_is_an_error_not_a_default() {
+        let text = r#"
+            name = "x"
+            description = "d"
+            down = "10mbit"
+            up = "1mbit"
+            jiter = "2ms"
+            [link]
+            preset = "ethernet"
+        "#;
+        let err = LinkProfile::from_toml(text, "t.toml").unwrap_err();
+        assert!(err.to_string().contains("jiter"), "{err}");
+        let bad_preset = text
+            .replace("jiter = \"2ms\"\n", "")
+            .replace("ethernet", "ethernett");
+        assert!(LinkProfile::from_toml(&bad_preset, "t").is_err());
+    }
+
+    #[test]
+    fn a_user_profile_with_bytes_fifo_jitter_and_loss() {
+        let text = r#"
+            name = "lte"
+            description = "a cell"
+            down = "30mbit"
+            up = "5mbit"
+            base_rtt = "45ms"
+            jitter = "5ms"
+            loss_percent = 0.5
+            [link]
+            preset = "raw"
+            overhead = 20
+            [modem]
+            fifo_bytes = "256k"
+        "#;
+        let p = LinkProfile::from_toml(text, "lte.toml").expect("valid");
+        assert_eq!(p.base_rtt(), Time::from_millis(45));
+        assert_eq!(p.jitter, Some(Time::from_millis(5)));
+        assert_eq!(p.fifo(), Fifo::Bytes(Size::from_bytes(256 * 1024)));
+        assert_eq!(p.link_layer().overhead, 20);
+    }
+
+    #[test]
+    fn invalid_values_are_refused_with_the_field_named() {
+        let base = r#"
+            name = "x"
+            description = "d"
+            down = "10mbit"
+            up = "1mbit"
+            [link]
+            preset = "ethernet"
+        "#;
+        let cases = [
+            (base.replace("1mbit", "1kbit"), "up"),
+            (format!("{base}\n[modem]\nfifo_packets = 0"), "fifo_packets"),
+            (
+                format!("{base}\n[modem]\nfifo_packets = 10\nfifo_bytes = \"64k\""),
+                "both",
+            ),
+            (base.replace("name = \"x\"", "name = \"a/b\""), "name"),
+            (
+                base.replace("up = \"1mbit\"", "up = \"1mbit\"\nloss_percent = 100.0"),
+                "loss_percent",
+            ),
+        ];
+        for (text, needle) in cases {
+            let err = LinkProfile::from_toml(&text, "t").expect_err(needle);
+            assert!(err.to_string().contains(needle), "{needle}: {err}");
+        }
+    }
+
+    #[test]
+    fn load_tells_names_from_paths_and_lists_the_shipped_ones() {
+        assert_eq!(LinkProfile::load("vdsl2").expect("vdsl2").name, "vdsl2");
+        let err = LinkProfile::load("vdls2").unwrap_err();
+        assert!(err.to_string().contains("vdsl2, docsis"), "{err}");
+        let err = LinkProfile::load("/nonexistent/x.toml").unwrap_err();
+        assert!(matches!(err, ProfileError::Read { .. }), "{err}");
+    }
+}
