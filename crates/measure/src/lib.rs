@@ -1,1 +1,121 @@
-//! unbloat-measure (to be written)
+//! unbloat-measure: `unbloat serve` and `unbloat test`, latency under load.
+//!
+//! The layers, from bytes to a finished run:
+//! - [`protocol`]: the wire formats (TCP control frames, UDP probes). Pure; property-tested.
+//! - [`server`]: the far end. Bounded (tests at once, streams, length), one log line per test,
+//!   hostile input ends only that session. [`server::Server::bind`] + `run_until` runs it
+//!   in-process on an ephemeral port (tests, benchmarks, the lab).
+//! - [`profile`]: the test profiles (rrul, rrul_be, upload, download, bidir, ping, tcp_nup,
+//!   tcp_ndown) as data, from the embedded `profiles.toml`.
+//! - [`probe`]: latency probes (UDP to the server's responder, ICMP echo) sent on an absolute
+//!   schedule, and the clock relation that turns their stamps into one-way delays.
+//! - [`load`]: the TCP load streams and how their goodput is counted.
+//! - [`client`]: the timeline (idle, load, idle tail) that drives all of the above and returns an
+//!   [`unbloat_report::Results`]; [`client::run_test`] is what `unbloat test` calls.
+//! - [`meta`]: the run's metadata (kernel, hostname, egress interface, its qdiscs via `tc -j`).
+//! - [`netns`]: throw-away network namespaces joined by a veth pair, for tests and benchmarks.
+//!
+//! Goodput is counted where the bytes arrive: download streams count what the client reads;
+//! upload streams read `tcpi_bytes_acked` from the sender's TCP_INFO (what the server's kernel
+//! acknowledged), so the client alone sees both directions every 200 ms, even if the server
+//! vanishes mid-run. The server's own byte counts come back at the end as a cross-check.
+
+pub mod client;
+pub mod load;
+pub mod meta;
+pub mod netns;
+pub mod probe;
+pub mod profile;
+pub mod protocol;
+pub mod server;
+mod sockopt;
+
+pub use client::{run_test, NoProgress, Progress, ProgressStatus, TerminalProgress, TestArgs, TestFailure, TestPlan};
+pub use server::{run_serve, serve, ServeArgs, ServeOptions, Server};
+
+use std::net::SocketAddr;
+
+/// Everything that can end a test or stop the server, with a message for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum MeasureError {
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    #[error("cannot resolve {host}: {source}")]
+    Resolve { host: String, source: std::io::Error },
+    #[error("{host} resolves to no address")]
+    NoAddress { host: String },
+    #[error("server {addr} is unreachable: {source}")]
+    Unreachable { addr: SocketAddr, source: std::io::Error },
+    #[error("server {addr} refused the connection: nothing listens there (is `unbloat serve` running?)")]
+    ConnectionRefused { addr: SocketAddr },
+    #[error("{addr} is not an unbloat server (it answered something else)")]
+    NotUnbloat { addr: SocketAddr },
+    #[error(
+        "server speaks unbloat protocol {server}, this client speaks {client}: upgrade the older \
+         side so both run the same unbloat version"
+    )]
+    WrongVersion { server: u16, client: u16 },
+    #[error("server is busy: it runs {active} of at most {limit} tests; try again in a minute")]
+    Busy { active: u16, limit: u16 },
+    #[error("server refused the test: {reason}")]
+    Refused { reason: String },
+    #[error("protocol error talking to {addr}: {source}")]
+    Protocol { addr: SocketAddr, source: protocol::ProtocolError },
+    #[error(
+        "every {kind} probe was lost ({sent} sent to {target}): a firewall probably blocks it"
+    )]
+    ProbesLost { kind: &'static str, sent: usize, target: String },
+    #[error("the link is gone: {0}")]
+    LinkGone(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+}
+
+impl MeasureError {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        MeasureError::Io { context: context.into(), source }
+    }
+}
+
+/// Parses a duration as typed on the command line: `30s`, `500ms`, `2m`, `1.5s`, or a bare
+/// number of seconds (`30`).
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (examples: 30s, 500ms, 2m)"))?;
+    let scale = match unit.trim() {
+        "" | "s" | "sec" | "secs" => 1.0,
+        "ms" | "msec" => 1e-3,
+        "m" | "min" => 60.0,
+        other => return Err(format!("unknown time unit {other:?} in {text:?} (use ms, s or m)")),
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || secs > 86_400.0 {
+        return Err(format!("{text:?} is out of range"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_parse_in_the_usual_units() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("3h").is_err());
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("1e99").is_err());
+    }
+}

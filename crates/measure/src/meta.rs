@@ -1,0 +1,107 @@
+//! The context a results file carries: kernel, hostname, and the qdiscs on the interface the
+//! test traffic leaves by, as `tc -j -s` reports them.
+//!
+//! What callers can rely on: nothing here fails a test. A missing `ip` or `tc`, or output that
+//! does not parse, gives `None`/`null` plus a note saying what could not be read.
+//!
+//! This module runs `ip` and `tc` itself (read-only queries) rather than through
+//! unbloat-system's runner, so the measuring engine has no dependency on the shaping side.
+
+use std::net::IpAddr;
+use std::process::Command;
+
+/// What the metadata collection found, with notes about what it could not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostInfo {
+    pub kernel: String,
+    pub hostname: String,
+    pub egress_iface: Option<String>,
+    pub qdiscs: serde_json::Value,
+    pub notes: Vec<String>,
+}
+
+fn proc_text(path: &str) -> String {
+    std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_else(|_| "unknown".into())
+}
+
+fn run_json(argv: &[&str]) -> Result<serde_json::Value, String> {
+    let out = Command::new(argv[0])
+        .args(&argv[1..])
+        .output()
+        .map_err(|e| format!("`{}` could not run: {e}", argv.join(" ")))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`{}` failed: {}",
+            argv.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("`{}` printed no JSON: {e}", argv.join(" ")))
+}
+
+/// The device of the first route in `ip -j route get` output.
+pub fn egress_from_route_json(route: &serde_json::Value) -> Option<String> {
+    route.as_array()?.first()?.get("dev")?.as_str().map(str::to_string)
+}
+
+/// Collects the host's context for a test against `remote`.
+pub fn collect(remote: IpAddr) -> HostInfo {
+    let mut notes = Vec::new();
+    let remote_text = remote.to_string();
+    let egress = match run_json(&["ip", "-j", "route", "get", &remote_text]) {
+        Ok(route) => {
+            let dev = egress_from_route_json(&route);
+            if dev.is_none() {
+                notes.push(format!("no egress interface in `ip -j route get {remote_text}`"));
+            }
+            dev
+        }
+        Err(e) => {
+            notes.push(format!("egress interface unknown: {e}"));
+            None
+        }
+    };
+    let qdiscs = match &egress {
+        Some(dev) => match run_json(&["tc", "-j", "-s", "qdisc", "show", "dev", dev]) {
+            Ok(v) => v,
+            Err(e) => {
+                notes.push(format!("qdiscs not recorded: {e}"));
+                serde_json::Value::Null
+            }
+        },
+        None => serde_json::Value::Null,
+    };
+    HostInfo {
+        kernel: proc_text("/proc/sys/kernel/osrelease"),
+        hostname: proc_text("/proc/sys/kernel/hostname"),
+        egress_iface: egress,
+        qdiscs,
+        notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn egress_device_comes_from_the_first_route() {
+        // As printed by iproute2 6.x for `ip -j route get 10.0.0.2`.
+        let text = r#"[{"dst":"10.0.0.2","dev":"veth0","prefsrc":"10.0.0.1","flags":[],"uid":0,"cache":[]}]"#;
+        let v: serde_json::Value = serde_json::from_str(text).expect("json");
+        assert_eq!(egress_from_route_json(&v).as_deref(), Some("veth0"));
+        assert_eq!(egress_from_route_json(&serde_json::json!([])), None);
+        assert_eq!(egress_from_route_json(&serde_json::json!({"dev": "x"})), None);
+    }
+
+    #[test]
+    fn loopback_is_found_and_never_fails() {
+        let info = collect("127.0.0.1".parse().expect("ip"));
+        assert!(!info.kernel.is_empty());
+        // Where ip and tc exist (they do in CI), loopback's device is lo.
+        if info.notes.is_empty() {
+            assert_eq!(info.egress_iface.as_deref(), Some("lo"));
+            assert!(info.qdiscs.is_array(), "{:?}", info.qdiscs);
+        }
+    }
+}

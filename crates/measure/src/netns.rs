@@ -1,0 +1,203 @@
+//! Throw-away network namespaces joined by a veth pair: the test bench of the integration tests
+//! and the accuracy benchmark. Needs root.
+//!
+//! What callers can rely on:
+//! - Names are unique per process and call (pid + counter), so parallel runs do not collide.
+//! - Everything is removed when the value is dropped, also while unwinding from a panic:
+//!   deleting a namespace deletes its end of the veth, and with it the other end.
+//! - [`Netns::run_in`] runs a closure on a thread that has entered the namespace (setns(2) is
+//!   per thread); sockets created there, and threads and programs it starts, live in it.
+//!
+//! The shaping here is the host kernel's HTB with a plain FIFO leaf, which this machine has;
+//! the lab crate builds the real access-network emulation.
+
+use std::fs::File;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::os::fd::AsRawFd;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread::JoinHandle;
+
+use crate::MeasureError;
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// Runs a command, failing with its stderr when it fails.
+pub fn run(argv: &[&str]) -> Result<Output, MeasureError> {
+    let out = Command::new(argv[0])
+        .args(&argv[1..])
+        .output()
+        .map_err(|e| MeasureError::io(format!("running {}", argv.join(" ")), e))?;
+    if !out.status.success() {
+        return Err(MeasureError::io(
+            format!("`{}` failed", argv.join(" ")),
+            std::io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+        ));
+    }
+    Ok(out)
+}
+
+/// A named network namespace, deleted on drop.
+#[derive(Debug)]
+pub struct Netns {
+    pub name: String,
+}
+
+impl Netns {
+    /// Creates a namespace with its loopback up.
+    pub fn new(name: String) -> Result<Netns, MeasureError> {
+        run(&["ip", "netns", "add", &name])?;
+        let ns = Netns { name };
+        run(&["ip", "-n", &ns.name, "link", "set", "lo", "up"])?;
+        Ok(ns)
+    }
+
+    /// Runs a command inside the namespace.
+    pub fn exec(&self, argv: &[&str]) -> Result<Output, MeasureError> {
+        let mut full = vec!["ip", "netns", "exec", &self.name];
+        full.extend_from_slice(argv);
+        run(&full)
+    }
+
+    /// A `Command` that runs `argv` inside the namespace (for long-running helpers).
+    pub fn command(&self, argv: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name]).args(argv);
+        c
+    }
+
+    /// Runs `f` on a new thread inside the namespace.
+    pub fn run_in<T, F>(&self, f: F) -> Result<JoinHandle<T>, MeasureError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let path = format!("/run/netns/{}", self.name);
+        let file = File::open(&path).map_err(|e| MeasureError::io(format!("opening {path}"), e))?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let handle = std::thread::Builder::new()
+            .name(format!("netns-{}", self.name))
+            .spawn(move || {
+                // SAFETY: setns with a valid namespace fd; it changes only this thread.
+                let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+                let entered = if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
+                let ok = entered.is_ok();
+                let _ = tx.send(entered);
+                if !ok {
+                    // Never run the closure in the wrong namespace.
+                    return None;
+                }
+                Some(f())
+            })
+            .map_err(|e| MeasureError::io("starting a thread", e))?;
+        match rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(MeasureError::io(format!("entering namespace {}", self.name), e)),
+            Err(_) => return Err(MeasureError::io("entering namespace", std::io::Error::other("thread died"))),
+        }
+        // The closure runs; unwrap the Option on join without panicking on our side.
+        Ok(spawn_unwrap(handle))
+    }
+}
+
+fn spawn_unwrap<T: Send + 'static>(inner: JoinHandle<Option<T>>) -> JoinHandle<T> {
+    std::thread::spawn(move || match inner.join() {
+        Ok(Some(v)) => v,
+        Ok(None) => panic!("namespace thread did not run"),
+        Err(p) => std::panic::resume_unwind(p),
+    })
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
+    }
+}
+
+/// Two namespaces, `a` and `b`, joined by a veth pair with IPv4 and IPv6 addresses.
+#[derive(Debug)]
+pub struct VethPair {
+    pub a: Netns,
+    pub b: Netns,
+    pub dev_a: String,
+    pub dev_b: String,
+    pub ip4_a: Ipv4Addr,
+    pub ip4_b: Ipv4Addr,
+    pub ip6_a: Ipv6Addr,
+    pub ip6_b: Ipv6Addr,
+}
+
+impl VethPair {
+    /// Builds the pair: `a` has 10.77.0.1 and fd77::1, `b` has 10.77.0.2 and fd77::2.
+    pub fn new() -> Result<VethPair, MeasureError> {
+        let id = format!("{}x{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+        let a = Netns::new(format!("ubm{id}a"))?;
+        let b = Netns::new(format!("ubm{id}b"))?;
+        // Interface names are at most 15 bytes: "vm" + pid (<= 7) + "x" + counter + "a".
+        let (dev_a, dev_b) = (format!("vm{id}a"), format!("vm{id}b"));
+        run(&["ip", "link", "add", &dev_a, "netns", &a.name, "type", "veth", "peer", "name", &dev_b, "netns", &b.name])?;
+        let pair = VethPair {
+            a,
+            b,
+            dev_a,
+            dev_b,
+            ip4_a: Ipv4Addr::new(10, 77, 0, 1),
+            ip4_b: Ipv4Addr::new(10, 77, 0, 2),
+            ip6_a: "fd77::1".parse().map_err(|_| MeasureError::InvalidArgument("fd77::1".into()))?,
+            ip6_b: "fd77::2".parse().map_err(|_| MeasureError::InvalidArgument("fd77::2".into()))?,
+        };
+        for (ns, dev, v4, v6) in [
+            (&pair.a, &pair.dev_a, pair.ip4_a, pair.ip6_a),
+            (&pair.b, &pair.dev_b, pair.ip4_b, pair.ip6_b),
+        ] {
+            let n = ns.name.as_str();
+            run(&["ip", "-n", n, "addr", "add", &format!("{v4}/24"), "dev", dev])?;
+            // nodad: the address is usable at once instead of after duplicate detection.
+            run(&["ip", "-n", n, "addr", "add", &format!("{v6}/64"), "dev", dev, "nodad"])?;
+            run(&["ip", "-n", n, "link", "set", dev, "up"])?;
+        }
+        Ok(pair)
+    }
+
+    /// Shapes both directions with the host's HTB at `rate_bit` bit/s, each with a FIFO of
+    /// `fifo_packets` packets as the queue (a deep one is a bloated modem).
+    pub fn shape_htb(&self, rate_bit: u64, fifo_packets: u32) -> Result<(), MeasureError> {
+        let rate = format!("{rate_bit}bit");
+        let limit = fifo_packets.to_string();
+        for (ns, dev) in [(&self.a, &self.dev_a), (&self.b, &self.dev_b)] {
+            let n = ns.name.as_str();
+            let d = dev.as_str();
+            run(&["tc", "-n", n, "qdisc", "replace", "dev", d, "root", "handle", "1:", "htb", "default", "1"])?;
+            run(&["tc", "-n", n, "class", "replace", "dev", d, "parent", "1:", "classid", "1:1", "htb", "rate", &rate])?;
+            run(&["tc", "-n", n, "qdisc", "replace", "dev", d, "parent", "1:1", "handle", "10:", "pfifo", "limit", &limit])?;
+        }
+        Ok(())
+    }
+}
+
+/// The TCP goodput a link of `rate_bit` (gross, counting `l2_overhead` bytes per packet on top
+/// of the IP packet) carries with full-size packets: `rate * (mtu - ip - tcp) / (mtu + l2)`
+/// (PRODUCT.md; the TCP header is 32 bytes with timestamps). HTB on a veth counts the 14-byte
+/// Ethernet header, so for 20 Mbit/s IPv4: 20e6 * 1448 / 1514 = 19.13 Mbit/s.
+pub fn tcp_goodput(rate_bit: f64, mtu: u32, ip_header: u32, tcp_header: u32, l2_overhead: u32) -> f64 {
+    rate_bit * f64::from(mtu - ip_header - tcp_header) / f64::from(mtu + l2_overhead)
+}
+
+/// IPv4 and TCP header sizes (TCP with the timestamps option), Ethernet header.
+pub const IPV4_HEADER: u32 = 20;
+pub const IPV6_HEADER: u32 = 40;
+pub const TCP_HEADER_TS: u32 = 32;
+pub const ETHERNET_HEADER: u32 = 14;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn goodput_of_twenty_megabit_ethernet() {
+        let g = tcp_goodput(20e6, 1500, IPV4_HEADER, TCP_HEADER_TS, ETHERNET_HEADER);
+        assert!((g - 20e6 * 1448.0 / 1514.0).abs() < 1e-6);
+        let g6 = tcp_goodput(20e6, 1500, IPV6_HEADER, TCP_HEADER_TS, ETHERNET_HEADER);
+        assert!(g6 < g);
+    }
+}

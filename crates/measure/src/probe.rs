@@ -1,0 +1,551 @@
+//! Latency probes: UDP to the server's responder and ICMP echo, sent on a fixed schedule.
+//!
+//! What callers can rely on:
+//! - Each class sends at `interval` on absolute deadlines (`start + k * interval`, classes
+//!   staggered evenly), never sleep-after-send, so a slow send does not shift later probes; how
+//!   late each probe left is recorded as its send lag.
+//! - Every probe sent appears in the results, answered or not (`rtt_ms: None` = lost), in send
+//!   order. A reply is matched by test id, class and sequence, and must echo the send stamp, so
+//!   stray or stale datagrams are ignored.
+//! - One-way delays come from relating the two clocks on the fastest idle-baseline round trip
+//!   ([`relate_clocks`]); without idle replies they stay `None`.
+//! - ICMP uses an unprivileged ICMP socket (`SOCK_DGRAM`, allowed by
+//!   `net.ipv4.ping_group_range`) when it can, a raw socket otherwise (root); when neither is
+//!   possible the class is skipped with a note, never an error.
+//!
+//! Threads: one sender for all classes, one receiver per socket. Receive times are taken when
+//! `recv` returns (user space), which on an idle host is within tens of microseconds of the
+//! kernel's.
+
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use unbloat_report::{ProbeKind, ProbeSample, ProbeSeries};
+
+use crate::profile::ProbePlan;
+use crate::protocol::{ProbeReply, ProbeRequest, PROBE_MAX_LEN};
+use crate::sockopt;
+use crate::MeasureError;
+
+/// One probe as sent and (maybe) answered. Times are ns since the run's epoch (client clock),
+/// server stamps on the server's clock.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Record {
+    pub deadline_ns: u64,
+    pub sent_ns: u64,
+    pub recv_ns: Option<u64>,
+    pub server_recv_ns: Option<u64>,
+    pub server_send_ns: Option<u64>,
+}
+
+impl Record {
+    fn rtt_ns(&self) -> Option<u64> {
+        self.recv_ns.map(|r| r.saturating_sub(self.sent_ns))
+    }
+}
+
+struct Class {
+    plan: ProbePlan,
+    records: Mutex<Vec<Record>>,
+    replies: AtomicU64,
+}
+
+enum Sender {
+    Udp(Arc<UdpSocket>),
+    Icmp(Arc<IcmpSocket>),
+}
+
+/// A running set of probe classes.
+pub struct Prober {
+    classes: Vec<Arc<Class>>,
+    interval: Duration,
+    stop_send: Arc<AtomicBool>,
+    stop_recv: Arc<AtomicBool>,
+    sender: Option<JoinHandle<()>>,
+    receivers: Vec<JoinHandle<()>>,
+    latest_rtt_us: Arc<AtomicU64>,
+    /// Remarks for the results' metadata (e.g. ICMP skipped and why).
+    pub notes: Vec<String>,
+}
+
+fn now_ns(epoch: Instant) -> u64 {
+    epoch.elapsed().as_nanos() as u64
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Prober {
+    /// Opens a socket per class and starts probing `server` (UDP classes go to `udp_target`,
+    /// ICMP to its address) at `interval`, times relative to `epoch`.
+    pub fn start(
+        plans: &[ProbePlan],
+        udp_target: SocketAddr,
+        test_id: u64,
+        interval: Duration,
+        epoch: Instant,
+    ) -> Result<Prober, MeasureError> {
+        let stop_send = Arc::new(AtomicBool::new(false));
+        let stop_recv = Arc::new(AtomicBool::new(false));
+        let latest_rtt_us = Arc::new(AtomicU64::new(0));
+        let mut notes = Vec::new();
+        let mut classes = Vec::new();
+        let mut senders = Vec::new();
+        let mut receivers = Vec::new();
+        let primary = plans.iter().position(|p| p.kind == ProbeKind::Udp).unwrap_or(0);
+        for (id, plan) in plans.iter().enumerate() {
+            let class = Arc::new(Class {
+                plan: plan.clone(),
+                records: Mutex::new(Vec::new()),
+                replies: AtomicU64::new(0),
+            });
+            let latest = (id == primary).then(|| Arc::clone(&latest_rtt_us));
+            let stop = Arc::clone(&stop_recv);
+            let c = Arc::clone(&class);
+            match plan.kind {
+                ProbeKind::Udp => {
+                    let sock = udp_socket(udp_target, plan.dscp)?;
+                    let sock = Arc::new(sock);
+                    let rx = Arc::clone(&sock);
+                    receivers.push(spawn("unbloat-probe-rx", move || {
+                        udp_receiver(&rx, &c, id as u8, test_id, epoch, &stop, latest.as_deref())
+                    })?);
+                    senders.push((Arc::clone(&class), Sender::Udp(sock)));
+                }
+                ProbeKind::Icmp => match IcmpSocket::open(udp_target.ip(), plan.dscp) {
+                    Ok(sock) => {
+                        if sock.raw {
+                            notes.push(
+                                "ICMP: unprivileged ICMP sockets are not allowed here \
+                                 (net.ipv4.ping_group_range); used a raw socket"
+                                    .into(),
+                            );
+                        }
+                        let sock = Arc::new(sock);
+                        let rx = Arc::clone(&sock);
+                        receivers.push(spawn("unbloat-icmp-rx", move || {
+                            icmp_receiver(&rx, &c, test_id, epoch, &stop, latest.as_deref())
+                        })?);
+                        senders.push((Arc::clone(&class), Sender::Icmp(sock)));
+                    }
+                    Err(why) => {
+                        notes.push(format!("ICMP probes skipped: {why}"));
+                        continue;
+                    }
+                },
+            }
+            classes.push(class);
+        }
+        let stop = Arc::clone(&stop_send);
+        let sender = spawn("unbloat-probe-tx", move || {
+            send_loop(&senders, test_id, interval, epoch, &stop)
+        })?;
+        Ok(Prober {
+            classes,
+            interval,
+            stop_send,
+            stop_recv,
+            sender: Some(sender),
+            receivers,
+            latest_rtt_us,
+            notes,
+        })
+    }
+
+    /// The latest round trip of the primary class (the first UDP one), for progress display.
+    pub fn latest_rtt_ms(&self) -> Option<f64> {
+        match self.latest_rtt_us.load(Ordering::Relaxed) {
+            0 => None,
+            us => Some(us as f64 / 1000.0),
+        }
+    }
+
+    /// Probes sent and answered so far for each kind: (sent, answered).
+    pub fn counts(&self, kind: ProbeKind) -> (usize, u64) {
+        self.classes
+            .iter()
+            .filter(|c| c.plan.kind == kind)
+            .fold((0, 0), |(s, a), c| (s + lock(&c.records).len(), a + c.replies.load(Ordering::Relaxed)))
+    }
+
+    /// Total replies over all classes (to notice a dead link).
+    pub fn replies(&self) -> u64 {
+        self.classes.iter().map(|c| c.replies.load(Ordering::Relaxed)).sum()
+    }
+
+    /// Stops sending, waits `grace` for late replies, stops receiving and returns every class's
+    /// series. One-way delays use the clock relation from probes sent before `idle_end_ns`.
+    pub fn finish(mut self, grace: Duration, idle_end_ns: u64) -> Vec<ProbeSeries> {
+        self.stop_send.store(true, Ordering::Relaxed);
+        if let Some(h) = self.sender.take() {
+            let _ = h.join();
+        }
+        thread::sleep(grace);
+        self.stop_recv.store(true, Ordering::Relaxed);
+        for h in self.receivers.drain(..) {
+            let _ = h.join();
+        }
+        let udp_records: Vec<Record> = self
+            .classes
+            .iter()
+            .filter(|c| c.plan.kind == ProbeKind::Udp)
+            .flat_map(|c| lock(&c.records).clone())
+            .filter(|r| r.sent_ns < idle_end_ns)
+            .collect();
+        let offset = relate_clocks(&udp_records);
+        let interval_ms = self.interval.as_secs_f64() * 1000.0;
+        self.classes
+            .iter()
+            .map(|c| {
+                let records = lock(&c.records);
+                let use_offset = if c.plan.kind == ProbeKind::Udp { offset } else { None };
+                ProbeSeries {
+                    name: c.plan.name.clone(),
+                    kind: c.plan.kind,
+                    dscp: c.plan.dscp,
+                    interval_ms,
+                    samples: records.iter().map(|r| to_sample(r, use_offset)).collect(),
+                }
+            })
+            .collect()
+    }
+}
+
+impl Drop for Prober {
+    fn drop(&mut self) {
+        self.stop_send.store(true, Ordering::Relaxed);
+        self.stop_recv.store(true, Ordering::Relaxed);
+    }
+}
+
+fn spawn<F: FnOnce() + Send + 'static>(name: &str, f: F) -> Result<JoinHandle<()>, MeasureError> {
+    thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map_err(|e| MeasureError::io("starting a probe thread", e))
+}
+
+/// The offset `server clock - client clock` in ns, from the probe whose round trip minus the
+/// server's holding time is smallest: on that one, queues were emptiest and the path is taken
+/// to be symmetric, so each way took half (crusader's method). `None` without a usable reply.
+pub fn relate_clocks(records: &[Record]) -> Option<i128> {
+    records
+        .iter()
+        .filter_map(|r| {
+            let (recv, s_recv, s_send) = (r.recv_ns?, r.server_recv_ns?, r.server_send_ns?);
+            let hold = i128::from(s_send) - i128::from(s_recv);
+            let path = i128::from(recv) - i128::from(r.sent_ns) - hold;
+            (path >= 0).then_some((path, r))
+        })
+        .min_by_key(|(path, _)| *path)
+        .and_then(|(path, r)| Some(i128::from(r.server_recv_ns?) - i128::from(r.sent_ns) - path / 2))
+}
+
+/// A record as a results sample; one-way delays when `offset` relates the clocks.
+pub fn to_sample(r: &Record, offset: Option<i128>) -> ProbeSample {
+    let ms = |ns: i128| ns as f64 / 1e6;
+    let owd = |r: &Record| -> Option<(f64, f64)> {
+        let off = offset?;
+        let up = i128::from(r.server_recv_ns?) - off - i128::from(r.sent_ns);
+        let down = i128::from(r.recv_ns?) - (i128::from(r.server_send_ns?) - off);
+        Some((ms(up), ms(down)))
+    };
+    let (owd_up_ms, owd_down_ms) = match owd(r) {
+        Some((u, d)) => (Some(u), Some(d)),
+        None => (None, None),
+    };
+    ProbeSample {
+        t: r.sent_ns as f64 / 1e9,
+        rtt_ms: r.rtt_ns().map(|ns| ns as f64 / 1e6),
+        owd_up_ms,
+        owd_down_ms,
+        send_lag_ms: ms(i128::from(r.sent_ns) - i128::from(r.deadline_ns)).max(0.0),
+    }
+}
+
+fn udp_socket(target: SocketAddr, dscp: u8) -> Result<UdpSocket, MeasureError> {
+    let bind: SocketAddr = if target.is_ipv6() { "[::]:0".parse() } else { "0.0.0.0:0".parse() }
+        .map_err(|_| MeasureError::InvalidArgument("bind address".into()))?;
+    let sock = UdpSocket::bind(bind).map_err(|e| MeasureError::io("opening a UDP probe socket", e))?;
+    sock.connect(target).map_err(|e| MeasureError::io(format!("UDP probes to {target}"), e))?;
+    sockopt::set_dscp(&sock, dscp, target.is_ipv6())
+        .map_err(|e| MeasureError::io("marking UDP probes with DSCP", e))?;
+    sock.set_read_timeout(Some(Duration::from_millis(100)))
+        .map_err(|e| MeasureError::io("UDP probe socket", e))?;
+    Ok(sock)
+}
+
+/// Sends every class on its own absolute schedule until `stop`.
+fn send_loop(
+    senders: &[(Arc<Class>, Sender)],
+    test_id: u64,
+    interval: Duration,
+    epoch: Instant,
+    stop: &AtomicBool,
+) {
+    if senders.is_empty() {
+        return;
+    }
+    let interval_ns = interval.as_nanos() as u64;
+    let start = now_ns(epoch);
+    let k = senders.len() as u64;
+    // Stagger the classes evenly so their probes do not leave in a burst.
+    let mut next: Vec<u64> = (0..k).map(|i| start + i * interval_ns / k).collect();
+    let mut buf = [0u8; PROBE_MAX_LEN];
+    while !stop.load(Ordering::Relaxed) {
+        let (i, &deadline) = match next.iter().enumerate().min_by_key(|(_, d)| **d) {
+            Some(x) => x,
+            None => return,
+        };
+        // Sleep in slices so a stop is noticed within 50 ms even at 1 probe per second.
+        loop {
+            let now = now_ns(epoch);
+            if now >= deadline || stop.load(Ordering::Relaxed) {
+                break;
+            }
+            thread::sleep(Duration::from_nanos((deadline - now).min(50_000_000)));
+        }
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let (class, sender) = &senders[i];
+        let mut records = lock(&class.records);
+        let seq = records.len() as u32;
+        let sent_ns = now_ns(epoch);
+        records.push(Record { deadline_ns: deadline, sent_ns, ..Record::default() });
+        drop(records);
+        // A failed send (no route right now) is a lost probe, recorded as such.
+        match sender {
+            Sender::Udp(sock) => {
+                let req = ProbeRequest { class: i as u8, dscp: class.plan.dscp, test_id, seq, client_send_ns: sent_ns };
+                let n = req.encode_into(&mut buf);
+                let _ = sock.send(&buf[..n]);
+            }
+            Sender::Icmp(sock) => {
+                let _ = sock.send_echo(test_id, seq);
+            }
+        }
+        next[i] += interval_ns;
+    }
+}
+
+fn note_reply(class: &Class, seq: u32, recv_ns: u64, stamps: Option<(u64, u64, u64)>, latest: Option<&AtomicU64>) {
+    let mut records = lock(&class.records);
+    let Some(r) = records.get_mut(seq as usize) else { return };
+    if r.recv_ns.is_some() {
+        return; // a duplicate
+    }
+    if let Some((echoed_send, s_recv, s_send)) = stamps {
+        if echoed_send != r.sent_ns {
+            return; // stale or forged
+        }
+        r.server_recv_ns = Some(s_recv);
+        r.server_send_ns = Some(s_send);
+    }
+    r.recv_ns = Some(recv_ns);
+    class.replies.fetch_add(1, Ordering::Relaxed);
+    if let Some(l) = latest {
+        l.store((recv_ns.saturating_sub(r.sent_ns) / 1000).max(1), Ordering::Relaxed);
+    }
+}
+
+fn udp_receiver(
+    sock: &UdpSocket,
+    class: &Class,
+    class_id: u8,
+    test_id: u64,
+    epoch: Instant,
+    stop: &AtomicBool,
+    latest: Option<&AtomicU64>,
+) {
+    let mut buf = [0u8; PROBE_MAX_LEN + 1];
+    while !stop.load(Ordering::Relaxed) {
+        let n = match sock.recv(&mut buf) {
+            Ok(n) => n,
+            Err(_) => continue,
+        };
+        let recv_ns = now_ns(epoch);
+        let Ok(reply) = ProbeReply::decode(&buf[..n]) else { continue };
+        if reply.request.test_id != test_id || reply.request.class != class_id {
+            continue;
+        }
+        let stamps = (reply.request.client_send_ns, reply.server_recv_ns, reply.server_send_ns);
+        note_reply(class, reply.request.seq, recv_ns, Some(stamps), latest);
+    }
+}
+
+/// An ICMP echo socket: unprivileged (`SOCK_DGRAM`) or raw.
+pub struct IcmpSocket {
+    sock: Socket,
+    target: SockAddr,
+    v6: bool,
+    /// A raw socket (receives the IPv4 header, and everyone's ICMP).
+    pub raw: bool,
+    ident: u16,
+}
+
+const ICMP_ECHO_REQUEST: u8 = 8;
+const ICMP_ECHO_REPLY: u8 = 0;
+const ICMPV6_ECHO_REQUEST: u8 = 128;
+const ICMPV6_ECHO_REPLY: u8 = 129;
+/// Echo payload: test id (8) + 32-bit sequence (4), so replies are matched without the 16-bit
+/// ICMP sequence wrapping and without trusting the identifier (which ping sockets rewrite).
+const ICMP_PAYLOAD: usize = 12;
+
+/// RFC 1071 Internet checksum.
+fn checksum(data: &[u8]) -> u16 {
+    let mut sum: u32 = 0;
+    for chunk in data.chunks(2) {
+        let word = u16::from_be_bytes([chunk[0], *chunk.get(1).unwrap_or(&0)]);
+        sum += u32::from(word);
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+impl IcmpSocket {
+    /// Opens an ICMP socket towards `target`, unprivileged first, raw second.
+    pub fn open(target: IpAddr, dscp: u8) -> Result<IcmpSocket, String> {
+        let target = match target {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
+            v4 => v4,
+        };
+        let v6 = target.is_ipv6();
+        let (domain, proto) = if v6 { (Domain::IPV6, Protocol::ICMPV6) } else { (Domain::IPV4, Protocol::ICMPV4) };
+        let (sock, raw) = match Socket::new(domain, Type::DGRAM, Some(proto)) {
+            Ok(s) => (s, false),
+            Err(dgram) => match Socket::new(domain, Type::RAW, Some(proto)) {
+                Ok(s) => (s, true),
+                Err(raw) => {
+                    return Err(format!(
+                        "unprivileged ICMP sockets are not allowed ({dgram}; see sysctl \
+                         net.ipv4.ping_group_range) and raw sockets need root ({raw})"
+                    ))
+                }
+            },
+        };
+        let tos = u32::from(dscp & 0x3f) << 2;
+        let marked = if v6 { sock.set_tclass_v6(tos) } else { sock.set_tos(tos) };
+        marked.map_err(|e| format!("cannot mark ICMP probes with DSCP {dscp}: {e}"))?;
+        sock.set_read_timeout(Some(Duration::from_millis(100)))
+            .map_err(|e| format!("ICMP socket: {e}"))?;
+        let ident = (std::process::id() as u16) ^ 0x5a5a;
+        Ok(IcmpSocket { sock, target: SocketAddr::new(target, 0).into(), v6, raw, ident })
+    }
+
+    fn send_echo(&self, test_id: u64, seq: u32) -> std::io::Result<usize> {
+        let mut pkt = [0u8; 8 + ICMP_PAYLOAD];
+        pkt[0] = if self.v6 { ICMPV6_ECHO_REQUEST } else { ICMP_ECHO_REQUEST };
+        pkt[4..6].copy_from_slice(&self.ident.to_be_bytes());
+        pkt[6..8].copy_from_slice(&(seq as u16).to_be_bytes());
+        pkt[8..16].copy_from_slice(&test_id.to_be_bytes());
+        pkt[16..20].copy_from_slice(&seq.to_be_bytes());
+        if !self.v6 {
+            // The kernel fills the ICMPv6 checksum itself (it needs the pseudo-header).
+            let sum = checksum(&pkt);
+            pkt[2..4].copy_from_slice(&sum.to_be_bytes());
+        }
+        self.sock.send_to(&pkt, &self.target)
+    }
+
+    /// Parses a received datagram: the 32-bit sequence of one of our echo replies.
+    fn parse_reply(&self, data: &[u8], test_id: u64) -> Option<u32> {
+        let icmp = if self.raw && !self.v6 {
+            // Raw IPv4 sockets deliver the IP header first; its length is in the low nibble.
+            let ihl = usize::from(*data.first()? & 0x0f) * 4;
+            data.get(ihl..)?
+        } else {
+            data
+        };
+        let want = if self.v6 { ICMPV6_ECHO_REPLY } else { ICMP_ECHO_REPLY };
+        if icmp.len() < 8 + ICMP_PAYLOAD || icmp[0] != want {
+            return None;
+        }
+        if u64::from_be_bytes(icmp[8..16].try_into().ok()?) != test_id {
+            return None;
+        }
+        Some(u32::from_be_bytes(icmp[16..20].try_into().ok()?))
+    }
+}
+
+fn icmp_receiver(
+    sock: &IcmpSocket,
+    class: &Class,
+    test_id: u64,
+    epoch: Instant,
+    stop: &AtomicBool,
+    latest: Option<&AtomicU64>,
+) {
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 2048];
+    while !stop.load(Ordering::Relaxed) {
+        let n = match sock.sock.recv(&mut buf) {
+            Ok(n) => n,
+            Err(_) => continue,
+        };
+        let recv_ns = now_ns(epoch);
+        // SAFETY: recv initialised the first n bytes.
+        let data: Vec<u8> = buf[..n].iter().map(|b| unsafe { b.assume_init() }).collect();
+        if let Some(seq) = sock.parse_reply(&data, test_id) {
+            note_reply(class, seq, recv_ns, None, latest);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answered(sent: u64, up: u64, hold: u64, down: u64, offset: u64) -> Record {
+        Record {
+            deadline_ns: sent,
+            sent_ns: sent,
+            recv_ns: Some(sent + up + hold + down),
+            server_recv_ns: Some(sent + up + offset),
+            server_send_ns: Some(sent + up + hold + offset),
+        }
+    }
+
+    #[test]
+    fn clocks_are_related_on_the_fastest_round_trip() {
+        let offset = 5_000_000_000u64;
+        // Symmetric 10 ms paths on the fastest probe; queueing on the others.
+        let records = [
+            answered(0, 10_000_000, 50_000, 10_000_000, offset),
+            answered(200_000_000, 30_000_000, 50_000, 10_000_000, offset),
+            answered(400_000_000, 10_000_000, 40_000, 25_000_000, offset),
+        ];
+        let est = relate_clocks(&records).expect("relates");
+        assert_eq!(est, i128::from(offset));
+        let s = to_sample(&records[1], Some(est));
+        assert!((s.owd_up_ms.expect("up") - 30.0).abs() < 1e-9, "{s:?}");
+        assert!((s.owd_down_ms.expect("down") - 10.0).abs() < 1e-9, "{s:?}");
+        assert!((s.rtt_ms.expect("rtt") - 40.05).abs() < 1e-9);
+    }
+
+    #[test]
+    fn lost_probes_have_no_rtt_and_no_relation() {
+        let lost = Record { deadline_ns: 10, sent_ns: 1_000_010, ..Record::default() };
+        assert_eq!(relate_clocks(&[lost]), None);
+        let s = to_sample(&lost, Some(0));
+        assert_eq!((s.rtt_ms, s.owd_up_ms, s.owd_down_ms), (None, None, None));
+        assert!((s.send_lag_ms - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn checksum_matches_rfc1071_example() {
+        // RFC 1071 §3 example bytes: 00 01 f2 03 f4 f5 f6 f7 sum to ddf2 (one's complement 220d).
+        assert_eq!(checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]), !0xddf2);
+        // A packet with its checksum filled in sums to zero.
+        let mut pkt = [8u8, 0, 0, 0, 0x12, 0x34, 0, 1, 9, 9, 9];
+        let sum = checksum(&pkt);
+        pkt[2..4].copy_from_slice(&sum.to_be_bytes());
+        assert_eq!(checksum(&pkt), 0);
+    }
+}

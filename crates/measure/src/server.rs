@@ -1,0 +1,605 @@
+//! `unbloat serve`: the far end of a test.
+//!
+//! What callers can rely on:
+//! - Bounded: at most [`ServeOptions::max_tests`] tests at once (the next client is told
+//!   [`ServerMsg::Busy`]), at most `max_streams` streams and `max_session` length per test (a
+//!   request beyond is [`ServerMsg::Refused`] with the limit in the reason), and a cap on open
+//!   connections. A test's streams and slot end at its session deadline even if the client
+//!   vanishes without a word.
+//! - Hostile or malformed input (bad hello, unknown frames, oversized lengths, silence, UDP
+//!   garbage) ends that connection or drops that datagram; the server keeps serving others.
+//!   Every read has a timeout, so a silent client holds a thread for at most
+//!   `handshake_timeout`.
+//! - The UDP responder answers only probes of a running test, from the address that opened it,
+//!   with a reply exactly as long as the request (never an amplifier), marked with the DSCP the
+//!   request says it carried.
+//! - One line per test on stderr (when `log` is on): who, what, how much, how it ended.
+//!
+//! Design: one thread per TCP connection (a test has at most a few dozen) and one UDP thread;
+//! plain blocking sockets with timeouts. Timestamps are nanoseconds since the server started.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Protocol, Socket, Type};
+use unbloat_report::Direction;
+
+use crate::protocol::{
+    self, ClientMsg, ProbeReply, ProbeRequest, ProtocolError, ServerMsg, StreamSpec, TestRequest,
+    PROBE_MAX_LEN, PROTOCOL_VERSION,
+};
+use crate::sockopt;
+use crate::{parse_duration, MeasureError};
+
+/// The port `unbloat serve` listens on by default, TCP and UDP.
+pub const DEFAULT_PORT: u16 = 4420;
+/// Size of one write or read on a load stream: large, so the load costs few system calls.
+pub const BULK_BUFFER: usize = 128 * 1024;
+
+/// How a server is bounded and where it listens.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// `None`: `[::]:4420` dual-stack, or `0.0.0.0:4420` where IPv6 is off. Port 0 picks a free
+    /// port (the UDP responder then uses the same number).
+    pub listen: Option<SocketAddr>,
+    pub max_tests: usize,
+    pub max_streams: usize,
+    /// The longest session (idle phases included) a client may ask for.
+    pub max_session: Duration,
+    /// How long a connection may take to say hello and what it wants.
+    pub handshake_timeout: Duration,
+    /// Write the per-test log lines to stderr.
+    pub log: bool,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            listen: None,
+            max_tests: 4,
+            max_streams: 32,
+            max_session: Duration::from_secs(600),
+            handshake_timeout: Duration::from_secs(5),
+            log: true,
+        }
+    }
+}
+
+/// `unbloat serve`: the far end for `unbloat test`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on, TCP for control and load streams and UDP for latency
+    /// probes. The default listens on every address, IPv6 and IPv4, port 4420.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<SocketAddr>,
+    /// How many tests may run at once; the next client is told the server is busy.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub max_tests: usize,
+    /// The most load streams one test may open.
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    pub max_streams: usize,
+    /// The longest test a client may ask for, idle phases included (e.g. 10m, 300s).
+    #[arg(long, value_name = "TIME", default_value = "10m", value_parser = parse_duration)]
+    pub max_duration: Duration,
+}
+
+impl ServeArgs {
+    pub fn options(&self) -> ServeOptions {
+        ServeOptions {
+            listen: self.listen,
+            max_tests: self.max_tests,
+            max_streams: self.max_streams,
+            max_session: self.max_duration,
+            ..ServeOptions::default()
+        }
+    }
+}
+
+/// Runs `unbloat serve` with the given arguments until the process is stopped.
+pub fn run_serve(args: &ServeArgs) -> Result<(), MeasureError> {
+    serve(args.options())
+}
+
+/// Binds and serves forever (until the process is stopped).
+pub fn serve(opts: ServeOptions) -> Result<(), MeasureError> {
+    let (server, addr) = Server::bind(opts)?;
+    eprintln!("unbloat serve: listening on {addr} (TCP control and load, UDP probes)");
+    server.run_until(&AtomicBool::new(false))
+}
+
+/// A bound server, not yet serving.
+pub struct Server {
+    listener: TcpListener,
+    udp: UdpSocket,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    opts: ServeOptions,
+    epoch: Instant,
+    probe_port: u16,
+    tests: Mutex<HashMap<u64, Arc<ActiveTest>>>,
+    connections: AtomicUsize,
+    stop: AtomicBool,
+}
+
+/// A running test, shared by its control connection, its stream connections and the UDP thread.
+struct ActiveTest {
+    peer: IpAddr,
+    streams: Vec<StreamSpec>,
+    attached: Mutex<Vec<bool>>,
+    bytes: Vec<AtomicU64>,
+    probes: AtomicU64,
+    deadline: Instant,
+    ended: AtomicBool,
+}
+
+impl ActiveTest {
+    fn over(&self, shared: &Shared) -> bool {
+        self.ended.load(Ordering::Relaxed)
+            || shared.stop.load(Ordering::Relaxed)
+            || Instant::now() >= self.deadline
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicking session thread must not take the whole server down with a poisoned lock.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
+        v4 => v4,
+    }
+}
+
+fn bind_pair(addr: SocketAddr) -> std::io::Result<(TcpListener, UdpSocket)> {
+    let domain = Domain::for_address(addr);
+    let dual = matches!(addr.ip(), IpAddr::V6(ip) if ip.is_unspecified());
+    let tcp = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
+    if dual {
+        tcp.set_only_v6(false)?;
+    }
+    tcp.set_reuse_address(true)?;
+    tcp.bind(&addr.into())?;
+    tcp.listen(128)?;
+    let tcp: TcpListener = tcp.into();
+    let port = tcp.local_addr()?.port();
+    let udp = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
+    if dual {
+        udp.set_only_v6(false)?;
+    }
+    udp.bind(&SocketAddr::new(addr.ip(), port).into())?;
+    Ok((tcp, udp.into()))
+}
+
+impl Server {
+    /// Binds the TCP listener and the UDP responder (same port number) and returns the server
+    /// with the address it listens on.
+    pub fn bind(opts: ServeOptions) -> Result<(Server, SocketAddr), MeasureError> {
+        let (listener, udp) = match opts.listen {
+            Some(addr) => {
+                // With port 0 the UDP port (taken after TCP's) can collide; retry a few times.
+                let mut attempt = 0;
+                loop {
+                    match bind_pair(addr) {
+                        Ok(pair) => break pair,
+                        Err(e) if addr.port() == 0 && attempt < 5 => {
+                            attempt += 1;
+                            let _ = e;
+                        }
+                        Err(source) => return Err(MeasureError::Bind { addr, source }),
+                    }
+                }
+            }
+            None => {
+                let v6 = SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), DEFAULT_PORT);
+                match bind_pair(v6) {
+                    Ok(pair) => pair,
+                    Err(_) => {
+                        let v4 = SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT));
+                        bind_pair(v4).map_err(|source| MeasureError::Bind { addr: v4, source })?
+                    }
+                }
+            }
+        };
+        let local = listener.local_addr().map_err(|e| MeasureError::io("listener address", e))?;
+        udp.set_read_timeout(Some(Duration::from_millis(200)))
+            .map_err(|e| MeasureError::io("UDP socket", e))?;
+        let shared = Arc::new(Shared {
+            opts,
+            epoch: Instant::now(),
+            probe_port: local.port(),
+            tests: Mutex::new(HashMap::new()),
+            connections: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+        });
+        Ok((Server { listener, udp, shared }, local))
+    }
+
+    /// Serves until `stop` becomes true, then waits for its threads (each ends within about a
+    /// second: every blocking call has a timeout) and returns.
+    pub fn run_until(self, stop: &AtomicBool) -> Result<(), MeasureError> {
+        let udp_shared = Arc::clone(&self.shared);
+        let udp = self.udp;
+        let udp_thread = thread::Builder::new()
+            .name("unbloat-udp".into())
+            .spawn(move || udp_responder(&udp, &udp_shared))
+            .map_err(|e| MeasureError::io("starting the UDP responder", e))?;
+        let max_connections = self.shared.opts.max_tests * (self.shared.opts.max_streams + 1) + 16;
+        let mut sessions = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            if !wait_readable(&self.listener, 100) {
+                continue;
+            }
+            let (conn, peer) = match self.listener.accept() {
+                Ok(c) => c,
+                // EMFILE, ECONNABORTED, ...: this connection is lost, the server goes on.
+                Err(_) => continue,
+            };
+            sessions.retain(|h: &thread::JoinHandle<()>| !h.is_finished());
+            if self.shared.connections.load(Ordering::Relaxed) >= max_connections {
+                drop(conn);
+                continue;
+            }
+            self.shared.connections.fetch_add(1, Ordering::Relaxed);
+            let shared = Arc::clone(&self.shared);
+            let spawned = thread::Builder::new().name("unbloat-session".into()).spawn(move || {
+                handle_connection(conn, peer, &shared);
+                shared.connections.fetch_sub(1, Ordering::Relaxed);
+            });
+            match spawned {
+                Ok(h) => sessions.push(h),
+                Err(_) => {
+                    self.shared.connections.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+        }
+        self.shared.stop.store(true, Ordering::Relaxed);
+        for h in sessions {
+            let _ = h.join();
+        }
+        let _ = udp_thread.join();
+        Ok(())
+    }
+}
+
+/// Waits up to `ms` for a connection to accept.
+fn wait_readable(listener: &TcpListener, ms: i32) -> bool {
+    let mut pfd = libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd, count 1.
+    let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
+    rc > 0 && pfd.revents & libc::POLLIN != 0
+}
+
+fn log(shared: &Shared, line: std::fmt::Arguments) {
+    if shared.opts.log {
+        eprintln!("unbloat serve: {line}");
+    }
+}
+
+fn handle_connection(mut conn: TcpStream, peer: SocketAddr, shared: &Shared) {
+    let timeout = Some(shared.opts.handshake_timeout);
+    if conn.set_read_timeout(timeout).is_err() || conn.set_write_timeout(timeout).is_err() {
+        return;
+    }
+    let _ = conn.set_nodelay(true);
+    let theirs = match protocol::read_hello(&mut conn) {
+        Ok(v) => v,
+        Err(e) => {
+            log(shared, format_args!("{peer}: dropped before the test: {e}"));
+            return;
+        }
+    };
+    // Always answer with our hello, so a client of another version can say what met.
+    if conn.write_all(&protocol::encode_hello(PROTOCOL_VERSION)).is_err() {
+        return;
+    }
+    if theirs != PROTOCOL_VERSION {
+        log(
+            shared,
+            format_args!(
+                "{peer}: client speaks unbloat protocol {theirs}, this server speaks \
+                 {PROTOCOL_VERSION}; refused"
+            ),
+        );
+        return;
+    }
+    let msg = protocol::read_frame(&mut conn).and_then(|body| ClientMsg::decode(&body));
+    match msg {
+        Ok(ClientMsg::Request(req)) => control_session(conn, peer, req, shared),
+        Ok(ClientMsg::Attach { test_id, stream }) => stream_session(conn, peer, test_id, stream, shared),
+        Ok(ClientMsg::Finish) => log(shared, format_args!("{peer}: finish without a test; dropped")),
+        Err(e) => log(shared, format_args!("{peer}: dropped before the test: {e}")),
+    }
+}
+
+fn send(conn: &mut TcpStream, msg: &ServerMsg) -> Result<(), ProtocolError> {
+    protocol::write_frame(conn, &msg.encode())
+}
+
+/// Why a request is not acceptable, or `None` when it is.
+fn check_request(req: &TestRequest, opts: &ServeOptions) -> Option<String> {
+    if req.streams.len() > opts.max_streams {
+        return Some(format!(
+            "{} streams asked, this server allows at most {}",
+            req.streams.len(),
+            opts.max_streams
+        ));
+    }
+    let session = Duration::from_millis(u64::from(req.session_ms));
+    if session > opts.max_session {
+        return Some(format!(
+            "a {:.0} s test asked, this server allows at most {:.0} s",
+            session.as_secs_f64(),
+            opts.max_session.as_secs_f64()
+        ));
+    }
+    if req.session_ms == 0 || req.load_ms > req.session_ms {
+        return Some(format!(
+            "inconsistent timing: load {} ms in a session of {} ms",
+            req.load_ms, req.session_ms
+        ));
+    }
+    None
+}
+
+fn control_session(mut conn: TcpStream, peer: SocketAddr, req: TestRequest, shared: &Shared) {
+    if let Some(reason) = check_request(&req, &shared.opts) {
+        log(shared, format_args!("{peer}: test refused: {reason}"));
+        let _ = send(&mut conn, &ServerMsg::Refused { reason });
+        return;
+    }
+    // The client's idle phases, the load and some slack for connecting and the final report.
+    let session = Duration::from_millis(u64::from(req.session_ms)) + Duration::from_secs(10);
+    let test = Arc::new(ActiveTest {
+        peer: canonical(peer.ip()),
+        streams: req.streams.clone(),
+        attached: Mutex::new(vec![false; req.streams.len()]),
+        bytes: req.streams.iter().map(|_| AtomicU64::new(0)).collect(),
+        probes: AtomicU64::new(0),
+        deadline: Instant::now() + session,
+        ended: AtomicBool::new(false),
+    });
+    {
+        let mut tests = lock(&shared.tests);
+        if tests.len() >= shared.opts.max_tests {
+            let (active, limit) = (tests.len() as u16, shared.opts.max_tests as u16);
+            drop(tests);
+            log(shared, format_args!("{peer}: busy ({active} of {limit} tests running)"));
+            let _ = send(&mut conn, &ServerMsg::Busy { active, limit });
+            return;
+        }
+        if tests.contains_key(&req.test_id) {
+            drop(tests);
+            let reason = "a test with this id is already running".to_string();
+            let _ = send(&mut conn, &ServerMsg::Refused { reason });
+            return;
+        }
+        tests.insert(req.test_id, Arc::clone(&test));
+    }
+    let started = Instant::now();
+    let ending = match send(&mut conn, &ServerMsg::Accept { probe_port: shared.probe_port }) {
+        Ok(()) => wait_for_finish(&mut conn, &test, shared),
+        Err(e) => format!("could not accept: {e}"),
+    };
+    test.ended.store(true, Ordering::Relaxed);
+    lock(&shared.tests).remove(&req.test_id);
+    let (mut up, mut down) = (0u64, 0u64);
+    for (spec, bytes) in test.streams.iter().zip(&test.bytes) {
+        match spec.direction {
+            Direction::Up => up += bytes.load(Ordering::Relaxed),
+            Direction::Down => down += bytes.load(Ordering::Relaxed),
+        }
+    }
+    let n_up = test.streams.iter().filter(|s| s.direction == Direction::Up).count();
+    log(
+        shared,
+        format_args!(
+            "test {:016x} from {peer}: {n_up} up + {} down streams, {:.1} s, received {:.1} MB, \
+             sent {:.1} MB, {} probes answered; {ending}",
+            req.test_id,
+            test.streams.len() - n_up,
+            started.elapsed().as_secs_f64(),
+            up as f64 / 1e6,
+            down as f64 / 1e6,
+            test.probes.load(Ordering::Relaxed),
+        ),
+    );
+}
+
+/// Waits for the client's Finish (answering with the report) until the session deadline.
+/// Returns how the session ended, for the log line.
+fn wait_for_finish(conn: &mut TcpStream, test: &ActiveTest, shared: &Shared) -> String {
+    // Short read timeouts so that a server shutdown or the deadline is noticed promptly; a
+    // timeout between frames is normal, a frame cut in the middle is not (read_frame errors).
+    let _ = conn.set_read_timeout(Some(Duration::from_millis(500)));
+    loop {
+        if test.over(shared) {
+            return "ended: session deadline passed without a finish".into();
+        }
+        let mut first = [0u8; 1];
+        match conn.peek(&mut first) {
+            Ok(0) => return "ended: client closed the connection early".into(),
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                continue
+            }
+            Err(e) => return format!("ended: control connection failed: {e}"),
+        }
+        let _ = conn.set_read_timeout(Some(shared.opts.handshake_timeout));
+        return match protocol::read_frame(conn).and_then(|b| ClientMsg::decode(&b)) {
+            Ok(ClientMsg::Finish) => {
+                let report = ServerMsg::Report {
+                    stream_bytes: test.bytes.iter().map(|b| b.load(Ordering::Relaxed)).collect(),
+                    probes_answered: test.probes.load(Ordering::Relaxed),
+                };
+                match send(conn, &report) {
+                    Ok(()) => "finished".into(),
+                    Err(e) => format!("finished, but the report was not delivered: {e}"),
+                }
+            }
+            Ok(other) => format!("ended: unexpected message {other:?}"),
+            Err(e) => format!("ended: {e}"),
+        };
+    }
+}
+
+fn stream_session(mut conn: TcpStream, peer: SocketAddr, test_id: u64, index: u16, shared: &Shared) {
+    let test = lock(&shared.tests).get(&test_id).cloned();
+    let refusal = match &test {
+        None => Some("no such test running".to_string()),
+        Some(t) if t.peer != canonical(peer.ip()) => Some("stream from another address than the test".into()),
+        Some(t) => {
+            let mut attached = lock(&t.attached);
+            match attached.get_mut(usize::from(index)) {
+                None => Some(format!("the test has no stream {index}")),
+                Some(true) => Some(format!("stream {index} is already attached")),
+                Some(slot) => {
+                    *slot = true;
+                    None
+                }
+            }
+        }
+    };
+    let test = match (test, refusal) {
+        (Some(t), None) => t,
+        (_, Some(reason)) => {
+            log(shared, format_args!("{peer}: stream refused: {reason}"));
+            let _ = send(&mut conn, &ServerMsg::Refused { reason });
+            return;
+        }
+        (None, None) => return,
+    };
+    let spec = test.streams[usize::from(index)];
+    let counter = &test.bytes[usize::from(index)];
+    if send(&mut conn, &ServerMsg::Attached).is_err() {
+        return;
+    }
+    let tick = Some(Duration::from_millis(500));
+    if conn.set_read_timeout(tick).is_err() || conn.set_write_timeout(tick).is_err() {
+        return;
+    }
+    let mut buf = vec![0u8; BULK_BUFFER];
+    match spec.direction {
+        Direction::Down => {
+            let _ = sockopt::set_dscp(&conn, spec.dscp, peer.is_ipv6());
+            fill_pattern(&mut buf);
+            while !test.over(shared) {
+                match conn.write(&buf) {
+                    Ok(n) => {
+                        counter.fetch_add(n as u64, Ordering::Relaxed);
+                    }
+                    Err(e) if is_timeout(&e) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        Direction::Up => {
+            while !test.over(shared) {
+                match conn.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        counter.fetch_add(n as u64, Ordering::Relaxed);
+                    }
+                    Err(e) if is_timeout(&e) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted
+    )
+}
+
+/// Fills a load buffer with bytes that do not compress (a cheap xorshift), once per stream, so
+/// no compressing middlebox can inflate the goodput.
+pub(crate) fn fill_pattern(buf: &mut [u8]) {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for chunk in buf.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let bytes = x.to_le_bytes();
+        chunk.copy_from_slice(&bytes[..chunk.len()]);
+    }
+}
+
+fn udp_responder(udp: &UdpSocket, shared: &Shared) {
+    let mut buf = [0u8; PROBE_MAX_LEN + 1];
+    let mut current_dscp: Option<u8> = None;
+    let ipv6 = udp.local_addr().map(|a| a.is_ipv6()).unwrap_or(false);
+    while !shared.stop.load(Ordering::Relaxed) {
+        let (n, from) = match udp.recv_from(&mut buf) {
+            Ok(r) => r,
+            Err(_) => continue,
+        };
+        let recv_ns = shared.epoch.elapsed().as_nanos() as u64;
+        // Reads longer than PROBE_MAX_LEN fill the extra byte and are refused as too long.
+        let request = match ProbeRequest::decode(&buf[..n]) {
+            Ok(r) => r,
+            Err(_) => continue,
+        };
+        let test = lock(&shared.tests).get(&request.test_id).cloned();
+        let test = match test {
+            Some(t) if t.peer == canonical(from.ip()) && !t.over(shared) => t,
+            _ => continue,
+        };
+        if current_dscp != Some(request.dscp) {
+            let _ = sockopt::set_dscp(udp, request.dscp, ipv6);
+            current_dscp = Some(request.dscp);
+        }
+        let send_ns = shared.epoch.elapsed().as_nanos() as u64;
+        let reply = ProbeReply { request, server_recv_ns: recv_ns, server_send_ns: send_ns };
+        if let Some(len) = reply.encode_into(&mut buf[..n]) {
+            if udp.send_to(&buf[..len], from).is_ok() {
+                test.probes.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(streams: usize, load_ms: u32, session_ms: u32) -> TestRequest {
+        TestRequest {
+            test_id: 1,
+            load_ms,
+            session_ms,
+            streams: vec![StreamSpec { direction: Direction::Up, dscp: 0 }; streams],
+        }
+    }
+
+    #[test]
+    fn requests_beyond_the_limits_are_refused_with_the_limit() {
+        let opts = ServeOptions { max_streams: 8, max_session: Duration::from_secs(60), ..Default::default() };
+        assert_eq!(check_request(&req(8, 1000, 60_000), &opts), None);
+        let many = check_request(&req(9, 1000, 2000), &opts).expect("too many");
+        assert!(many.contains("at most 8"), "{many}");
+        let long = check_request(&req(1, 1000, 60_001), &opts).expect("too long");
+        assert!(long.contains("at most 60 s"), "{long}");
+        assert!(check_request(&req(1, 3000, 2000), &opts).is_some());
+        assert!(check_request(&req(0, 0, 0), &opts).is_some());
+    }
+
+    #[test]
+    fn mapped_addresses_compare_equal_to_ipv4() {
+        let mapped: IpAddr = "::ffff:10.0.0.1".parse().expect("ip");
+        let plain: IpAddr = "10.0.0.1".parse().expect("ip");
+        assert_eq!(canonical(mapped), canonical(plain));
+    }
+}
