@@ -16,6 +16,7 @@
 pub mod flent;
 pub mod format;
 pub mod model;
+pub mod plot;
 pub mod stats;
 pub mod summary;
 pub mod synthetic;
