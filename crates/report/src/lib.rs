@@ -7,12 +7,27 @@
 //! - [`summary`]: the numbers a person asks for, computed from a [`Results`], and a terminal table.
 //! - [`flent`]: a `.flent.gz` data file that flent itself opens and plots.
 //! - [`plot`]: hand-written SVG plots (timeseries, latency CDF, per-second latency spread).
-//! - [`synthetic`]: deterministic made-up runs for tests and examples.
 //! - [`files`]: writes all of the above into a directory; `unbloat plot` redraws from a file.
+//! - [`format`]: how numbers are spelled for people ("12.3 ms", "18.9 Mbit/s").
+//! - [`synthetic`]: deterministic made-up runs for tests and examples.
 //!
-//! Nothing here touches the network or runs commands (the flent tests run flent only to check
+//! Nothing here touches the network or runs commands (only the flent tests run flent, to check
 //! that it reads our files).
+//!
+//! ```
+//! use unbloat_report::{files, synthetic, Summary};
+//!
+//! let results = synthetic::rrul(1); // unbloat-measure produces these for real
+//! let summary = Summary::from_results(&results);
+//! println!("{}", unbloat_report::render_text(&summary));
+//! let dir = std::env::temp_dir().join(format!("unbloat-report-doc-{}", std::process::id()));
+//! let written = files::write_results_dir(&results, &dir, "run")?;
+//! assert!(written.flent.is_some()); // rrul has a flent counterpart
+//! # std::fs::remove_dir_all(&dir).ok();
+//! # Ok::<(), unbloat_report::ReportError>(())
+//! ```
 
+pub mod files;
 pub mod flent;
 pub mod format;
 pub mod model;
@@ -21,10 +36,12 @@ pub mod stats;
 pub mod summary;
 pub mod synthetic;
 
+pub use files::{redraw, run_plot, write_results_dir, PlotArgs, Written};
 pub use model::{
     Direction, Metadata, Phase, Phases, ProbeKind, ProbeSample, ProbeSeries, Results, StreamSeries,
     ThroughputSample, RESULTS_VERSION,
 };
+pub use plot::write_plots;
 pub use stats::Grade;
 pub use summary::{render_text, Summary};
 

@@ -66,7 +66,8 @@ pub fn nice_range(lo: f64, hi: f64, target: usize) -> (f64, f64, f64) {
 /// The tick values from `lo` to `hi` inclusive, `step` apart (computed by multiplication, so
 /// 0.1 * 3 is printed as 0.3, not 0.30000000000000004).
 pub fn ticks(lo: f64, hi: f64, step: f64) -> Vec<f64> {
-    if !(step > 0.0) || !lo.is_finite() || !hi.is_finite() {
+    // NaN steps fail `step > 0.0` too.
+    if step.is_nan() || step <= 0.0 || !lo.is_finite() || !hi.is_finite() {
         return Vec::new();
     }
     let n = ((hi - lo) / step + 1e-9).floor() as usize;

@@ -1,0 +1,148 @@
+//! Writing a run's files into a directory, and `unbloat plot RESULTS`.
+//!
+//! What callers can rely on:
+//! - [`write_results_dir`] creates the directory if needed and writes, all named after one
+//!   basename: `<base>.json` (the versioned [`Results`], read back by [`Results::from_json`]),
+//!   `<base>.flent.gz` when the profile has a flent counterpart ([`FlentTest::for_profile`]),
+//!   and the plots `<base>-timeseries.svg`, `<base>-latency_cdf.svg`,
+//!   `<base>-latency_spread.svg`. The JSON is written first, so if anything later fails the
+//!   measurements themselves are already safe on disk.
+//! - [`redraw`] rebuilds the plots from a results file of any supported version; it never
+//!   rewrites the results file.
+//! - Every error names the file and what was being done ([`ReportError::Io`]).
+
+use std::path::{Path, PathBuf};
+
+use crate::flent::{iso_utc, write_flent_file, FlentTest};
+use crate::model::Results;
+use crate::plot;
+use crate::summary::{render_text, Summary};
+use crate::ReportError;
+
+/// What [`write_results_dir`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    pub results_json: PathBuf,
+    pub flent: Option<PathBuf>,
+    pub plots: Vec<PathBuf>,
+}
+
+impl Written {
+    /// Every file written, results first.
+    pub fn all(&self) -> Vec<&Path> {
+        let mut v = vec![self.results_json.as_path()];
+        v.extend(self.flent.as_deref());
+        v.extend(self.plots.iter().map(PathBuf::as_path));
+        v
+    }
+}
+
+/// `unbloat-<profile>-<UTC start time>`, e.g. `unbloat-rrul-2023-11-14T221320`: sorts by
+/// time, and has no characters a file system or shell would mind.
+pub fn default_basename(results: &Results) -> String {
+    let when: String = iso_utc(results.metadata.started_at_unix)
+        .chars()
+        .take(19)
+        .filter(|&c| c != ':')
+        .collect();
+    let profile: String = results
+        .metadata
+        .profile
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("unbloat-{profile}-{when}")
+}
+
+fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ReportError {
+    let path = path.to_path_buf();
+    move |source| ReportError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+/// Writes the results file, the flent file (when the profile has one) and the plots.
+pub fn write_results_dir(
+    results: &Results,
+    dir: &Path,
+    basename: &str,
+) -> Result<Written, ReportError> {
+    std::fs::create_dir_all(dir).map_err(io("creating results directory", dir))?;
+    let results_json = dir.join(format!("{basename}.json"));
+    let mut text = results.to_json_pretty()?;
+    text.push('\n');
+    std::fs::write(&results_json, text).map_err(io("writing results file", &results_json))?;
+    let flent = match FlentTest::for_profile(&results.metadata.profile) {
+        Some(test) => {
+            let path = dir.join(format!("{basename}.flent.gz"));
+            write_flent_file(results, test, &path)?;
+            Some(path)
+        }
+        None => None,
+    };
+    let plots = plot::write_plots_with_prefix(results, dir, &format!("{basename}-"))?;
+    Ok(Written {
+        results_json,
+        flent,
+        plots,
+    })
+}
+
+/// Reads a results file (any supported version).
+pub fn read_results(path: &Path) -> Result<Results, ReportError> {
+    let text = std::fs::read_to_string(path).map_err(io("reading results file", path))?;
+    Results::from_json(&text)
+}
+
+/// Redraws the plots of the results file at `results_json` into `out_dir`, named after the
+/// results file (`x.json` gives `x-timeseries.svg`, ...).
+pub fn redraw(results_json: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
+    let results = read_results(results_json)?;
+    let stem = results_json
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned());
+    let base = stem.unwrap_or_else(|| default_basename(&results));
+    std::fs::create_dir_all(out_dir).map_err(io("creating plot directory", out_dir))?;
+    plot::write_plots_with_prefix(&results, out_dir, &format!("{base}-"))
+}
+
+/// `unbloat plot RESULTS [--out DIR]`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PlotArgs {
+    /// A results file written by `unbloat test --out DIR` (`*.json`).
+    #[arg(value_name = "RESULTS")]
+    pub results: PathBuf,
+    /// Where to write the SVG plots [default: next to the results file].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Also print the summary of the run.
+    #[arg(long)]
+    pub summary: bool,
+}
+
+/// Runs `unbloat plot`: redraws the plots, prints the summary if asked and the files written.
+pub fn run_plot(args: &PlotArgs) -> Result<(), ReportError> {
+    let out_dir = match &args.out {
+        Some(dir) => dir.clone(),
+        None => match args.results.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        },
+    };
+    if args.summary {
+        let results = read_results(&args.results)?;
+        print!("{}", render_text(&Summary::from_results(&results)));
+    }
+    for path in redraw(&args.results, &out_dir)? {
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
