@@ -156,3 +156,13 @@ fn flent_plots_a_partial_run_with_lost_probes() {
     }
     check("partial", &r, FlentTest::Rrul, &["all_scaled", "totals"]);
 }
+
+#[test]
+fn flent_plots_tcp_nup_without_icmp() {
+    // ICMP can be unavailable (no unprivileged ICMP sockets and no root); tcp_nup's totals plot
+    // names "Ping (ms) ICMP", and flent must still draw it (with that series empty).
+    let mut r = synthetic::tcp_nup(2, 5);
+    r.probes
+        .retain(|p| p.kind != unbloat_report::ProbeKind::Icmp);
+    check("nup_no_icmp", &r, FlentTest::TcpNup, &["totals", "upload"]);
+}
