@@ -17,8 +17,18 @@
 //! - [`tcjson`], [`verify`], [`status`], [`goodput`]: the model of `tc -j -s` output, the
 //!   comparison of a plan with the live state, the status view and the goodput formula.
 
+pub mod cake;
+pub mod config;
+pub mod fq_codel;
+pub mod htb;
+pub mod ifb;
+pub mod ingress;
 pub mod linklayer;
+pub mod options;
 pub mod plan;
+pub mod script;
+pub mod spec;
+pub mod stab;
 
 pub mod goodput;
 pub mod status;

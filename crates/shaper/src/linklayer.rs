@@ -101,31 +101,167 @@ pub enum LinkPreset {
 
 /// (preset, name, overhead, mpu, framing, raw, cake keywords). The cake keywords reproduce the
 /// same numbers when typed to tc; the tests check the table against itself.
-type Row = (LinkPreset, &'static str, i32, u32, Framing, bool, &'static [&'static str]);
+type Row = (
+    LinkPreset,
+    &'static str,
+    i32,
+    u32,
+    Framing,
+    bool,
+    &'static [&'static str],
+);
 const TABLE: &[Row] = &[
     // "ethernet pre-amble & interframe gap & FCS": 38, mpu 84 (64 + 20).
-    (LinkPreset::Ethernet, "ethernet", 38, 84, Framing::None, false, &["ethernet"]),
-    (LinkPreset::EtherVlan, "ether-vlan", 42, 84, Framing::None, false, &["ethernet", "ether-vlan"]),
+    (
+        LinkPreset::Ethernet,
+        "ethernet",
+        38,
+        84,
+        Framing::None,
+        false,
+        &["ethernet"],
+    ),
+    (
+        LinkPreset::EtherVlan,
+        "ether-vlan",
+        42,
+        84,
+        Framing::None,
+        false,
+        &["ethernet", "ether-vlan"],
+    ),
     // "DOCSIS cable shapers account for Ethernet frame with FCS": 18, mpu 64, noatm.
-    (LinkPreset::Docsis, "docsis", 18, 64, Framing::None, false, &["docsis"]),
-    (LinkPreset::Vdsl2, "vdsl2", 26, 64, Framing::Ptm, false, &["bridged-ptm", "ether-vlan", "mpu", "64"]),
+    (
+        LinkPreset::Docsis,
+        "docsis",
+        18,
+        64,
+        Framing::None,
+        false,
+        &["docsis"],
+    ),
+    (
+        LinkPreset::Vdsl2,
+        "vdsl2",
+        26,
+        64,
+        Framing::Ptm,
+        false,
+        &["bridged-ptm", "ether-vlan", "mpu", "64"],
+    ),
     // 6 + 6 + 2 MAC, 4 FCS, 1 S + 1 Ck + 2 TC-CRC = 22, ptm.
-    (LinkPreset::BridgedPtm, "bridged-ptm", 22, 0, Framing::Ptm, false, &["bridged-ptm"]),
+    (
+        LinkPreset::BridgedPtm,
+        "bridged-ptm",
+        22,
+        0,
+        Framing::Ptm,
+        false,
+        &["bridged-ptm"],
+    ),
     // 2 PPP + 6 PPPoE + the 22 above = 30, ptm.
-    (LinkPreset::PppoePtm, "pppoe-ptm", 30, 0, Framing::Ptm, false, &["pppoe-ptm"]),
-    (LinkPreset::IpoaVcmux, "ipoa-vcmux", 8, 0, Framing::Atm, false, &["ipoa-vcmux"]),
-    (LinkPreset::IpoaLlcsnap, "ipoa-llcsnap", 16, 0, Framing::Atm, false, &["ipoa-llcsnap"]),
-    (LinkPreset::BridgedVcmux, "bridged-vcmux", 24, 0, Framing::Atm, false, &["bridged-vcmux"]),
-    (LinkPreset::BridgedLlcsnap, "bridged-llcsnap", 32, 0, Framing::Atm, false, &["bridged-llcsnap"]),
-    (LinkPreset::PppoaVcmux, "pppoa-vcmux", 10, 0, Framing::Atm, false, &["pppoa-vcmux"]),
-    (LinkPreset::PppoaLlc, "pppoa-llc", 14, 0, Framing::Atm, false, &["pppoa-llc"]),
-    (LinkPreset::PppoeVcmux, "pppoe-vcmux", 32, 0, Framing::Atm, false, &["pppoe-vcmux"]),
-    (LinkPreset::PppoeLlcsnap, "pppoe-llcsnap", 40, 0, Framing::Atm, false, &["pppoe-llcsnap"]),
+    (
+        LinkPreset::PppoePtm,
+        "pppoe-ptm",
+        30,
+        0,
+        Framing::Ptm,
+        false,
+        &["pppoe-ptm"],
+    ),
+    (
+        LinkPreset::IpoaVcmux,
+        "ipoa-vcmux",
+        8,
+        0,
+        Framing::Atm,
+        false,
+        &["ipoa-vcmux"],
+    ),
+    (
+        LinkPreset::IpoaLlcsnap,
+        "ipoa-llcsnap",
+        16,
+        0,
+        Framing::Atm,
+        false,
+        &["ipoa-llcsnap"],
+    ),
+    (
+        LinkPreset::BridgedVcmux,
+        "bridged-vcmux",
+        24,
+        0,
+        Framing::Atm,
+        false,
+        &["bridged-vcmux"],
+    ),
+    (
+        LinkPreset::BridgedLlcsnap,
+        "bridged-llcsnap",
+        32,
+        0,
+        Framing::Atm,
+        false,
+        &["bridged-llcsnap"],
+    ),
+    (
+        LinkPreset::PppoaVcmux,
+        "pppoa-vcmux",
+        10,
+        0,
+        Framing::Atm,
+        false,
+        &["pppoa-vcmux"],
+    ),
+    (
+        LinkPreset::PppoaLlc,
+        "pppoa-llc",
+        14,
+        0,
+        Framing::Atm,
+        false,
+        &["pppoa-llc"],
+    ),
+    (
+        LinkPreset::PppoeVcmux,
+        "pppoe-vcmux",
+        32,
+        0,
+        Framing::Atm,
+        false,
+        &["pppoe-vcmux"],
+    ),
+    (
+        LinkPreset::PppoeLlcsnap,
+        "pppoe-llcsnap",
+        40,
+        0,
+        Framing::Atm,
+        false,
+        &["pppoe-llcsnap"],
+    ),
     // "one whole ATM cell plus ATM framing": overhead 48 atm.
-    (LinkPreset::Conservative, "conservative", 48, 0, Framing::Atm, false, &["conservative"]),
+    (
+        LinkPreset::Conservative,
+        "conservative",
+        48,
+        0,
+        Framing::Atm,
+        false,
+        &["conservative"],
+    ),
     // Linux's own length, no framing: cake's `raw` (its default).
     (LinkPreset::Raw, "raw", 0, 0, Framing::None, true, &["raw"]),
-    (LinkPreset::None, "none", 0, 0, Framing::None, false, &["overhead", "0", "noatm"]),
+    (
+        LinkPreset::None,
+        "none",
+        0,
+        0,
+        Framing::None,
+        false,
+        &["overhead", "0", "noatm"],
+    ),
 ];
 
 impl LinkPreset {
@@ -294,6 +430,22 @@ impl LinkLayer {
     }
 }
 
+impl LinkLayer {
+    /// Bytes the link spends on an IP packet of `ip_len` bytes, in the order of the kernel's
+    /// `cake_calc_overhead()`: overhead (on the IP packet, or on Linux's length, which adds
+    /// `mac_header`, when raw), then mpu, then ATM cells (48 payload bytes per 53-byte cell) or
+    /// PTM's 64b/65b (one byte per started 64).
+    pub fn wire_bytes(&self, ip_len: u32, mac_header: u32) -> u32 {
+        let base = ip_len as i64 + if self.raw { mac_header as i64 } else { 0 };
+        let len = (base + self.overhead as i64).max(self.mpu as i64).max(0) as u32;
+        match self.framing {
+            Framing::None => len,
+            Framing::Atm => len.div_ceil(48) * 53,
+            Framing::Ptm => len + len.div_ceil(64),
+        }
+    }
+}
+
 /// With no `--link`, unbloat assumes an Ethernet-framed bottleneck (fibre ONT, cable modem or VDSL
 /// modem in bridge mode all hand over Ethernet frames): 38 bytes, mpu 84. sqm-scripts' default,
 /// no compensation at all, is "ALMOST NEVER the correct overhead" (seed 001); overestimating by a
@@ -340,11 +492,20 @@ mod tests {
 
     #[test]
     fn explicit_values_override_the_preset() {
-        let l = LinkLayer::resolve(Some(LinkPreset::Docsis), Some(22), Some(72), None, None).unwrap();
+        let l =
+            LinkLayer::resolve(Some(LinkPreset::Docsis), Some(22), Some(72), None, None).unwrap();
         assert_eq!((l.overhead, l.mpu, l.framing), (22, 72, Framing::None));
-        let l = LinkLayer::resolve(Some(LinkPreset::BridgedPtm), None, None, None, Some(1)).unwrap();
+        let l =
+            LinkLayer::resolve(Some(LinkPreset::BridgedPtm), None, None, None, Some(1)).unwrap();
         assert_eq!(l.overhead, 26);
-        let l = LinkLayer::resolve(Some(LinkPreset::Ethernet), None, None, Some(Framing::Ptm), None).unwrap();
+        let l = LinkLayer::resolve(
+            Some(LinkPreset::Ethernet),
+            None,
+            None,
+            Some(Framing::Ptm),
+            None,
+        )
+        .unwrap();
         assert_eq!(l.framing, Framing::Ptm);
         let l = LinkLayer::resolve(None, None, None, None, None).unwrap();
         assert_eq!(l.preset, Some(DEFAULT_PRESET));
@@ -353,18 +514,57 @@ mod tests {
     #[test]
     fn ranges_and_conflicts_name_the_option() {
         let e = LinkLayer::resolve(None, Some(300), None, None, None).unwrap_err();
-        assert_eq!(e.to_string(), "--overhead 300: out of range -64..256 (cake's limit)");
+        assert_eq!(
+            e.to_string(),
+            "--overhead 300: out of range -64..256 (cake's limit)"
+        );
         let e = LinkLayer::resolve(None, Some(-65), None, None, None).unwrap_err();
         assert!(e.to_string().starts_with("--overhead -65:"), "{e}");
         let e = LinkLayer::resolve(None, None, Some(257), None, None).unwrap_err();
-        assert!(e.to_string().starts_with("--mpu 257: out of range 0..256"), "{e}");
+        assert!(
+            e.to_string().starts_with("--mpu 257: out of range 0..256"),
+            "{e}"
+        );
         let e = LinkLayer::resolve(None, None, Some(-1), None, None).unwrap_err();
         assert!(e.to_string().starts_with("--mpu -1:"), "{e}");
-        let e = LinkLayer::resolve(Some(LinkPreset::PppoePtm), None, None, Some(Framing::Atm), None)
-            .unwrap_err();
-        assert!(e.to_string().contains("--framing atm conflicts with --link pppoe-ptm"), "{e}");
-        assert!(LinkLayer::resolve(Some(LinkPreset::PppoeLlcsnap), None, None, Some(Framing::Ptm), None).is_err());
+        let e = LinkLayer::resolve(
+            Some(LinkPreset::PppoePtm),
+            None,
+            None,
+            Some(Framing::Atm),
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("--framing atm conflicts with --link pppoe-ptm"),
+            "{e}"
+        );
+        assert!(LinkLayer::resolve(
+            Some(LinkPreset::PppoeLlcsnap),
+            None,
+            None,
+            Some(Framing::Ptm),
+            None
+        )
+        .is_err());
         assert!(LinkLayer::resolve(None, Some(256), None, None, Some(1)).is_err());
+    }
+
+    #[test]
+    fn wire_bytes_follow_cake_calc_overhead() {
+        // 1500 + 40 = 1540 bytes = 33 cells (32 carry 1536) = 1749 bytes: sqm's 1749.
+        assert_eq!(
+            LinkPreset::PppoeLlcsnap.link_layer().wire_bytes(1500, 14),
+            1749
+        );
+        assert_eq!(LinkPreset::Ethernet.link_layer().wire_bytes(1500, 14), 1538);
+        assert_eq!(LinkPreset::Ethernet.link_layer().wire_bytes(40, 14), 84);
+        assert_eq!(
+            LinkPreset::BridgedPtm.link_layer().wire_bytes(1500, 14),
+            1522 + 24
+        );
+        assert_eq!(LinkPreset::Raw.link_layer().wire_bytes(1500, 14), 1514);
     }
 
     #[test]

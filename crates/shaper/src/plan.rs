@@ -12,6 +12,8 @@
 //! staying stable (fields may be added).
 
 use crate::linklayer::LinkLayer;
+use crate::spec::{DirectionSpec, ShaperSpec, Spec};
+use crate::{fq_codel, htb, ingress, stab};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -54,7 +56,8 @@ impl FromStr for Handle {
             if t.is_empty() {
                 Ok(0)
             } else {
-                u16::from_str_radix(t, 16).map_err(|_| format!("invalid handle {s:?}: {t:?} is not a 16-bit hex number"))
+                u16::from_str_radix(t, 16)
+                    .map_err(|_| format!("invalid handle {s:?}: {t:?} is not a 16-bit hex number"))
             }
         };
         Ok(Handle::new(hex(maj)?, hex(min)?))
@@ -340,6 +343,145 @@ pub enum QdiscKind {
 impl Step {
     /// True for the steps run by `ip`, false for those in the `tc -batch`.
     pub fn is_ip(&self) -> bool {
-        matches!(self, Step::AddIfb { .. } | Step::SetUp { .. } | Step::DeleteLink { .. })
+        matches!(
+            self,
+            Step::AddIfb { .. } | Step::SetUp { .. } | Step::DeleteLink { .. }
+        )
+    }
+}
+
+impl Plan {
+    /// The plan for a validated spec. Pure: the same spec always gives the same plan.
+    pub fn build(spec: &Spec) -> Plan {
+        let shaping = |dev: &IfName, d: &DirectionSpec| Shaping {
+            dev: dev.clone(),
+            root: match &d.shaper {
+                ShaperSpec::Cake(p) => RootQdisc::Cake(p.clone()),
+                ShaperSpec::HtbFqCodel {
+                    rate,
+                    tiers,
+                    link,
+                    fq_codel,
+                } => {
+                    let (stab, ptm) = stab::for_link(link, spec.mac_header);
+                    let shaped = if ptm {
+                        let (num, den) = stab::PTM_RATE_FACTOR;
+                        // u64 holds 100 Gbit/s x 64 with room to spare (MAX_RATE).
+                        Rate::from_bits_per_sec(rate.bits_per_sec() * num / den)
+                    } else {
+                        *rate
+                    };
+                    let max_frame = stab.adjusted(fq_codel::MTU + spec.mac_header);
+                    RootQdisc::Htb(htb::tree(shaped, *tiers, Some(stab), fq_codel, max_frame))
+                }
+            },
+        };
+        Plan {
+            wan: spec.wan.clone(),
+            egress: spec.egress.as_ref().map(|d| shaping(&spec.wan, d)),
+            ingress: spec.ingress.as_ref().map(|d| IngressShaping {
+                ifb: spec.ifb.clone(),
+                redirect: ingress::redirect(&spec.wan, &spec.ifb),
+                shaping: shaping(&spec.ifb, d),
+            }),
+        }
+    }
+
+    /// The operations that create this plan, in order: the IFB is created and set up first (so the
+    /// redirect never points at a missing or down device), then the egress tree, the IFB's tree,
+    /// and last the ingress qdisc and redirect, which start sending traffic into the IFB's shaper.
+    pub fn steps(&self) -> Vec<Step> {
+        let mut steps = Vec::new();
+        if let Some(i) = &self.ingress {
+            steps.push(Step::AddIfb {
+                name: i.ifb.clone(),
+            });
+            steps.push(Step::SetUp {
+                name: i.ifb.clone(),
+            });
+        }
+        if let Some(e) = &self.egress {
+            tree_steps(e, &mut steps);
+        }
+        if let Some(i) = &self.ingress {
+            tree_steps(&i.shaping, &mut steps);
+            steps.push(Step::AddIngressQdisc {
+                dev: self.wan.clone(),
+            });
+            steps.push(Step::AddRedirect {
+                redirect: i.redirect.clone(),
+            });
+        }
+        steps
+    }
+
+    /// The operations that remove exactly what [`Plan::steps`] created, nothing else: the WAN
+    /// device's ingress qdisc (with its redirect filter), the IFB (with its qdiscs), and the WAN
+    /// device's root qdisc (the kernel then restores the device's default qdisc). Ingress goes
+    /// first so no packet is redirected to a device being deleted.
+    pub fn teardown_steps(&self) -> Vec<Step> {
+        let mut steps = Vec::new();
+        if let Some(i) = &self.ingress {
+            steps.push(Step::DeleteIngressQdisc {
+                dev: self.wan.clone(),
+            });
+            steps.push(Step::DeleteLink {
+                name: i.ifb.clone(),
+            });
+        }
+        if self.egress.is_some() {
+            steps.push(Step::DeleteRootQdisc {
+                dev: self.wan.clone(),
+            });
+        }
+        steps
+    }
+
+    /// The devices this plan shapes, WAN first.
+    pub fn devices(&self) -> Vec<&IfName> {
+        let mut d = vec![&self.wan];
+        if let Some(i) = &self.ingress {
+            d.push(&i.ifb);
+        }
+        d
+    }
+}
+
+fn tree_steps(s: &Shaping, steps: &mut Vec<Step>) {
+    match &s.root {
+        RootQdisc::Cake(p) => steps.push(Step::AddRootQdisc {
+            dev: s.dev.clone(),
+            handle: None,
+            stab: None,
+            qdisc: QdiscKind::Cake(p.clone()),
+        }),
+        RootQdisc::Htb(t) => {
+            steps.push(Step::AddRootQdisc {
+                dev: s.dev.clone(),
+                handle: Some(t.handle),
+                stab: t.stab,
+                qdisc: QdiscKind::Htb {
+                    default_class: t.default_class,
+                },
+            });
+            for class in &t.classes {
+                steps.push(Step::AddClass {
+                    dev: s.dev.clone(),
+                    class: class.clone(),
+                });
+            }
+            for leaf in &t.leaves {
+                steps.push(Step::AddLeafQdisc {
+                    dev: s.dev.clone(),
+                    leaf: leaf.clone(),
+                });
+            }
+            for filter in &t.filters {
+                steps.push(Step::AddDscpFilter {
+                    dev: s.dev.clone(),
+                    filter: filter.clone(),
+                });
+            }
+        }
     }
 }

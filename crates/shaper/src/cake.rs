@@ -1,0 +1,240 @@
+//! cake: shaper, DSCP tins, flow isolation and AQM (COBALT) in one qdisc.
+//!
+//! Heads up! Man page `tc-cake(8)`; kernel `net/sched/sch_cake.c`; tc's grammar in iproute2
+//! `tc/q_cake.c`; the AQM is CoDel (RFC 8289) combined with BLUE, flow queueing after FQ-CoDel
+//! (RFC 8290, DRR++). What cake reports in `tc -j qdisc` uses the same words as below, which is
+//! why [`CakeParams::words`] writes every parameter explicitly, defaults included: the script says
+//! exactly what the kernel will hold.
+//!
+//! unbloat's defaults, and why:
+//! - `diffserv3` (cake's own default; sqm-scripts' piece_of_cake): three tins, voice gets low
+//!   latency up to 25 % of the rate, bulk (CS1, LE) yields.
+//! - `triple-isolate` unless told: fair between hosts on both sides without knowing which side is
+//!   the LAN. `dual-host` (dual-srchost egress, dual-dsthost ingress) is better on a NAT router.
+//! - `nonat` unless told: the NAT lookup only helps on the machine that does the NAT (conntrack),
+//!   and unbloat cannot know from the options whether this is that machine (a laptop, a bridge, a
+//!   router behind the ISP's router). A spec warning says so when host isolation is asked for.
+//! - `ingress` mode on the IFB side (seed 001): drops count against the rate, so the backlog in
+//!   the ISP's buffer stays empty; `egress` on the WAN device.
+//! - `nowash`, `no-ack-filter`, `split-gso`, `rtt 100ms` (cake's "internet"): cake's defaults,
+//!   changed only when the user says so.
+
+use crate::linklayer::LinkLayer;
+use crate::options::{Isolation, ShapeOptions};
+use crate::plan::{AckFilter, CakeParams, Diffserv, Direction, FlowMode};
+use std::fmt;
+use std::str::FromStr;
+use unbloat_units::{Rate, Time};
+
+/// cake's default rtt, "internet" (tc/q_cake.c presets; sch_cake.c `q->interval = 100000`).
+pub const CAKE_DEFAULT_RTT: Time = Time::from_millis(100);
+
+impl Diffserv {
+    /// cake's keyword, and the value of `diffserv` in `tc -j`.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Diffserv::Besteffort => "besteffort",
+            Diffserv::Diffserv3 => "diffserv3",
+            Diffserv::Diffserv4 => "diffserv4",
+            Diffserv::Diffserv8 => "diffserv8",
+            Diffserv::Precedence => "precedence",
+        }
+    }
+    /// How many tins cake creates (sch_cake.c `cake_config_*`).
+    pub fn tins(self) -> usize {
+        match self {
+            Diffserv::Besteffort => 1,
+            Diffserv::Diffserv3 => 3,
+            Diffserv::Diffserv4 => 4,
+            Diffserv::Diffserv8 | Diffserv::Precedence => 8,
+        }
+    }
+}
+
+impl fmt::Display for Diffserv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.keyword())
+    }
+}
+
+impl FromStr for Diffserv {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Diffserv, String> {
+        [
+            Diffserv::Besteffort,
+            Diffserv::Diffserv3,
+            Diffserv::Diffserv4,
+            Diffserv::Diffserv8,
+            Diffserv::Precedence,
+        ]
+        .into_iter()
+        .find(|d| d.keyword() == s)
+        .ok_or_else(|| format!("unknown diffserv mode {s:?}; use besteffort, diffserv3, diffserv4, diffserv8 or precedence"))
+    }
+}
+
+impl FlowMode {
+    /// cake's keyword, and the value of `flowmode` in `tc -j`.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            FlowMode::Flowblind => "flowblind",
+            FlowMode::Srchost => "srchost",
+            FlowMode::Dsthost => "dsthost",
+            FlowMode::Hosts => "hosts",
+            FlowMode::Flows => "flows",
+            FlowMode::DualSrchost => "dual-srchost",
+            FlowMode::DualDsthost => "dual-dsthost",
+            FlowMode::TripleIsolate => "triple-isolate",
+        }
+    }
+
+    /// The user's isolation for one direction: `dual-host` is dual-srchost on egress (the LAN
+    /// hosts are the sources) and dual-dsthost on ingress (they are the destinations).
+    pub fn for_direction(iso: Isolation, dir: Direction) -> FlowMode {
+        match iso {
+            Isolation::Flows => FlowMode::Flows,
+            Isolation::Hosts => FlowMode::Hosts,
+            Isolation::Srchost => FlowMode::Srchost,
+            Isolation::Dsthost => FlowMode::Dsthost,
+            Isolation::DualSrchost => FlowMode::DualSrchost,
+            Isolation::DualDsthost => FlowMode::DualDsthost,
+            Isolation::TripleIsolate => FlowMode::TripleIsolate,
+            Isolation::Flowblind => FlowMode::Flowblind,
+            Isolation::DualHost => match dir {
+                Direction::Egress => FlowMode::DualSrchost,
+                Direction::Ingress => FlowMode::DualDsthost,
+            },
+        }
+    }
+
+    /// Modes where fairness is between hosts, which behind NAT needs cake's `nat`.
+    pub fn is_per_host(self) -> bool {
+        !matches!(self, FlowMode::Flowblind | FlowMode::Flows)
+    }
+}
+
+impl AckFilter {
+    /// cake's keyword.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            AckFilter::Disabled => "no-ack-filter",
+            AckFilter::Enabled => "ack-filter",
+            AckFilter::Aggressive => "ack-filter-aggressive",
+        }
+    }
+    /// The value of `ack-filter` in `tc -j` (tc/q_cake.c `cake_print_opt`).
+    pub fn json_value(self) -> &'static str {
+        match self {
+            AckFilter::Disabled => "disabled",
+            AckFilter::Enabled => "enabled",
+            AckFilter::Aggressive => "aggressive",
+        }
+    }
+}
+
+/// cake's parameters for one direction from the merged options; `opts` has passed the spec's
+/// checks, `rate` is the direction's rate, `link` its resolved compensation.
+pub fn params(rate: Rate, opts: &ShapeOptions, dir: Direction, link: LinkLayer) -> CakeParams {
+    CakeParams {
+        bandwidth: rate,
+        rtt: opts.rtt.unwrap_or(CAKE_DEFAULT_RTT),
+        diffserv: opts.diffserv.unwrap_or(Diffserv::Diffserv3),
+        flow_mode: FlowMode::for_direction(opts.isolation.unwrap_or(Isolation::TripleIsolate), dir),
+        nat: opts.nat.unwrap_or(false),
+        wash: opts.wash.unwrap_or(false),
+        ingress: dir == Direction::Ingress && opts.ingress_keyword.unwrap_or(true),
+        ack_filter: opts.ack_filter.unwrap_or(AckFilter::Disabled),
+        split_gso: opts.split_gso.unwrap_or(true),
+        memlimit: opts.memlimit,
+        link,
+    }
+}
+
+impl CakeParams {
+    /// The words after `cake` on the tc line, every parameter explicit:
+    /// `bandwidth 19950kbit rtt 100ms diffserv3 dual-srchost nat nowash egress no-ack-filter
+    /// split-gso overhead 26 mpu 64 ptm`.
+    pub fn words(&self) -> Vec<String> {
+        let mut w: Vec<String> = vec![
+            "bandwidth".into(),
+            self.bandwidth.to_string(),
+            "rtt".into(),
+            self.rtt.to_string(),
+            self.diffserv.keyword().into(),
+            self.flow_mode.keyword().into(),
+            if self.nat { "nat" } else { "nonat" }.into(),
+            if self.wash { "wash" } else { "nowash" }.into(),
+            if self.ingress { "ingress" } else { "egress" }.into(),
+            self.ack_filter.keyword().into(),
+            if self.split_gso {
+                "split-gso"
+            } else {
+                "no-split-gso"
+            }
+            .into(),
+        ];
+        w.extend(self.link.cake_words());
+        if let Some(m) = self.memlimit {
+            w.push("memlimit".into());
+            w.push(m.bytes().to_string());
+        }
+        w
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linklayer::LinkPreset;
+
+    #[test]
+    fn defaults_follow_the_field() {
+        let o = ShapeOptions::default();
+        let l = LinkPreset::Ethernet.link_layer();
+        let e = params(Rate::from_mbit(20), &o, Direction::Egress, l);
+        let i = params(Rate::from_mbit(80), &o, Direction::Ingress, l);
+        assert_eq!(e.diffserv, Diffserv::Diffserv3);
+        assert_eq!(e.flow_mode, FlowMode::TripleIsolate);
+        assert!(!e.nat && !e.wash && !e.ingress);
+        assert!(
+            i.ingress,
+            "cake's ingress keyword on the IFB side by default"
+        );
+        assert_eq!(
+            e.words().join(" "),
+            "bandwidth 20mbit rtt 100ms diffserv3 triple-isolate nonat nowash egress no-ack-filter split-gso overhead 38 mpu 84 noatm"
+        );
+    }
+
+    #[test]
+    fn dual_host_flips_with_direction() {
+        let o = ShapeOptions {
+            isolation: Some(Isolation::DualHost),
+            nat: Some(true),
+            ..Default::default()
+        };
+        let l = LinkPreset::Docsis.link_layer();
+        assert_eq!(
+            params(Rate::from_mbit(5), &o, Direction::Egress, l).flow_mode,
+            FlowMode::DualSrchost
+        );
+        assert_eq!(
+            params(Rate::from_mbit(5), &o, Direction::Ingress, l).flow_mode,
+            FlowMode::DualDsthost
+        );
+    }
+
+    #[test]
+    fn keywords_parse_back() {
+        for d in [
+            "besteffort",
+            "diffserv3",
+            "diffserv4",
+            "diffserv8",
+            "precedence",
+        ] {
+            assert_eq!(d.parse::<Diffserv>().unwrap().keyword(), d);
+        }
+        assert!("diffserv5".parse::<Diffserv>().is_err());
+    }
+}

@@ -1,0 +1,577 @@
+//! What a user says about one interface: [`ShapeOptions`], every field optional.
+//!
+//! The same struct is filled from command-line flags (by the binary), from a `[interface.NAME]`
+//! table of the config file (serde, keys spelled like the flags: `ack-filter`, `ecn-egress`, ...),
+//! and from an extra option string (`extra-egress = "nat dual-srchost ack-filter mpu 64"`), which
+//! [`parse_extra`] reads word by word with cake's or fq_codel's own grammar (iproute2
+//! tc/q_cake.c, tc/q_fq_codel.c). A word the chosen qdisc does not take is an error naming the
+//! word: nothing is passed through to tc unvalidated, unlike sqm-scripts' "advanced option
+//! strings", which "silently fail" (seed 001).
+//!
+//! Nothing is checked for sense here (ranges, conflicts): that is [`Spec`](crate::spec::Spec)'s job,
+//! so flags, files and extra strings get the same checks and the same messages.
+
+use crate::linklayer::{Framing, LinkPreset};
+use crate::plan::{AckFilter, Diffserv, Direction};
+use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
+use std::str::FromStr;
+use unbloat_units::{Rate, Size, Time};
+
+/// The queueing strategy: cake, or HTB + fq_codel (sqm-scripts' simple.qos shape).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum Qdisc {
+    #[default]
+    #[serde(rename = "cake")]
+    Cake,
+    #[serde(rename = "fq_codel")]
+    FqCodel,
+}
+
+impl fmt::Display for Qdisc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Qdisc::Cake => "cake",
+            Qdisc::FqCodel => "fq_codel",
+        })
+    }
+}
+
+impl FromStr for Qdisc {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Qdisc, String> {
+        match s {
+            "cake" => Ok(Qdisc::Cake),
+            "fq_codel" | "fq-codel" | "htb" => Ok(Qdisc::FqCodel),
+            _ => Err(format!("unknown qdisc {s:?}; use cake or fq_codel")),
+        }
+    }
+}
+
+/// Flow isolation as the user says it. `dual-host` is unbloat's: dual-srchost on egress (fair
+/// between LAN hosts sending), dual-dsthost on ingress (fair between LAN hosts receiving).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    Flows,
+    Hosts,
+    Srchost,
+    Dsthost,
+    DualHost,
+    DualSrchost,
+    DualDsthost,
+    TripleIsolate,
+    Flowblind,
+}
+
+impl Isolation {
+    /// The spelling of the option value (`dual-host`, `triple-isolate`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::Flows => "flows",
+            Isolation::Hosts => "hosts",
+            Isolation::Srchost => "srchost",
+            Isolation::Dsthost => "dsthost",
+            Isolation::DualHost => "dual-host",
+            Isolation::DualSrchost => "dual-srchost",
+            Isolation::DualDsthost => "dual-dsthost",
+            Isolation::TripleIsolate => "triple-isolate",
+            Isolation::Flowblind => "flowblind",
+        }
+    }
+}
+
+impl FromStr for Isolation {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Isolation, String> {
+        let v = serde_json::Value::String(s.to_string());
+        serde_json::from_value(v).map_err(|_| {
+            format!("unknown isolation {s:?}; use flows, hosts, srchost, dsthost, dual-host, dual-srchost, dual-dsthost, triple-isolate or flowblind")
+        })
+    }
+}
+
+/// Everything a user can say about one interface. `None` means "not said": the spec applies the
+/// field's default, and [`ShapeOptions::merge`] lets a later source (flags) override an earlier
+/// one (the config file, its `[defaults]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ShapeOptions {
+    /// Download shaper rate; 0 or absent: no ingress shaping.
+    pub down: Option<Rate>,
+    /// Upload shaper rate; 0 or absent: no egress shaping.
+    pub up: Option<Rate>,
+    pub qdisc: Option<Qdisc>,
+    /// fq_codel only: 1 (one class) or 3 (priority / best effort / bulk by DSCP).
+    pub tiers: Option<u8>,
+    pub link: Option<LinkPreset>,
+    /// Bytes, -64..=256, overrides the preset's.
+    pub overhead: Option<i64>,
+    /// Bytes, 0..=256, overrides the preset's.
+    pub mpu: Option<i64>,
+    /// atm | ptm | none, overrides an unframed preset; conflicts with a framed one.
+    pub framing: Option<Framing>,
+    /// Extra 802.1Q tags on top of the preset, 4 bytes each (cake's repeated `ether-vlan`).
+    pub vlan: Option<u32>,
+    pub isolation: Option<Isolation>,
+    pub nat: Option<bool>,
+    pub diffserv: Option<Diffserv>,
+    pub wash: Option<bool>,
+    /// true | false | "aggressive".
+    #[serde(default, deserialize_with = "de_ack_filter")]
+    pub ack_filter: Option<AckFilter>,
+    /// A time (`100ms`) or one of cake's names (`internet`, `metro`, ...).
+    #[serde(default, deserialize_with = "de_rtt")]
+    pub rtt: Option<Time>,
+    /// cake's `ingress` mode on the IFB side (default true).
+    pub ingress_keyword: Option<bool>,
+    pub split_gso: Option<bool>,
+    pub memlimit: Option<Size>,
+    // fq_codel
+    pub target: Option<Time>,
+    pub interval: Option<Time>,
+    pub quantum: Option<u32>,
+    pub limit: Option<u32>,
+    pub flows: Option<u32>,
+    pub memory_limit: Option<Size>,
+    pub ecn_egress: Option<bool>,
+    pub ecn_ingress: Option<bool>,
+    /// More options for the egress qdisc, in cake's / fq_codel's words.
+    pub extra_egress: Option<String>,
+    /// More options for the ingress (IFB) qdisc, in cake's / fq_codel's words.
+    pub extra_ingress: Option<String>,
+}
+
+macro_rules! merge_fields {
+    ($base:expr, $over:expr, $($f:ident),*) => {
+        ShapeOptions { $($f: $over.$f.clone().or_else(|| $base.$f.clone())),* }
+    };
+}
+
+impl ShapeOptions {
+    /// `over`'s fields where it has them, `base`'s otherwise (flags over file, table over
+    /// `[defaults]`, extra string over the rest).
+    pub fn merge(base: &ShapeOptions, over: &ShapeOptions) -> ShapeOptions {
+        merge_fields!(
+            base,
+            over,
+            down,
+            up,
+            qdisc,
+            tiers,
+            link,
+            overhead,
+            mpu,
+            framing,
+            vlan,
+            isolation,
+            nat,
+            diffserv,
+            wash,
+            ack_filter,
+            rtt,
+            ingress_keyword,
+            split_gso,
+            memlimit,
+            target,
+            interval,
+            quantum,
+            limit,
+            flows,
+            memory_limit,
+            ecn_egress,
+            ecn_ingress,
+            extra_egress,
+            extra_ingress
+        )
+    }
+}
+
+/// cake's named round-trip times (tc/q_cake.c `presets`, the interval column).
+pub const RTT_NAMES: &[(&str, Time)] = &[
+    ("datacentre", Time::from_micros(100)),
+    ("lan", Time::from_millis(1)),
+    ("metro", Time::from_millis(10)),
+    ("regional", Time::from_millis(30)),
+    ("internet", Time::from_millis(100)),
+    ("oceanic", Time::from_millis(300)),
+    ("satellite", Time::from_millis(1000)),
+    ("interplanetary", Time::from_secs(3600)),
+];
+
+/// A time, or one of cake's rtt names.
+pub fn parse_rtt(s: &str) -> Result<Time, String> {
+    if let Some((_, t)) = RTT_NAMES.iter().find(|(n, _)| *n == s) {
+        return Ok(*t);
+    }
+    s.parse::<Time>().map_err(|e| {
+        format!("{e}; or one of cake's names: datacentre, lan, metro, regional, internet, oceanic, satellite, interplanetary")
+    })
+}
+
+fn de_rtt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Time>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum T {
+        N(u64),
+        S(String),
+    }
+    match T::deserialize(d)? {
+        T::N(us) => Ok(Some(Time::from_micros(us))),
+        T::S(s) => parse_rtt(&s).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
+fn de_ack_filter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<AckFilter>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum A {
+        B(bool),
+        S(String),
+    }
+    match A::deserialize(d)? {
+        A::B(true) => Ok(Some(AckFilter::Enabled)),
+        A::B(false) => Ok(Some(AckFilter::Disabled)),
+        A::S(s) if s == "aggressive" => Ok(Some(AckFilter::Aggressive)),
+        A::S(s) => Err(serde::de::Error::custom(format!(
+            "invalid ack-filter {s:?}: use true, false or \"aggressive\""
+        ))),
+    }
+}
+
+/// Why an extra option string cannot be used. The message names the key and the word.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExtraError {
+    #[error("{key}: {word:?} is not a {qdisc} option unbloat knows; {hint}")]
+    Unknown {
+        key: String,
+        word: String,
+        qdisc: Qdisc,
+        hint: String,
+    },
+    #[error("{key}: {word:?} needs a value after it")]
+    MissingValue { key: String, word: String },
+    #[error("{key}: {word} {value:?}: {reason}")]
+    BadValue {
+        key: String,
+        word: String,
+        value: String,
+        reason: String,
+    },
+}
+
+/// Parse an extra option string for `direction` with `qdisc`'s grammar into the options it
+/// stands for. `key` names the source in messages (`extra-egress`, `--extra-ingress`).
+pub fn parse_extra(
+    text: &str,
+    qdisc: Qdisc,
+    direction: Direction,
+    key: &str,
+) -> Result<ShapeOptions, ExtraError> {
+    let mut o = ShapeOptions::default();
+    let mut words = text.split_whitespace();
+    while let Some(w) = words.next() {
+        let mut value = |word: &str| {
+            words.next().ok_or_else(|| ExtraError::MissingValue {
+                key: key.to_string(),
+                word: word.to_string(),
+            })
+        };
+        let bad = |word: &str, v: &str, reason: String| ExtraError::BadValue {
+            key: key.to_string(),
+            word: word.to_string(),
+            value: v.to_string(),
+            reason,
+        };
+        let done = match qdisc {
+            Qdisc::Cake => cake_word(&mut o, w, direction, &mut value, &bad)?,
+            Qdisc::FqCodel => fq_codel_word(&mut o, w, direction, &mut value, &bad)?,
+        };
+        if !done {
+            let hint = match (qdisc, refused_hint(qdisc, w)) {
+                (_, Some(h)) => h.to_string(),
+                (Qdisc::FqCodel, None) if is_cake_word(w) => {
+                    "it is a cake option; use --qdisc cake".to_string()
+                }
+                (Qdisc::Cake, None) => "see man tc-cake for the words cake takes".to_string(),
+                (Qdisc::FqCodel, None) => {
+                    "fq_codel takes limit, flows, target, interval, quantum, memory_limit, ecn, noecn".to_string()
+                }
+            };
+            return Err(ExtraError::Unknown {
+                key: key.to_string(),
+                word: w.to_string(),
+                qdisc,
+                hint,
+            });
+        }
+    }
+    Ok(o)
+}
+
+type ValueFn<'a> = dyn FnMut(&str) -> Result<&'a str, ExtraError> + 'a;
+type BadFn<'b> = dyn Fn(&str, &str, String) -> ExtraError + 'b;
+
+fn parsed<T: FromStr>(word: &str, v: &str, bad: &BadFn) -> Result<T, ExtraError>
+where
+    T::Err: fmt::Display,
+{
+    v.parse::<T>().map_err(|e| bad(word, v, e.to_string()))
+}
+
+/// One cake word (tc/q_cake.c `cake_parse_opt`). Returns false for a word cake does not take.
+fn cake_word<'a>(
+    o: &mut ShapeOptions,
+    w: &str,
+    dir: Direction,
+    value: &mut ValueFn<'a>,
+    bad: &BadFn,
+) -> Result<bool, ExtraError> {
+    use Isolation::*;
+    let set_iso = |o: &mut ShapeOptions, i| o.isolation = Some(i);
+    match w {
+        "bandwidth" => {
+            let v = value(w)?;
+            let r = parsed::<Rate>(w, v, bad)?;
+            match dir {
+                Direction::Egress => o.up = Some(r),
+                Direction::Ingress => o.down = Some(r),
+            }
+        }
+        "rtt" => {
+            let v = value(w)?;
+            o.rtt = Some(parsed::<Time>(w, v, bad)?);
+        }
+        "besteffort" => o.diffserv = Some(Diffserv::Besteffort),
+        "diffserv3" => o.diffserv = Some(Diffserv::Diffserv3),
+        "diffserv4" | "diffserv" => o.diffserv = Some(Diffserv::Diffserv4),
+        "diffserv8" => o.diffserv = Some(Diffserv::Diffserv8),
+        "precedence" => o.diffserv = Some(Diffserv::Precedence),
+        "flowblind" => set_iso(o, Flowblind),
+        "srchost" => set_iso(o, Srchost),
+        "dsthost" => set_iso(o, Dsthost),
+        "hosts" => set_iso(o, Hosts),
+        "flows" => set_iso(o, Flows),
+        "dual-srchost" => set_iso(o, DualSrchost),
+        "dual-dsthost" => set_iso(o, DualDsthost),
+        "triple-isolate" => set_iso(o, TripleIsolate),
+        "nat" => o.nat = Some(true),
+        "nonat" => o.nat = Some(false),
+        "wash" => o.wash = Some(true),
+        "nowash" => o.wash = Some(false),
+        "split-gso" => o.split_gso = Some(true),
+        "no-split-gso" => o.split_gso = Some(false),
+        "ack-filter" => o.ack_filter = Some(AckFilter::Enabled),
+        "ack-filter-aggressive" => o.ack_filter = Some(AckFilter::Aggressive),
+        "no-ack-filter" => o.ack_filter = Some(AckFilter::Disabled),
+        "atm" => o.framing = Some(Framing::Atm),
+        "ptm" => o.framing = Some(Framing::Ptm),
+        "noatm" => o.framing = Some(Framing::None),
+        "ether-vlan" => o.vlan = Some(o.vlan.unwrap_or(0) + 1),
+        "overhead" => {
+            let v = value(w)?;
+            o.overhead = Some(parsed::<i64>(w, v, bad)?);
+        }
+        "mpu" => {
+            let v = value(w)?;
+            o.mpu = Some(parsed::<i64>(w, v, bad)?);
+        }
+        "memlimit" => {
+            let v = value(w)?;
+            o.memlimit = Some(parsed::<Size>(w, v, bad)?);
+        }
+        "ingress" if dir == Direction::Ingress => o.ingress_keyword = Some(true),
+        "egress" if dir == Direction::Ingress => o.ingress_keyword = Some(false),
+        "egress" => {}
+        _ => {
+            if let Some((_, t)) = RTT_NAMES.iter().find(|(n, _)| *n == w) {
+                o.rtt = Some(*t);
+            } else if let Ok(p) = w.parse::<LinkPreset>() {
+                // unbloat's own names (vdsl2, none) are not cake words: only cake's are taken here.
+                if matches!(
+                    p,
+                    LinkPreset::Vdsl2 | LinkPreset::None | LinkPreset::EtherVlan
+                ) {
+                    return Ok(false);
+                }
+                o.link = Some(p);
+            } else {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// One fq_codel word (tc/q_fq_codel.c `fq_codel_parse_opt`). Returns false for a word it does not
+/// take.
+fn fq_codel_word<'a>(
+    o: &mut ShapeOptions,
+    w: &str,
+    dir: Direction,
+    value: &mut ValueFn<'a>,
+    bad: &BadFn,
+) -> Result<bool, ExtraError> {
+    let ecn = |o: &mut ShapeOptions, on| match dir {
+        Direction::Egress => o.ecn_egress = Some(on),
+        Direction::Ingress => o.ecn_ingress = Some(on),
+    };
+    match w {
+        "limit" => o.limit = Some(parsed(w, value(w)?, bad)?),
+        "flows" => o.flows = Some(parsed(w, value(w)?, bad)?),
+        "target" => o.target = Some(parsed(w, value(w)?, bad)?),
+        "interval" => o.interval = Some(parsed(w, value(w)?, bad)?),
+        "quantum" => {
+            let v = value(w)?;
+            let s: Size = parsed(w, v, bad)?;
+            let q = u32::try_from(s.bytes()).map_err(|_| bad(w, v, "too large".to_string()))?;
+            o.quantum = Some(q);
+        }
+        "memory_limit" => o.memory_limit = Some(parsed(w, value(w)?, bad)?),
+        "ecn" => ecn(o, true),
+        "noecn" => ecn(o, false),
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Words tc would take but unbloat refuses, with the reason.
+fn refused_hint(qdisc: Qdisc, w: &str) -> Option<&'static str> {
+    match (qdisc, w) {
+        (Qdisc::Cake, "autorate-ingress") => {
+            Some("unbloat shapes at a fixed rate; measure it with `unbloat tune`")
+        }
+        (Qdisc::Cake, "unlimited") => {
+            Some("a shaper without a rate does not remove bufferbloat; set --down/--up")
+        }
+        (Qdisc::Cake, "fwmark") => {
+            Some("firewall-mark tin selection is not supported; use DSCP marks")
+        }
+        (Qdisc::Cake, "ingress") => Some("cake's ingress mode belongs on the ingress (IFB) side"),
+        (Qdisc::Cake, "vdsl2" | "none") => {
+            Some("it is an unbloat --link name, not a cake word; use --link")
+        }
+        (Qdisc::FqCodel, "ce_threshold" | "ce_threshold_selector" | "drop_batch") => {
+            Some("not supported by unbloat")
+        }
+        _ => None,
+    }
+}
+
+fn is_cake_word(w: &str) -> bool {
+    let mut o = ShapeOptions::default();
+    let mut none = |_: &str| -> Result<&str, ExtraError> {
+        Err(ExtraError::MissingValue {
+            key: String::new(),
+            word: String::new(),
+        })
+    };
+    let bad = |_: &str, _: &str, _: String| ExtraError::MissingValue {
+        key: String::new(),
+        word: String::new(),
+    };
+    !matches!(
+        cake_word(&mut o, w, Direction::Egress, &mut none, &bad),
+        Ok(false)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Direction::*;
+
+    #[test]
+    fn cake_words_become_typed_options() {
+        let o = parse_extra(
+            "nat dual-srchost ack-filter mpu 64",
+            Qdisc::Cake,
+            Egress,
+            "extra-egress",
+        )
+        .unwrap();
+        assert_eq!(o.nat, Some(true));
+        assert_eq!(o.isolation, Some(Isolation::DualSrchost));
+        assert_eq!(o.ack_filter, Some(AckFilter::Enabled));
+        assert_eq!(o.mpu, Some(64));
+        let o = parse_extra(
+            "bridged-ptm ether-vlan ingress metro bandwidth 78mbit",
+            Qdisc::Cake,
+            Ingress,
+            "x",
+        )
+        .unwrap();
+        assert_eq!(o.link, Some(LinkPreset::BridgedPtm));
+        assert_eq!(o.vlan, Some(1));
+        assert_eq!(o.ingress_keyword, Some(true));
+        assert_eq!(o.rtt, Some(Time::from_millis(10)));
+        assert_eq!(o.down, Some(Rate::from_mbit(78)));
+    }
+
+    #[test]
+    fn fq_codel_words_become_typed_options() {
+        let o = parse_extra(
+            "limit 2000 target 3ms noecn quantum 300",
+            Qdisc::FqCodel,
+            Egress,
+            "k",
+        )
+        .unwrap();
+        assert_eq!(o.limit, Some(2000));
+        assert_eq!(o.target, Some(Time::from_millis(3)));
+        assert_eq!(o.ecn_egress, Some(false));
+        assert_eq!(o.quantum, Some(300));
+    }
+
+    #[test]
+    fn unknown_words_are_errors_naming_the_word() {
+        let e = parse_extra("nat frobnicate", Qdisc::Cake, Egress, "extra-egress").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("extra-egress: \"frobnicate\" is not a cake option"),
+            "{e}"
+        );
+        let e = parse_extra("ack-filter", Qdisc::FqCodel, Egress, "extra-egress").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("\"ack-filter\" is not a fq_codel option"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("use --qdisc cake"), "{e}");
+        let e = parse_extra("mpu", Qdisc::Cake, Egress, "extra-ingress").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "extra-ingress: \"mpu\" needs a value after it"
+        );
+        let e = parse_extra("overhead lots", Qdisc::Cake, Egress, "extra-egress").unwrap_err();
+        assert!(
+            e.to_string().starts_with("extra-egress: overhead \"lots\""),
+            "{e}"
+        );
+        let e = parse_extra("ingress", Qdisc::Cake, Egress, "extra-egress").unwrap_err();
+        assert!(e.to_string().contains("ingress (IFB) side"), "{e}");
+    }
+
+    #[test]
+    fn merge_prefers_the_override() {
+        let base = ShapeOptions {
+            down: Some(Rate::from_mbit(10)),
+            nat: Some(true),
+            ..Default::default()
+        };
+        let over = ShapeOptions {
+            down: Some(Rate::from_mbit(20)),
+            ..Default::default()
+        };
+        let m = ShapeOptions::merge(&base, &over);
+        assert_eq!(m.down, Some(Rate::from_mbit(20)));
+        assert_eq!(m.nat, Some(true));
+    }
+
+    #[test]
+    fn rtt_accepts_names_and_times() {
+        assert_eq!(parse_rtt("oceanic"), Ok(Time::from_millis(300)));
+        assert_eq!(parse_rtt("42ms"), Ok(Time::from_millis(42)));
+        assert!(parse_rtt("soon").is_err());
+    }
+}

@@ -1,0 +1,302 @@
+//! The validated specification of one shaped interface: every check that needs no system.
+//!
+//! [`Spec::new`] takes what the user said ([`ShapeOptions`], already merged from file and flags)
+//! and either refuses it with a [`SpecError`] that names the flag (or config key, spelled the
+//! same) and the value, or returns final parameters for each direction, defaults applied. What
+//! needs the system (the interface exists, the kernel has cake, ...) is checked later, by the
+//! system crate, before anything is touched.
+//!
+//! Checks, in order: the extra option strings parse with the chosen qdisc's grammar; at least one
+//! direction has a rate; rates are sane (8 kbit/s..100 Gbit/s); every option suits the chosen
+//! qdisc; tiers are 1 or 3; link-layer values are in cake's ranges and do not conflict; fq_codel's
+//! values are in the kernel's ranges.
+
+use crate::linklayer::{LinkError, LinkLayer};
+use crate::options::{parse_extra, ExtraError, Qdisc, ShapeOptions};
+use crate::plan::{CakeParams, Direction, FqCodelParams};
+use crate::{cake, fq_codel, ifb};
+use unbloat_units::{IfName, Rate, UnitError};
+
+/// Below this, one 1500-byte packet takes 1.5 s to send: no shaper (and no TCP) works sanely.
+pub const MIN_RATE: Rate = Rate::from_kbit(8);
+/// Above this it is surely a typo (no access link is faster; cake itself tops out near 40 Gbit/s).
+pub const MAX_RATE: Rate = Rate::from_mbit(100_000);
+/// The link-layer header Linux counts in a packet's length on Ethernet-type devices.
+pub const ETHERNET_HEADER: u32 = 14;
+
+/// Why the options cannot be planned. Each message names the flag (or config key) and the value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error("interface {0}")]
+    Interface(UnitError),
+    #[error("interface {name:?}: contains {ch:?}, which tc -batch would read as syntax")]
+    InterfaceChar { name: String, ch: char },
+    #[error(
+        "{iface}: nothing to shape: --down and --up are both 0 or absent; give at least one rate"
+    )]
+    NothingToShape { iface: String },
+    #[error("--{flag} {rate}: below 8kbit, the slowest rate unbloat shapes (one 1500-byte packet would take over 1.5 s to send)")]
+    RateTooLow { flag: &'static str, rate: Rate },
+    #[error("--{flag} {rate}: above 100gbit, faster than any access link; a unit typo (kbit/mbit/gbit)?")]
+    RateTooHigh { flag: &'static str, rate: Rate },
+    #[error("--tiers {0}: use 1 (one class) or 3 (priority, best effort, bulk by DSCP)")]
+    Tiers(u8),
+    #[error("--tiers {0}: tiers are for --qdisc fq_codel; cake sorts DSCPs into tins itself (--diffserv)")]
+    TiersWithCake(u8),
+    #[error(
+        "--{option} {value}: a cake option, which --qdisc fq_codel cannot take; use --qdisc cake"
+    )]
+    CakeOnly { option: &'static str, value: String },
+    #[error("--{option} {value}: an fq_codel option, which --qdisc cake cannot take ({hint})")]
+    FqCodelOnly {
+        option: &'static str,
+        value: String,
+        hint: &'static str,
+    },
+    #[error(transparent)]
+    Link(#[from] LinkError),
+    #[error(transparent)]
+    Extra(#[from] ExtraError),
+    #[error(transparent)]
+    FqCodel(#[from] fq_codel::FqCodelError),
+}
+
+/// What shapes one direction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShaperSpec {
+    Cake(CakeParams),
+    /// HTB with `tiers` leaf classes, each with this fq_codel, compensated for `link` by a stab.
+    HtbFqCodel {
+        rate: Rate,
+        tiers: u8,
+        link: LinkLayer,
+        fq_codel: FqCodelParams,
+    },
+}
+
+/// One direction's final parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectionSpec {
+    pub direction: Direction,
+    pub rate: Rate,
+    pub shaper: ShaperSpec,
+}
+
+/// A validated interface setup: what [`Plan::build`](crate::plan::Plan::build) turns into steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    pub wan: IfName,
+    /// The IFB for ingress (named even when ingress is off, for messages and stop).
+    pub ifb: IfName,
+    pub qdisc: Qdisc,
+    pub egress: Option<DirectionSpec>,
+    pub ingress: Option<DirectionSpec>,
+    /// Bytes of link-layer header in the length Linux counts on `wan` (14 on Ethernet-type
+    /// devices, the default; 0 on ppp, tun, wireguard). Only the stab of the HTB strategy depends
+    /// on it; set it with [`Spec::with_mac_header`] if the device is not Ethernet-like.
+    pub mac_header: u32,
+    /// Things that are allowed but probably not meant (shown by `plan` and `start`).
+    pub warnings: Vec<String>,
+}
+
+/// Parse a user's interface name, with the message of [`SpecError`].
+pub fn parse_iface(text: &str) -> Result<IfName, SpecError> {
+    let name: IfName = text.parse().map_err(SpecError::Interface)?;
+    check_iface(&name)?;
+    Ok(name)
+}
+
+/// Characters the kernel allows in a name but `tc -batch` would misread: `#` starts a comment
+/// (lib/utils.c `getcmdline`), a leading quote starts a quoted word (`makeargs`), `\` continues.
+fn check_iface(name: &IfName) -> Result<(), SpecError> {
+    match name
+        .as_str()
+        .chars()
+        .find(|c| matches!(c, '#' | '\'' | '"' | '\\'))
+    {
+        Some(ch) => Err(SpecError::InterfaceChar {
+            name: name.to_string(),
+            ch,
+        }),
+        None => Ok(()),
+    }
+}
+
+impl Spec {
+    /// Validate `opts` for `iface` and apply the defaults (see each qdisc module for why).
+    pub fn new(iface: IfName, opts: &ShapeOptions) -> Result<Spec, SpecError> {
+        check_iface(&iface)?;
+        let qdisc = opts.qdisc.unwrap_or_default();
+        check_qdisc_fit(qdisc, opts)?;
+        let mut warnings = Vec::new();
+        let mut dirs = [None, None];
+        for (i, dir) in [Direction::Egress, Direction::Ingress]
+            .into_iter()
+            .enumerate()
+        {
+            let (extra, key) = match dir {
+                Direction::Egress => (&opts.extra_egress, "extra-egress"),
+                Direction::Ingress => (&opts.extra_ingress, "extra-ingress"),
+            };
+            let merged = match extra {
+                Some(text) => ShapeOptions::merge(opts, &parse_extra(text, qdisc, dir, key)?),
+                None => opts.clone(),
+            };
+            let (rate, flag) = match dir {
+                Direction::Egress => (merged.up, "up"),
+                Direction::Ingress => (merged.down, "down"),
+            };
+            let Some(rate) = rate.filter(|r| !r.is_zero()) else {
+                continue;
+            };
+            if rate < MIN_RATE {
+                return Err(SpecError::RateTooLow { flag, rate });
+            }
+            if rate > MAX_RATE {
+                return Err(SpecError::RateTooHigh { flag, rate });
+            }
+            // The kernel keeps rates in bytes per second (tc's get_rate64 divides by 8).
+            let rate_b = Rate::from_bytes_per_sec(rate.bytes_per_sec());
+            if rate_b != rate {
+                warnings.push(format!("--{flag} {rate}: the kernel counts whole bytes per second; shaping at {rate_b}"));
+            }
+            dirs[i] = Some(direction(rate_b, dir, qdisc, &merged, &mut warnings)?);
+        }
+        let [egress, ingress] = dirs;
+        if egress.is_none() && ingress.is_none() {
+            return Err(SpecError::NothingToShape {
+                iface: iface.to_string(),
+            });
+        }
+        Ok(Spec {
+            ifb: ifb::ifb_name(&iface),
+            wan: iface,
+            qdisc,
+            egress,
+            ingress,
+            mac_header: ETHERNET_HEADER,
+            warnings,
+        })
+    }
+
+    /// The same spec for a device whose Linux length includes `bytes` of link-layer header;
+    /// recomputes nothing but the stab later built from it.
+    pub fn with_mac_header(mut self, bytes: u32) -> Spec {
+        self.mac_header = bytes;
+        self
+    }
+}
+
+fn direction(
+    rate: Rate,
+    dir: Direction,
+    qdisc: Qdisc,
+    o: &ShapeOptions,
+    warnings: &mut Vec<String>,
+) -> Result<DirectionSpec, SpecError> {
+    let link = LinkLayer::resolve(o.link, o.overhead, o.mpu, o.framing, o.vlan)?;
+    let shaper = match qdisc {
+        Qdisc::Cake => {
+            let p = cake::params(rate, o, dir, link);
+            if p.flow_mode.is_per_host()
+                && p.flow_mode != crate::plan::FlowMode::TripleIsolate
+                && !p.nat
+            {
+                warnings.push(format!(
+                    "{dir}: isolation {} without --nat: if this machine does the NAT, all LAN hosts look like one; add --nat",
+                    p.flow_mode.keyword()
+                ));
+            }
+            ShaperSpec::Cake(p)
+        }
+        Qdisc::FqCodel => ShaperSpec::HtbFqCodel {
+            rate,
+            tiers: o.tiers.unwrap_or(1),
+            link,
+            fq_codel: fq_codel::params(rate, &link, ETHERNET_HEADER, o, dir)?,
+        },
+    };
+    Ok(DirectionSpec {
+        direction: dir,
+        rate,
+        shaper,
+    })
+}
+
+/// Options the chosen qdisc cannot take are refused, naming the option and the qdisc that can.
+fn check_qdisc_fit(qdisc: Qdisc, o: &ShapeOptions) -> Result<(), SpecError> {
+    if let Some(t) = o.tiers {
+        if t != 1 && t != 3 {
+            return Err(SpecError::Tiers(t));
+        }
+    }
+    match qdisc {
+        Qdisc::FqCodel => {
+            let cake_only: [(&'static str, Option<String>); 8] = [
+                ("ack-filter", o.ack_filter.map(|a| a.keyword().to_string())),
+                ("diffserv", o.diffserv.map(|d| d.keyword().to_string())),
+                ("isolation", o.isolation.map(|i| i.name().to_string())),
+                ("nat", o.nat.map(|b| b.to_string())),
+                ("wash", o.wash.map(|b| b.to_string())),
+                ("rtt", o.rtt.map(|t| t.to_string())),
+                ("split-gso", o.split_gso.map(|b| b.to_string())),
+                ("memlimit", o.memlimit.map(|m| m.to_string())),
+            ];
+            if let Some((option, Some(value))) = cake_only.into_iter().find(|(_, v)| v.is_some()) {
+                return Err(SpecError::CakeOnly { option, value });
+            }
+            if let Some(v) = o.ingress_keyword {
+                return Err(SpecError::CakeOnly {
+                    option: "ingress-keyword",
+                    value: v.to_string(),
+                });
+            }
+        }
+        Qdisc::Cake => {
+            if let Some(t) = o.tiers {
+                return Err(SpecError::TiersWithCake(t));
+            }
+            let aqm = "cake tunes its AQM from --rtt";
+            let fq_only: [(&'static str, Option<String>, &'static str); 8] = [
+                ("target", o.target.map(|t| t.to_string()), aqm),
+                ("interval", o.interval.map(|t| t.to_string()), aqm),
+                (
+                    "quantum",
+                    o.quantum.map(|q| q.to_string()),
+                    "cake sizes its quantum from the rate",
+                ),
+                ("limit", o.limit.map(|l| l.to_string()), "use --memlimit"),
+                (
+                    "flows",
+                    o.flows.map(|f| f.to_string()),
+                    "cake hashes into 1024 set-associative queues",
+                ),
+                (
+                    "memory-limit",
+                    o.memory_limit.map(|m| m.to_string()),
+                    "use --memlimit",
+                ),
+                (
+                    "ecn-egress",
+                    o.ecn_egress.map(|b| b.to_string()),
+                    "cake always uses ECN when a flow has it",
+                ),
+                (
+                    "ecn-ingress",
+                    o.ecn_ingress.map(|b| b.to_string()),
+                    "cake always uses ECN when a flow has it",
+                ),
+            ];
+            if let Some((option, Some(value), hint)) =
+                fq_only.into_iter().find(|(_, v, _)| v.is_some())
+            {
+                return Err(SpecError::FqCodelOnly {
+                    option,
+                    value,
+                    hint,
+                });
+            }
+        }
+    }
+    Ok(())
+}
