@@ -23,18 +23,8 @@ use crate::snapshot::{link_exists, link_names, summary, Snapshot};
 use crate::state::{
     now_unix, Created, ShapedState, StateDir, StateError, StoredCmd, STATE_VERSION,
 };
-
-/// The raw JSON texts of what the kernel holds for a WAN device and its IFB.
-#[derive(Debug, Clone, Default)]
-pub struct LiveTexts {
-    pub qdisc: String,
-    pub class: String,
-    pub filter_ingress: String,
-    pub filter_root: String,
-    pub ifb_qdisc: Option<String>,
-    pub ifb_class: Option<String>,
-    pub ifb_filter_root: Option<String>,
-}
+use unbloat_shaper::tcjson::{IfbTexts, LiveTexts};
+use unbloat_units::IfName;
 
 /// Compares the live state with the plan and returns what differs, one line per mismatch.
 pub type Verifier<'a> = &'a dyn Fn(&LiveTexts) -> Vec<String>;
@@ -322,36 +312,34 @@ impl<'r> Shaper<'r> {
         Ok(prev)
     }
 
-    /// Reads what the kernel holds for `iface` and its IFB (`tc -j -s -d`).
+    /// Reads what the kernel holds for `iface` and its IFB (`tc -j -s -d`), in the shape
+    /// [`LiveTexts`] documents.
     pub fn read_live(&self, iface: &str, ifb: Option<&str>) -> Result<LiveTexts, RunError> {
         let tc = |args: &[&str]| -> Result<String, RunError> {
             let out = self.runner.run(&Cmd::tc(args.iter().copied()))?;
+            // A device without classes or filters makes tc fail or print nothing: both "none".
             Ok(if out.success() {
                 out.stdout
             } else {
-                "[]".to_string()
+                String::new()
             })
         };
-        let (ifb_qdisc, ifb_class, ifb_filter_root) = match ifb {
-            Some(d) if link_exists(self.runner, d)? => (
-                Some(tc(&["-j", "-s", "-d", "qdisc", "show", "dev", d])?),
-                Some(tc(&["-j", "-s", "-d", "class", "show", "dev", d])?),
-                Some(tc(&[
-                    "-j", "-s", "filter", "show", "dev", d, "parent", "1:",
-                ])?),
-            ),
-            _ => (None, None, None),
+        let show = |what: &str, dev: &str| tc(&["-j", "-s", "-d", what, "show", "dev", dev]);
+        let ifb = match ifb.map(|d| (d, d.parse::<IfName>())) {
+            Some((d, Ok(name))) if link_exists(self.runner, d)? => Some(IfbTexts {
+                name,
+                qdisc: show("qdisc", d)?,
+                class: show("class", d)?,
+                filter: show("filter", d)?,
+            }),
+            _ => None,
         };
         Ok(LiveTexts {
-            qdisc: tc(&["-j", "-s", "-d", "qdisc", "show", "dev", iface])?,
-            class: tc(&["-j", "-s", "-d", "class", "show", "dev", iface])?,
-            filter_ingress: tc(&[
-                "-j", "-s", "filter", "show", "dev", iface, "parent", "ffff:",
-            ])?,
-            filter_root: tc(&["-j", "-s", "filter", "show", "dev", iface, "parent", "1:"])?,
-            ifb_qdisc,
-            ifb_class,
-            ifb_filter_root,
+            qdisc: show("qdisc", iface)?,
+            class: show("class", iface)?,
+            filter: show("filter", iface)?,
+            filter_ingress: tc(&["-j", "-s", "-d", "filter", "show", "dev", iface, "ingress"])?,
+            ifb,
         })
     }
 }
