@@ -11,7 +11,7 @@
 //! - [`Kernel::run`] runs an argument vector (no shell) to completion, in the host kernel or in a
 //!   fresh UML guest, and returns its exit status, stdout and stderr. The guest sees the host's
 //!   files, runs in the caller's current directory as root, with stdin from `/dev/null`, every
-//!   net/sched module plus veth, ifb, dummy and tcp_bbr loaded, loopback up, and unprivileged ICMP
+//!   net/sched module plus ipv6, veth, ifb, dummy, 8021q and tcp_bbr loaded, loopback up, and unprivileged ICMP
 //!   sockets allowed. The kernel's own boot messages never reach the caller's terminal; they are
 //!   quoted (last lines) in the error when the guest crashes or times out.
 //! - A timeout kills the whole process group (UML starts helpers) and is an error, never a result.

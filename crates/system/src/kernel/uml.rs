@@ -23,9 +23,10 @@ const UML_BINARY: &str = "/usr/bin/linux.uml";
 const UML_MODULES: &str = "/usr/lib/uml/modules";
 const INSTALL_HINT: &str = "install it with `apt-get install user-mode-linux`";
 
-/// Modules loaded besides all of net/sched: veth pairs, IFBs and dummies for topologies, BBR for
-/// experiments with congestion control.
-const EXTRA_MODULES: [&str; 4] = ["veth", "ifb", "dummy", "tcp_bbr"];
+/// Modules loaded besides all of net/sched: IPv6 (a module in Debian's UML, absent until loaded),
+/// veth pairs, IFBs, dummies and VLAN devices (`eth0.2`) for topologies, BBR for experiments with
+/// congestion control.
+const EXTRA_MODULES: [&str; 6] = ["ipv6", "veth", "ifb", "dummy", "8021q", "tcp_bbr"];
 
 /// Environment variables not passed into the guest: the shell's own bookkeeping, and the kernel
 /// choice (a guest must not try to start UML inside UML).
@@ -317,7 +318,7 @@ mod tests {
         let s = init_script(&plan);
         assert!(s.starts_with("#!/bin/sh\n"));
         assert!(s.contains("D=/tmp/unbloat-uml-1\n"));
-        assert!(s.contains("modprobe -a -d \"$D\" sch_cake sch_htb veth ifb dummy tcp_bbr"));
+        assert!(s.contains("modprobe -a -d \"$D\" sch_cake sch_htb ipv6 veth ifb dummy 8021q tcp_bbr"));
         assert!(s.contains("export GREETING='it'\\''s $HOME'\n"));
         assert!(s.contains(
             "( cd '/work/my project' && exec tc qdisc add dev lo root cake '; rm -rf /' )"
