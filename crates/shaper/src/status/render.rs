@@ -1,0 +1,254 @@
+//! The text of `unbloat status`: the summary line, then per direction the shaper's settings and a
+//! table in human units, columns aligned like `tc -s qdisc` but labelled in words.
+
+use super::{CakeStatus, HtbStatus, Shaper, Side, Status};
+use std::fmt::Write;
+
+/// `19.95 Mbit/s`, `78 Mbit/s`, `1.247 Mbit/s`, `640 kbit/s`, `1.5 Gbit/s`: up to three
+/// decimals, trailing zeros dropped.
+pub fn human_rate(bps: u64) -> String {
+    let (v, unit) = match bps {
+        b if b >= 1_000_000_000 => (b as f64 / 1e9, "Gbit/s"),
+        b if b >= 1_000_000 => (b as f64 / 1e6, "Mbit/s"),
+        b if b >= 1_000 => (b as f64 / 1e3, "kbit/s"),
+        b => (b as f64, "bit/s"),
+    };
+    format!("{} {unit}", trim(format!("{v:.3}")))
+}
+
+/// `0 us`, `850 us`, `14.57 ms`, `5 ms`, `1.2 s`.
+pub fn human_time(us: u64) -> String {
+    match us {
+        u if u < 1_000 => format!("{u} us"),
+        u if u < 1_000_000 => format!("{} ms", trim(format!("{:.2}", u as f64 / 1e3))),
+        u => format!("{} s", trim(format!("{:.2}", u as f64 / 1e6))),
+    }
+}
+
+/// `0 B`, `1000 B`, `209.3 KiB`, `4 MiB`, `1.1 GiB`.
+pub fn human_size(bytes: u64) -> String {
+    const K: f64 = 1024.0;
+    match bytes {
+        b if b < 1024 => format!("{b} B"),
+        b if b < 1024 * 1024 => format!("{} KiB", trim(format!("{:.1}", b as f64 / K))),
+        b if b < 1024 * 1024 * 1024 => {
+            format!("{} MiB", trim(format!("{:.1}", b as f64 / (K * K))))
+        }
+        b => format!("{} GiB", trim(format!("{:.1}", b as f64 / (K * K * K)))),
+    }
+}
+
+fn trim(s: String) -> String {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// The whole status as text.
+pub fn render_text(s: &Status) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", s.summary);
+    for side in [&s.egress, &s.ingress].into_iter().flatten() {
+        out.push('\n');
+        render_side(&mut out, side);
+    }
+    out
+}
+
+fn render_side(out: &mut String, s: &Side) {
+    let _ = writeln!(out, "{} on {}: {}", s.direction, s.device, s.qdisc);
+    let _ = writeln!(
+        out,
+        "  sent {} ({} packets), dropped {}, overlimits {}, backlog {}",
+        human_size(s.sent_bytes),
+        s.sent_packets,
+        s.drops,
+        s.overlimits,
+        human_size(s.backlog_bytes)
+    );
+    match &s.shaper {
+        Shaper::Cake(c) => render_cake(out, c),
+        Shaper::Htb(h) => render_htb(out, h),
+        Shaper::Other => {}
+    }
+}
+
+fn render_cake(out: &mut String, c: &CakeStatus) {
+    let rate = c.bandwidth_bps.map_or("unlimited".to_string(), human_rate);
+    let mut flags = vec![c.diffserv.clone(), c.isolation.clone()];
+    for (on, name) in [
+        (c.nat, "nat"),
+        (c.wash, "wash"),
+        (c.ingress_mode, "ingress"),
+    ] {
+        if on {
+            flags.push(name.to_string());
+        }
+    }
+    if c.ack_filter != "disabled" {
+        flags.push(format!("ack-filter {}", c.ack_filter));
+    }
+    let _ = writeln!(
+        out,
+        "  shaped at {rate}, rtt {}, {}",
+        human_time(c.rtt_us),
+        flags.join(", ")
+    );
+    let raw = if c.raw { "raw, " } else { "" };
+    let _ = writeln!(
+        out,
+        "  link layer: {raw}overhead {} bytes, mpu {}, {}",
+        c.overhead, c.mpu, c.framing
+    );
+    if let (Some(used), Some(limit)) = (c.memory_used_bytes, c.memory_limit_bytes) {
+        let _ = writeln!(
+            out,
+            "  memory: {} of {}",
+            human_size(used),
+            human_size(limit)
+        );
+    }
+    if c.tins.is_empty() {
+        return;
+    }
+    let mut rows: Vec<Vec<String>> = vec![std::iter::once(String::new())
+        .chain(c.tins.iter().map(|t| t.name.clone()))
+        .collect()];
+    let mut row = |label: &str, f: &dyn Fn(&super::TinStatus) -> String| {
+        rows.push(
+            std::iter::once(label.to_string())
+                .chain(c.tins.iter().map(f))
+                .collect(),
+        );
+    };
+    row("thresh", &|t| human_rate(t.threshold_bps));
+    row("target", &|t| human_time(t.target_us));
+    row("interval", &|t| human_time(t.interval_us));
+    row("peak delay", &|t| human_time(t.peak_delay_us));
+    row("avg delay", &|t| human_time(t.avg_delay_us));
+    row("sparse delay", &|t| human_time(t.sparse_delay_us));
+    row("backlog", &|t| human_size(t.backlog_bytes));
+    row("packets", &|t| t.sent_packets.to_string());
+    row("bytes", &|t| human_size(t.sent_bytes));
+    row("drops", &|t| t.drops.to_string());
+    row("ECN marks", &|t| t.ecn_marks.to_string());
+    row("ACK drops", &|t| t.ack_drops.to_string());
+    row("sparse flows", &|t| t.sparse_flows.to_string());
+    row("bulk flows", &|t| t.bulk_flows.to_string());
+    row("unresp. flows", &|t| t.unresponsive_flows.to_string());
+    out.push('\n');
+    table(out, &rows, 1);
+}
+
+fn render_htb(out: &mut String, h: &HtbStatus) {
+    if let Some(stab) = &h.stab {
+        let _ = writeln!(out, "  link layer (stab): {stab}");
+    }
+    if let Some(d) = &h.default_class {
+        let _ = writeln!(out, "  unclassified traffic goes to {d}");
+    }
+    let mut rows = vec![[
+        "class",
+        "parent",
+        "rate",
+        "ceil",
+        "sent",
+        "packets",
+        "drops",
+        "overlimits",
+        "leaf",
+        "leaf drops",
+        "ECN marks",
+        "new flows",
+    ]
+    .map(str::to_string)
+    .to_vec()];
+    for c in &h.classes {
+        let leaf = c.leaf.as_ref();
+        let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+        rows.push(vec![
+            c.classid.clone(),
+            c.parent.clone().unwrap_or_else(|| "root".to_string()),
+            human_rate(c.rate_bps),
+            human_rate(c.ceil_bps),
+            human_size(c.sent_bytes),
+            c.sent_packets.to_string(),
+            c.drops.to_string(),
+            c.overlimits.to_string(),
+            leaf.map_or("-".to_string(), |l| l.qdisc.clone()),
+            opt(leaf.map(|l| l.drops)),
+            opt(leaf.and_then(|l| l.ecn_marks)),
+            opt(leaf.and_then(|l| l.new_flows)),
+        ]);
+    }
+    out.push('\n');
+    table(out, &rows, 2);
+}
+
+/// Writes rows with every column as wide as its widest cell: the first `left` columns aligned
+/// left (labels), the rest right (numbers), two spaces apart, indented by two.
+fn table(out: &mut String, rows: &[Vec<String>], left: usize) {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> = (0..cols)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for r in rows {
+        let mut line = String::new();
+        for (i, cell) in r.iter().enumerate() {
+            line.push_str("  ");
+            if i < left {
+                let _ = write!(line, "{cell:<w$}", w = width[i]);
+            } else {
+                let _ = write!(line, "{cell:>w$}", w = width[i]);
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_units() {
+        assert_eq!(human_rate(19_950_000), "19.95 Mbit/s");
+        assert_eq!(human_rate(78_000_000), "78 Mbit/s");
+        assert_eq!(human_rate(1_246_872), "1.247 Mbit/s");
+        assert_eq!(human_rate(640_000), "640 kbit/s");
+        assert_eq!(human_rate(999), "999 bit/s");
+        assert_eq!(human_time(14_570), "14.57 ms");
+        assert_eq!(human_time(5_000), "5 ms");
+        assert_eq!(human_time(850), "850 us");
+        assert_eq!(human_time(1_200_000), "1.2 s");
+        assert_eq!(human_size(0), "0 B");
+        assert_eq!(human_size(214_272), "209.2 KiB");
+        assert_eq!(human_size(4 << 20), "4 MiB");
+    }
+
+    #[test]
+    fn columns_align() {
+        let mut out = String::new();
+        let rows = vec![
+            vec![
+                "".to_string(),
+                "Bulk".to_string(),
+                "Best Effort".to_string(),
+            ],
+            vec!["drops".to_string(), "1".to_string(), "12345".to_string()],
+        ];
+        table(&mut out, &rows, 1);
+        assert_eq!(
+            out,
+            "         Bulk  Best Effort\n  drops     1        12345\n"
+        );
+    }
+}
