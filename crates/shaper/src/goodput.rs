@@ -19,6 +19,7 @@
 //! Everything here is pure integer arithmetic on bytes; the rate result is truncated to whole
 //! bits per second so that `goodput <= rate` holds exactly.
 
+use crate::linklayer::LinkLayer;
 use std::fmt;
 use unbloat_units::{Rate, Size};
 
@@ -72,31 +73,22 @@ impl TcpHeader {
     }
 }
 
-/// How the link below the shaper frames each packet, after overhead and mpu are added.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Framing {
-    /// No framing beyond the overhead bytes (Ethernet, DOCSIS, fibre): cake's `noatm`.
-    #[default]
-    None,
-    /// ATM cells (ADSL): `ceil(len / 48) * 53`; cake's `atm`, a stab's `linklayer atm`.
-    Atm,
-    /// PTM 64b/65b (VDSL2): `len + ceil(len / 64)`; cake's `ptm`.
-    Ptm,
-}
+/// How the link below the shaper frames each packet (the link-layer module's type): none, ATM
+/// cells (`ceil(len / 48) * 53`) or PTM 64b/65b (`len + ceil(len / 64)`).
+pub use crate::linklayer::Framing;
 
-impl Framing {
-    /// The bytes a frame of `len` bytes occupies on the line.
-    pub const fn frame(self, len: u64) -> u64 {
-        match self {
-            Framing::None => len,
-            Framing::Atm => len.div_ceil(ATM_CELL_PAYLOAD) * ATM_CELL_SIZE,
-            Framing::Ptm => len + len.div_ceil(PTM_BLOCK),
-        }
+/// The bytes a frame of `len` bytes occupies on the line under `framing`.
+pub const fn frame(framing: Framing, len: u64) -> u64 {
+    match framing {
+        Framing::None => len,
+        Framing::Atm => len.div_ceil(ATM_CELL_PAYLOAD) * ATM_CELL_SIZE,
+        Framing::Ptm => len + len.div_ceil(PTM_BLOCK),
     }
 }
+
+/// The MAC header Linux counts in a packet's length on an Ethernet device; cake's `raw` mode
+/// shapes that length instead of the IP packet's.
+pub const ETHERNET_HEADER: i32 = 14;
 
 /// What the shaper adds to every packet: the same three knobs as cake's overhead keywords
 /// (`man tc-cake`, OVERHEAD COMPENSATION) and a stab.
@@ -134,7 +126,19 @@ impl LinkFraming {
         } else {
             len.saturating_sub(u64::from(self.overhead.unsigned_abs()))
         };
-        self.framing.frame(with_overhead.max(u64::from(self.mpu)))
+        frame(self.framing, with_overhead.max(u64::from(self.mpu)))
+    }
+}
+
+impl From<&LinkLayer> for LinkFraming {
+    /// What cake does with a link layer: in `raw` mode the base is Linux's length, which on an
+    /// Ethernet device includes the 14-byte MAC header, so that header counts as overhead here.
+    fn from(l: &LinkLayer) -> LinkFraming {
+        LinkFraming {
+            overhead: l.overhead + if l.raw { ETHERNET_HEADER } else { 0 },
+            mpu: l.mpu,
+            framing: l.framing,
+        }
     }
 }
 
@@ -222,9 +226,9 @@ impl GoodputModel {
 /// The best TCP goodput a link of gross `rate` with `link` framing can deliver to a bulk
 /// transfer of Linux defaults (1500-byte MTU, IPv4, TCP timestamps): the yardstick the lab
 /// divides measured goodput by ("goodput as a share of the link's theoretical TCP goodput").
-pub fn theoretical_tcp_goodput(rate: Rate, link: &LinkFraming) -> Rate {
+pub fn theoretical_tcp_goodput(rate: Rate, link: &LinkLayer) -> Rate {
     // 1500 - 20 - 32 leaves 1448 payload bytes, so the model is always valid.
-    GoodputModel::ipv4_timestamps(*link)
+    GoodputModel::ipv4_timestamps(LinkFraming::from(link))
         .goodput(rate)
         .unwrap_or(Rate::ZERO)
 }
@@ -299,13 +303,13 @@ mod tests {
     #[test]
     fn framing_matches_sch_cake() {
         // ATM: 1500 + 32 (pppoe-llcsnap 40 is another case) = 1532 -> 32 cells -> 1696 bytes.
-        assert_eq!(Framing::Atm.frame(1532), 32 * 53);
-        assert_eq!(Framing::Atm.frame(48), 53);
-        assert_eq!(Framing::Atm.frame(49), 106);
+        assert_eq!(frame(Framing::Atm, 1532), 32 * 53);
+        assert_eq!(frame(Framing::Atm, 48), 53);
+        assert_eq!(frame(Framing::Atm, 49), 106);
         // PTM: one byte per 64 or part thereof: 1522 -> 1522 + 24.
-        assert_eq!(Framing::Ptm.frame(1522), 1546);
-        assert_eq!(Framing::Ptm.frame(64), 65);
-        assert_eq!(Framing::None.frame(1500), 1500);
+        assert_eq!(frame(Framing::Ptm, 1522), 1546);
+        assert_eq!(frame(Framing::Ptm, 64), 65);
+        assert_eq!(frame(Framing::None, 1500), 1500);
     }
 
     #[test]
@@ -345,13 +349,25 @@ mod tests {
     #[test]
     fn theoretical_goodput_of_vdsl2() {
         // bridged-ptm ether-vlan: overhead 26 ptm; 1500 + 26 = 1526 -> + 24 = 1550 on the line.
-        let l = LinkFraming {
+        let l = LinkLayer {
+            preset: None,
             overhead: 26,
             mpu: 72,
             framing: Framing::Ptm,
+            raw: false,
         };
         let g = theoretical_tcp_goodput(Rate::from_kbit(19_950), &l);
         assert_eq!(g.bits_per_sec(), 19_950_000u64 * 1448 / 1550);
+        // raw: Linux's 1514-byte frame is the base: 1514 + 0, no framing.
+        let raw = LinkLayer {
+            overhead: 0,
+            mpu: 0,
+            framing: Framing::None,
+            raw: true,
+            ..l
+        };
+        let g = theoretical_tcp_goodput(Rate::from_mbit(100), &raw);
+        assert_eq!(g.bits_per_sec(), 100_000_000u64 * 1448 / 1514);
     }
 
     fn any_framing() -> impl Strategy<Value = Framing> {
