@@ -17,8 +17,9 @@
 //!   the stab will count it (sqm: a fixed 1749 bytes, the ATM worst case): HTB must be able to send
 //!   one whole frame in a burst. quantum the same, capped at 200000 bytes (sch_htb.c warns above
 //!   that), so the DRR between tiers still interleaves.
-//! - Rates are rounded down to whole bytes per second, because the kernel keeps them in bytes
-//!   (`rate64` in `struct tc_htb_opt` / `TCA_HTB_RATE64`), so what is planned is what is read back.
+//! - Rates are rounded down to whole kbit/s (whole bytes per second below 100 kbit/s), because
+//!   the kernel keeps them in bytes (`struct tc_ratespec`, `TCA_HTB_RATE64`): what is planned is
+//!   exactly what is read back, and the script stays readable.
 
 use crate::plan::{
     DscpFilter, FilterProtocol, FqCodelLeaf, FqCodelParams, Handle, HtbClass, HtbTree, Stab,
@@ -138,9 +139,14 @@ pub fn burst_for(rate: Rate, max_frame: u32) -> Size {
     Size::from_bytes(window.max(max_frame as u64))
 }
 
-/// `rate` rounded down to whole bytes per second (at least one byte per second).
+/// `rate` as HTB will hold it: rounded down to whole kbit/s from 100 kbit/s up (readable, and a
+/// kbit is 125 whole bytes), to whole bytes per second below (at least one).
 pub fn whole_bytes(rate: Rate) -> Rate {
-    Rate::from_bytes_per_sec(rate.bytes_per_sec().max(1))
+    if rate >= Rate::from_kbit(100) {
+        Rate::from_kbit(rate.bits_per_sec() / 1000)
+    } else {
+        Rate::from_bytes_per_sec(rate.bytes_per_sec().max(1))
+    }
 }
 
 impl HtbClass {

@@ -1,0 +1,262 @@
+//! Golden scripts: the full shell rendering (`unbloat plan` output) and the teardown of each
+//! configuration, pinned in `tests/golden/NAME.sh`. Any difference fails with a line diff.
+//! Regenerate after an intended change with `UPDATE_GOLDEN=1 cargo test -p unbloat-shaper --test
+//! golden`, and review the diff of the .sh files like code.
+
+use std::path::PathBuf;
+use unbloat_shaper::options::ShapeOptions;
+use unbloat_shaper::plan::Plan;
+use unbloat_shaper::spec::Spec;
+
+/// (file name, interface, options as the TOML table of a config file would say them).
+const CASES: &[(&str, &str, &str)] = &[
+    (
+        "cake_vdsl2",
+        "eth0",
+        r#"down = "78mbit"
+up = "19950kbit"
+link = "vdsl2""#,
+    ),
+    (
+        "cake_adsl_pppoe_llcsnap",
+        "eth0",
+        r#"down = "6mbit"
+up = "700kbit"
+link = "pppoe-llcsnap""#,
+    ),
+    (
+        "cake_docsis",
+        "eth0",
+        r#"down = "200mbit"
+up = "20mbit"
+link = "docsis""#,
+    ),
+    (
+        "cake_ethernet",
+        "eth0",
+        r#"down = "500mbit"
+up = "500mbit"
+link = "ethernet""#,
+    ),
+    (
+        "cake_raw_overhead",
+        "eth0",
+        r#"down = "50mbit"
+up = "10mbit"
+link = "raw"
+overhead = 18
+mpu = 64"#,
+    ),
+    (
+        "cake_overhead_explicit",
+        "eth0",
+        r#"down = "50mbit"
+up = "10mbit"
+overhead = 44
+mpu = 64
+framing = "none""#,
+    ),
+    (
+        "cake_egress_only",
+        "eth0",
+        r#"up = "10mbit"
+down = 0"#,
+    ),
+    ("cake_ingress_only", "eth0", r#"down = "50mbit""#),
+    (
+        "cake_nat_dual_host",
+        "eth0",
+        r#"down = "78mbit"
+up = "19950kbit"
+link = "bridged-ptm"
+vlan = 1
+mpu = 72
+isolation = "dual-host"
+nat = true"#,
+    ),
+    (
+        "cake_diffserv4_ack_filter",
+        "eth0",
+        r#"down = "100mbit"
+up = "10mbit"
+link = "docsis"
+diffserv = "diffserv4"
+ack-filter = true"#,
+    ),
+    (
+        "cake_extra_strings",
+        "eth0",
+        r#"down = "78mbit"
+up = "19950kbit"
+extra-egress = "nat dual-srchost ack-filter mpu 64"
+extra-ingress = "nat dual-dsthost wash besteffort""#,
+    ),
+    (
+        "fq_codel_one_tier_ethernet",
+        "eth0",
+        r#"qdisc = "fq_codel"
+down = "100mbit"
+up = "20mbit"
+link = "ethernet""#,
+    ),
+    (
+        "fq_codel_three_tiers_atm",
+        "eth0",
+        r#"qdisc = "fq_codel"
+tiers = 3
+down = "6mbit"
+up = "700kbit"
+link = "pppoe-llcsnap""#,
+    ),
+    (
+        "fq_codel_egress_low_rate",
+        "eth0",
+        r#"qdisc = "fq_codel"
+up = "1mbit"
+link = "ethernet""#,
+    ),
+    (
+        "fq_codel_vdsl2_ptm",
+        "eth0",
+        r#"qdisc = "fq_codel"
+down = "78mbit"
+up = "19950kbit"
+link = "vdsl2""#,
+    ),
+    (
+        "vlan_wan",
+        "eth0.2",
+        r#"down = "78mbit"
+up = "19950kbit"
+link = "vdsl2""#,
+    ),
+    (
+        "long_interface_name",
+        "enx00e04c680123",
+        r#"down = "100mbit"
+up = "40mbit"
+link = "docsis""#,
+    ),
+];
+
+fn render(iface: &str, table: &str) -> String {
+    let opts: ShapeOptions = toml::from_str(table).unwrap_or_else(|e| panic!("{iface}: {e}"));
+    let spec = Spec::new(iface.parse().expect("valid name"), &opts)
+        .unwrap_or_else(|e| panic!("{iface}: {e}"));
+    let plan = Plan::build(&spec);
+    let mut out = String::new();
+    for line in table.lines() {
+        out.push_str(&format!("# options: {line}\n"));
+    }
+    for w in &spec.warnings {
+        out.push_str(&format!("# warning: {w}\n"));
+    }
+    out.push_str(&plan.render_shell());
+    out.push_str("# stop\n");
+    out.push_str(&plan.teardown().render_shell());
+    out
+}
+
+fn diff(expected: &str, actual: &str) -> String {
+    let (e, a): (Vec<&str>, Vec<&str>) = (expected.lines().collect(), actual.lines().collect());
+    let mut out = String::new();
+    for i in 0..e.len().max(a.len()) {
+        match (e.get(i), a.get(i)) {
+            (Some(x), Some(y)) if x == y => {}
+            (x, y) => {
+                if let Some(x) = x {
+                    out.push_str(&format!("{:>4} - {x}\n", i + 1));
+                }
+                if let Some(y) = y {
+                    out.push_str(&format!("{:>4} + {y}\n", i + 1));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn golden_scripts() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let mut failures = Vec::new();
+    for (name, iface, table) in CASES {
+        let actual = render(iface, table);
+        let path = dir.join(format!("{name}.sh"));
+        if update {
+            std::fs::create_dir_all(&dir).expect("create tests/golden");
+            std::fs::write(&path, &actual).expect("write golden file");
+            continue;
+        }
+        match std::fs::read_to_string(&path) {
+            Ok(expected) if expected == actual => {}
+            Ok(expected) => failures.push(format!(
+                "{name}.sh differs (- golden, + now):\n{}",
+                diff(&expected, &actual)
+            )),
+            Err(e) => failures.push(format!(
+                "{name}.sh: {e} (run with UPDATE_GOLDEN=1 to create it)"
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_golden_file_has_a_case() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    for entry in std::fs::read_dir(&dir).expect("tests/golden exists") {
+        let name = entry
+            .expect("dir entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        let stem = name.trim_end_matches(".sh");
+        assert!(
+            CASES.iter().any(|(n, _, _)| *n == stem),
+            "stale golden file {name}"
+        );
+    }
+}
+
+#[test]
+fn batch_lines_are_what_tc_batch_reads() {
+    // No comments, no empty lines, no leading "tc": line N of a tc error is command N.
+    for (_, iface, table) in CASES {
+        let opts: ShapeOptions = toml::from_str(table).expect("case parses");
+        let plan =
+            Plan::build(&Spec::new(iface.parse().expect("name"), &opts).expect("case is valid"));
+        let script = plan.script();
+        let text = script.batch_text();
+        assert_eq!(text.lines().count(), script.tc_batch.len());
+        for line in text.lines() {
+            assert!(
+                !line.is_empty() && !line.contains('#') && !line.starts_with("tc "),
+                "{line}"
+            );
+            assert!(
+                line.starts_with("qdisc add ")
+                    || line.starts_with("class add ")
+                    || line.starts_with("filter add "),
+                "{line}"
+            );
+        }
+    }
+}
+
+#[test]
+fn long_interface_gets_a_short_unique_ifb() {
+    let text = render("enx00e04c680123", "down = \"10mbit\"");
+    let other = render("enx00e04c680124", "down = \"10mbit\"");
+    let ifb = |t: &str| {
+        t.lines()
+            .find_map(|l| {
+                l.strip_prefix("ip link add name ")
+                    .map(|r| r.split(' ').next().unwrap_or("").to_string())
+            })
+            .expect("an ip link add line")
+    };
+    assert!(ifb(&text).len() <= 15);
+    assert_ne!(ifb(&text), ifb(&other));
+}
