@@ -84,7 +84,7 @@ pub fn verify(plan: &Plan, live: &LiveState) -> Vec<Mismatch> {
                 ifb.dev.to_string(),
                 ingress.ifb.to_string(),
             ),
-            None => out.missing("ingress", "IFB device", &ingress.ifb.to_string()),
+            None => out.missing("ingress", "IFB device", ingress.ifb.as_str()),
         }
     }
     out.0
