@@ -7,5 +7,7 @@
 //! - [`topology`]: the network namespaces of one lab run (LAN host, router, modem, internet,
 //!   server), built from a profile, and removed again whatever happens.
 
+pub mod cleanup;
 pub mod profile;
 pub mod strategies;
+pub mod topology;

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use unbloat_shaper::goodput::{self, LinkFraming};
-use unbloat_shaper::linklayer::{Framing, LinkLayer, LinkPreset};
+use unbloat_shaper::linklayer::{LinkLayer, LinkPreset};
 use unbloat_units::{Rate, Size, Time};
 
 /// The profiles shipped with unbloat, by name, as embedded TOML text.
@@ -91,17 +91,10 @@ impl LinkSection {
 /// Linux counts the 14-byte Ethernet header in a packet's length on a veth; cake's `raw` keeps it.
 pub const MAC_HEADER_BYTES: i32 = 14;
 
-/// The link layer in the goodput model's terms: overhead relative to the IP packet.
+/// The link layer in the goodput model's terms: overhead relative to the IP packet (a `raw` link
+/// counts the MAC header as overhead, as cake does).
 pub fn goodput_framing(link: &LinkLayer) -> LinkFraming {
-    LinkFraming {
-        overhead: link.overhead + if link.raw { MAC_HEADER_BYTES } else { 0 },
-        mpu: link.mpu,
-        framing: match link.framing {
-            Framing::None => goodput::Framing::None,
-            Framing::Atm => goodput::Framing::Atm,
-            Framing::Ptm => goodput::Framing::Ptm,
-        },
-    }
+    LinkFraming::from(link)
 }
 
 /// The modem's buffer: a drop-tail FIFO, sized in packets or in bytes.
@@ -279,7 +272,7 @@ impl LinkProfile {
 
     /// The TCP goodput a saturating transfer can reach at `rate` on this link (shaper's model).
     pub fn theoretical_goodput(&self, rate: Rate) -> Rate {
-        goodput::theoretical_tcp_goodput(rate, &goodput_framing(&self.link_layer()))
+        goodput::theoretical_tcp_goodput(rate, &self.link_layer())
     }
 
     pub fn fifo(&self) -> Fifo {
@@ -323,6 +316,7 @@ impl fmt::Display for LinkProfile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use unbloat_shaper::linklayer::Framing;
 
     #[test]
     fn every_shipped_profile_loads_and_is_what_issue_4_asks_for() {

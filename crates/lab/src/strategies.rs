@@ -73,7 +73,8 @@ impl Strategy {
     pub fn kernel_needs(self) -> &'static [&'static str] {
         match self {
             Strategy::None => &[],
-            Strategy::Wondershaper => &["htb", "sfq", "ingress", "police"],
+            // act_police is not probed (no qdisc kind); every kernel with sfq and ingress has had it.
+            Strategy::Wondershaper => &["htb", "sfq", "ingress"],
             Strategy::SqmSimple => &["htb", "fq_codel", "ifb", "mirred"],
             Strategy::SqmPieceOfCake => &["cake", "ifb", "mirred"],
             Strategy::Unbloat => &["cake", "ifb", "mirred"],
@@ -364,6 +365,17 @@ fn simple_qos_ingress(ifb: &str, stab: &[String], down_k: u64) -> Vec<Cmd> {
         tc(&format!(
             "qdisc add dev {ifb} parent 1:10 handle 110: fq_codel limit 1001 target {target}us interval {interval}us ecn flows 1024"
         )),
+    ]
+}
+
+/// What removes any strategy from the router: both root qdiscs and the IFB. Some of these fail
+/// when the strategy did not create that piece (`none` creates nothing); callers ignore failures
+/// and check the result with `tc qdisc show` instead.
+pub fn teardown_commands(devs: &RouterDevs) -> Vec<Cmd> {
+    vec![
+        tc(&format!("qdisc del dev {} root", devs.wan)),
+        tc(&format!("qdisc del dev {} ingress", devs.wan)),
+        Cmd::ip(words(&format!("link del {}", devs.ifb))),
     ]
 }
 
