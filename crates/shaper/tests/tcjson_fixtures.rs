@@ -368,3 +368,109 @@ fn an_unshaped_device() {
     assert_eq!(q[0].kind, "noqueue");
     assert!(q[0].root && q[0].is_kernel_default());
 }
+
+/// The shared captures in `fixtures/tc/` (see its README for the commands).
+fn shared(name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/tc")
+        .join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn shared_cake(name: &str) -> unbloat_shaper::tcjson::CakeOptions {
+    let q = parse_qdiscs(&shared(name)).unwrap();
+    let root = q.iter().find(|q| q.root).unwrap();
+    root.cake().unwrap().0.clone()
+}
+
+#[test]
+fn shared_cake_fixtures_hold_their_keywords_numbers() {
+    let ptm = shared_cake("cake-egress-ptm.qdisc.json");
+    assert_eq!(ptm.bandwidth, Some(Rate::from_kbit(19_950)));
+    assert_eq!(
+        (ptm.framing(), ptm.overhead, ptm.mpu),
+        (Framing::Ptm, 26, 72)
+    );
+    assert_eq!(
+        (ptm.flowmode, ptm.ack_filter, ptm.nat),
+        (FlowMode::DualSrchost, AckFilter::Enabled, true)
+    );
+    let docsis = shared_cake("cake-ingress-docsis.qdisc.json");
+    assert_eq!(docsis.bandwidth, Some(Rate::from_mbit(78)));
+    assert_eq!(
+        (docsis.framing(), docsis.overhead, docsis.mpu),
+        (Framing::None, 18, 64)
+    );
+    assert!(docsis.ingress && docsis.wash && docsis.nat);
+    assert_eq!(docsis.diffserv, Diffserv::Besteffort);
+    let atm = shared_cake("cake-atm-pppoe-vcmux.qdisc.json");
+    assert_eq!(
+        (atm.bandwidth, atm.framing(), atm.overhead),
+        (Some(Rate::from_mbit(7)), Framing::Atm, 32)
+    );
+    let raw = shared_cake("cake-raw.qdisc.json");
+    assert!(raw.raw);
+    assert_eq!(
+        (raw.rtt, raw.flowmode),
+        (Time::from_millis(50), FlowMode::Flows)
+    );
+    let d8 = parse_qdiscs(&shared("cake-diffserv8.qdisc.json")).unwrap();
+    let (_, s) = d8[0].cake().unwrap();
+    assert_eq!(s.unwrap().tins.len(), 8);
+    // Without -s there are no statistics, and that is not an error.
+    let q = parse_qdiscs(&shared("cake-egress-ptm.qdisc-nostats.json")).unwrap();
+    assert!(q[0].stats.is_none() && q[0].cake().unwrap().1.is_none());
+}
+
+#[test]
+fn shared_htb_fixtures() {
+    let c = parse_classes(&shared("htb3-fqcodel.class.txt")).unwrap();
+    let rate = |id: &str| {
+        c.iter()
+            .find(|c| c.handle == h(id))
+            .unwrap()
+            .htb()
+            .unwrap()
+            .rate
+    };
+    assert_eq!(
+        [rate("1:1"), rate("1:11"), rate("1:12"), rate("1:13")],
+        [
+            Rate::from_kbit(19_950),
+            Rate::from_kbit(4987),
+            Rate::from_kbit(9975),
+            Rate::from_kbit(1246)
+        ]
+    );
+    let f = parse_filters(&shared("htb3-fqcodel.filter.json"), Some(h("1:"))).unwrap();
+    let keys: Vec<_> = f
+        .iter()
+        .filter_map(|f| f.u32_key().map(|k| (f.pref, f.protocol.clone(), k.clone())))
+        .collect();
+    assert_eq!(keys.len(), 4);
+    assert_eq!(keys[3].1, "ipv6");
+    assert_eq!(
+        keys[3].2.matches[0].ipv6_dscp(),
+        Some(Dscp::new(8).unwrap())
+    );
+    let m = parse_filters(&shared("ingress-mirred.filter.json"), Some(Handle::INGRESS)).unwrap();
+    let mirred = m
+        .iter()
+        .find_map(|f| f.u32_key())
+        .unwrap()
+        .mirred()
+        .next()
+        .unwrap()
+        .clone();
+    assert_eq!(mirred.to_dev, "ifb4vethfxa");
+    let q = parse_qdiscs(&shared("htb1-fqcodel-ifb.qdisc.json")).unwrap();
+    assert_eq!(
+        q[0].stab.as_ref().map(|s| (s.overhead, s.mpu)),
+        Some((18, 64))
+    );
+    assert!(q[1].fq_codel().unwrap().0.ecn);
+    for d in ["veth-default", "ifb-default", "dummy-default"] {
+        let q = parse_qdiscs(&shared(&format!("{d}.qdisc.json"))).unwrap();
+        assert!(q[0].root && q[0].is_kernel_default(), "{d}");
+    }
+}
