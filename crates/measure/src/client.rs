@@ -99,7 +99,10 @@ impl TestArgs {
             return invalid("--duration must be longer than 0s".into());
         }
         if !(self.probe_rate > 0.0 && self.probe_rate <= MAX_PROBE_HZ) {
-            return invalid(format!("--probe-rate {}: must be above 0 and at most 100", self.probe_rate));
+            return invalid(format!(
+                "--probe-rate {}: must be above 0 and at most 100",
+                self.probe_rate
+            ));
         }
         parse_remote(&self.server)?;
         let profile = Profile::by_name(&self.profile)?.resolve(self.streams)?;
@@ -127,7 +130,10 @@ pub struct TestFailure {
 
 impl From<MeasureError> for TestFailure {
     fn from(error: MeasureError) -> Self {
-        TestFailure { error, partial: None }
+        TestFailure {
+            error,
+            partial: None,
+        }
     }
 }
 
@@ -165,7 +171,10 @@ pub struct TerminalProgress {
 
 impl Default for TerminalProgress {
     fn default() -> Self {
-        TerminalProgress { tty: std::io::stderr().is_terminal(), last_line: None }
+        TerminalProgress {
+            tty: std::io::stderr().is_terminal(),
+            last_line: None,
+        }
     }
 }
 
@@ -176,7 +185,10 @@ pub fn progress_line(s: &ProgressStatus) -> String {
         Phase::Loaded => "load",
         Phase::IdleAfter => "idle tail",
     };
-    let latency = s.latency_ms.map(|l| format!("{l:7.1} ms")).unwrap_or_else(|| "      - ms".into());
+    let latency = s
+        .latency_ms
+        .map(|l| format!("{l:7.1} ms"))
+        .unwrap_or_else(|| "      - ms".into());
     format!(
         "{:5.1}/{:.0} s  {phase:<9}  down {:8.2} Mbit/s  up {:8.2} Mbit/s  latency {latency}",
         s.elapsed.as_secs_f64(),
@@ -190,7 +202,10 @@ impl Progress for TerminalProgress {
     fn update(&mut self, status: &ProgressStatus) {
         if self.tty {
             eprint!("\r\x1b[K{}", progress_line(status));
-        } else if self.last_line.map_or(true, |t| t.elapsed() >= Duration::from_secs(5)) {
+        } else if self
+            .last_line
+            .map_or(true, |t| t.elapsed() >= Duration::from_secs(5))
+        {
             eprintln!("{}", progress_line(status));
             self.last_line = Some(Instant::now());
         }
@@ -206,12 +221,21 @@ impl Progress for TerminalProgress {
 /// `[2001:db8::1]`, `2001:db8::1` (a bare IPv6 address takes no port).
 pub fn parse_remote(text: &str) -> Result<(String, u16), MeasureError> {
     let bad = |why: &str| MeasureError::InvalidArgument(format!("server {text:?}: {why}"));
-    let port = |p: &str| p.parse::<u16>().map_err(|_| bad("the port must be a number 1..65535"));
+    let port = |p: &str| {
+        p.parse::<u16>()
+            .map_err(|_| bad("the port must be a number 1..65535"))
+    };
     if let Some(rest) = text.strip_prefix('[') {
         let (host, after) = rest.split_once(']').ok_or_else(|| bad("missing ]"))?;
         return match after {
             "" => Ok((host.to_string(), DEFAULT_PORT)),
-            p => Ok((host.to_string(), port(p.strip_prefix(':').ok_or_else(|| bad("expected :PORT after ]"))?)?)),
+            p => Ok((
+                host.to_string(),
+                port(
+                    p.strip_prefix(':')
+                        .ok_or_else(|| bad("expected :PORT after ]"))?,
+                )?,
+            )),
         };
     }
     let (host, port) = match text.matches(':').count() {
@@ -236,11 +260,15 @@ pub fn run_test(args: &TestArgs, progress: &mut dyn Progress) -> Result<Results,
 
 fn random_id() -> u64 {
     let mut b = [0u8; 8];
-    let from_os = std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b));
+    let from_os = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b));
     match from_os {
         Ok(()) => u64::from_ne_bytes(b),
         Err(_) => {
-            let t = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+            let t = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0);
             (t as u64) ^ (u64::from(std::process::id()) << 32)
         }
     }
@@ -251,7 +279,10 @@ fn connect_control(plan: &TestPlan) -> Result<(TcpStream, SocketAddr), MeasureEr
     let (host, port) = parse_remote(&plan.remote)?;
     let addrs: Vec<SocketAddr> = (host.as_str(), port)
         .to_socket_addrs()
-        .map_err(|source| MeasureError::Resolve { host: host.clone(), source })?
+        .map_err(|source| MeasureError::Resolve {
+            host: host.clone(),
+            source,
+        })?
         .collect();
     let mut last = MeasureError::NoAddress { host };
     for addr in addrs {
@@ -292,29 +323,48 @@ fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, Te
     let request = TestRequest {
         test_id,
         load_ms: plan.load.as_millis().min(u128::from(u32::MAX)) as u32,
-        session_ms: (total + Duration::from_secs(5)).as_millis().min(u128::from(u32::MAX)) as u32,
+        session_ms: (total + Duration::from_secs(5))
+            .as_millis()
+            .min(u128::from(u32::MAX)) as u32,
         streams: plan
             .profile
             .streams
             .iter()
-            .map(|s| crate::protocol::StreamSpec { direction: s.direction, dscp: s.dscp })
+            .map(|s| crate::protocol::StreamSpec {
+                direction: s.direction,
+                dscp: s.dscp,
+            })
             .collect(),
     };
     let probe_port = match load::request(&mut control, addr, &ClientMsg::Request(request))? {
         ServerMsg::Accept { probe_port } => probe_port,
-        ServerMsg::Busy { active, limit } => return Err(MeasureError::Busy { active, limit }.into()),
+        ServerMsg::Busy { active, limit } => {
+            return Err(MeasureError::Busy { active, limit }.into())
+        }
         ServerMsg::Refused { reason } => return Err(MeasureError::Refused { reason }.into()),
         other => {
             let why = format!("expected Accept, got {other:?}");
-            let e = crate::protocol::ProtocolError::BadField { field: "reply", why };
+            let e = crate::protocol::ProtocolError::BadField {
+                field: "reply",
+                why,
+            };
             return Err(load::protocol_error(addr, e).into());
         }
     };
     let info = meta::collect(addr.ip());
-    let started_at_unix = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    let started_at_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
     let epoch = Instant::now();
     let probe_target = SocketAddr::new(addr.ip(), probe_port);
-    let prober = Prober::start(&plan.profile.probes, probe_target, test_id, plan.probe_interval, epoch)?;
+    let prober = Prober::start(
+        &plan.profile.probes,
+        probe_target,
+        test_id,
+        plan.probe_interval,
+        epoch,
+    )?;
     let mut run = Run {
         plan,
         epoch,
@@ -328,7 +378,16 @@ fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, Te
     };
     let mut notes = info.notes.clone();
     notes.extend(prober.notes.iter().cloned());
-    let failure = timeline(&mut run, &prober, probe_target, addr, test_id, &mut notes, progress).err();
+    let failure = timeline(
+        &mut run,
+        &prober,
+        probe_target,
+        addr,
+        test_id,
+        &mut notes,
+        progress,
+    )
+    .err();
     run.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for s in std::mem::take(&mut run.streams) {
         s.stop();
@@ -340,7 +399,9 @@ fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, Te
     if failure.is_none() {
         match load::request(&mut control, addr, &ClientMsg::Finish) {
             Ok(ServerMsg::Report { .. }) => {}
-            Ok(other) => notes.push(format!("server ended the test with {other:?} instead of a report")),
+            Ok(other) => notes.push(format!(
+                "server ended the test with {other:?} instead of a report"
+            )),
             Err(e) => notes.push(format!("server's final report missing: {e}")),
         }
     }
@@ -371,7 +432,10 @@ fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, Te
     };
     match failure {
         None => Ok(results),
-        Some(error) => Err(TestFailure { error, partial: Some(Box::new(results)) }),
+        Some(error) => Err(TestFailure {
+            error,
+            partial: Some(Box::new(results)),
+        }),
     }
 }
 
@@ -389,7 +453,14 @@ fn timeline(
     let load_start = plan.idle_before;
     let load_end = load_start + plan.load;
     let total = load_end + plan.idle_after;
-    run.ticks(Duration::ZERO, load_start, Phase::IdleBefore, total, prober, progress)?;
+    run.ticks(
+        Duration::ZERO,
+        load_start,
+        Phase::IdleBefore,
+        total,
+        prober,
+        progress,
+    )?;
 
     let (udp_sent, udp_answered) = prober.counts(ProbeKind::Udp);
     if udp_sent > 0 && udp_answered == 0 {
@@ -407,10 +478,11 @@ fn timeline(
         ));
     }
 
-    let stop = Arc::clone(&run.stop);
+    // Connect and attach every stream before any moves data: a stream connecting while the
+    // others already fill the queue could lose its SYN and start seconds late.
     for (i, plan_stream) in plan.profile.streams.iter().enumerate() {
-        let mut stream = LoadStream::open(server, test_id, i as u16, plan_stream, plan.connect_timeout)?;
-        stream.start(Arc::clone(&stop))?;
+        let stream =
+            LoadStream::open(server, test_id, i as u16, plan_stream, plan.connect_timeout)?;
         run.series.push(StreamSeries {
             name: plan_stream.name.clone(),
             direction: plan_stream.direction,
@@ -421,9 +493,12 @@ fn timeline(
         run.last_bytes.push(0);
         run.streams.push(stream);
     }
+    for stream in &mut run.streams {
+        stream.start(Arc::clone(&run.stop))?;
+    }
     run.last_sample = Instant::now();
     let loaded = run.ticks(load_start, load_end, Phase::Loaded, total, prober, progress);
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    run.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     loaded?;
     for s in std::mem::take(&mut run.streams) {
         s.stop();
@@ -464,7 +539,11 @@ impl Run<'_> {
                 up_bps,
                 latency_ms: prober.latest_rtt_ms(),
             });
-            if let Some((name, err)) = self.streams.iter().find_map(|s| s.error().map(|e| (s.plan.name.clone(), e))) {
+            if let Some((name, err)) = self
+                .streams
+                .iter()
+                .find_map(|s| s.error().map(|e| (s.plan.name.clone(), e)))
+            {
                 return Err(MeasureError::LinkGone(format!("{name}: {err}")));
             }
             let stall = STALL.max(self.plan.probe_interval * 10);
@@ -492,7 +571,11 @@ impl Run<'_> {
             let bytes = stream.bytes();
             let delta = bytes.saturating_sub(self.last_bytes[i]);
             self.last_bytes[i] = bytes.max(self.last_bytes[i]);
-            let bps = if dt > 0.0 { delta as f64 * 8.0 / dt } else { 0.0 };
+            let bps = if dt > 0.0 {
+                delta as f64 * 8.0 / dt
+            } else {
+                0.0
+            };
             let series = &mut self.series[i];
             series.samples.push(ThroughputSample { t, bps });
             series.total_bytes = self.last_bytes[i];
@@ -518,7 +601,14 @@ mod tests {
         assert_eq!(p("[2001:db8::1]:5000"), Ok(("2001:db8::1".into(), 5000)));
         assert_eq!(p("[::1]"), Ok(("::1".into(), 4420)));
         assert_eq!(p("2001:db8::1"), Ok(("2001:db8::1".into(), 4420)));
-        for bad in ["server:x", "server:0", ":80", "[::1", "[::1]80", "server:70000"] {
+        for bad in [
+            "server:x",
+            "server:0",
+            ":80",
+            "[::1",
+            "[::1]80",
+            "server:70000",
+        ] {
             assert!(p(bad).is_err(), "{bad}");
         }
     }
@@ -531,12 +621,24 @@ mod tests {
             test: TestArgs,
         }
         let argv = std::iter::once("unbloat-test").chain(extra.iter().copied());
-        Cli::try_parse_from(argv).map_err(|e| MeasureError::InvalidArgument(e.to_string()))?.test.plan()
+        Cli::try_parse_from(argv)
+            .map_err(|e| MeasureError::InvalidArgument(e.to_string()))?
+            .test
+            .plan()
     }
 
     #[test]
     fn arguments_are_checked_with_the_flag_named() {
-        let plan = args(&["host", "--duration", "10s", "--profile", "tcp_nup", "--streams", "2"]).expect("valid");
+        let plan = args(&[
+            "host",
+            "--duration",
+            "10s",
+            "--profile",
+            "tcp_nup",
+            "--streams",
+            "2",
+        ])
+        .expect("valid");
         assert_eq!(plan.load, Duration::from_secs(10));
         assert_eq!(plan.profile.streams.len(), 2);
         assert_eq!(plan.probe_interval, Duration::from_millis(200));
@@ -560,6 +662,12 @@ mod tests {
             latency_ms: Some(23.4),
         });
         assert!(line.contains(" 12.3/40 s"), "{line}");
-        assert!(line.contains("load") && line.contains("95.50") && line.contains("19.25") && line.contains("23.4 ms"), "{line}");
+        assert!(
+            line.contains("load")
+                && line.contains("95.50")
+                && line.contains("19.25")
+                && line.contains("23.4 ms"),
+            "{line}"
+        );
     }
 }

@@ -30,7 +30,10 @@ pub mod protocol;
 pub mod server;
 mod sockopt;
 
-pub use client::{run_test, NoProgress, Progress, ProgressStatus, TerminalProgress, TestArgs, TestFailure, TestPlan};
+pub use client::{
+    run_test, NoProgress, Progress, ProgressStatus, TerminalProgress, TestArgs, TestFailure,
+    TestPlan,
+};
 pub use server::{run_serve, serve, ServeArgs, ServeOptions, Server};
 
 use std::net::SocketAddr;
@@ -41,12 +44,20 @@ pub enum MeasureError {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     #[error("cannot resolve {host}: {source}")]
-    Resolve { host: String, source: std::io::Error },
+    Resolve {
+        host: String,
+        source: std::io::Error,
+    },
     #[error("{host} resolves to no address")]
     NoAddress { host: String },
     #[error("server {addr} is unreachable: {source}")]
-    Unreachable { addr: SocketAddr, source: std::io::Error },
-    #[error("server {addr} refused the connection: nothing listens there (is `unbloat serve` running?)")]
+    Unreachable {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error(
+        "server {addr} refused the connection: nothing listens there (is `unbloat serve` running?)"
+    )]
     ConnectionRefused { addr: SocketAddr },
     #[error("{addr} is not an unbloat server (it answered something else)")]
     NotUnbloat { addr: SocketAddr },
@@ -60,22 +71,38 @@ pub enum MeasureError {
     #[error("server refused the test: {reason}")]
     Refused { reason: String },
     #[error("protocol error talking to {addr}: {source}")]
-    Protocol { addr: SocketAddr, source: protocol::ProtocolError },
+    Protocol {
+        addr: SocketAddr,
+        source: protocol::ProtocolError,
+    },
     #[error(
         "every {kind} probe was lost ({sent} sent to {target}): a firewall probably blocks it"
     )]
-    ProbesLost { kind: &'static str, sent: usize, target: String },
+    ProbesLost {
+        kind: &'static str,
+        sent: usize,
+        target: String,
+    },
     #[error("the link is gone: {0}")]
     LinkGone(String),
     #[error("cannot listen on {addr}: {source}")]
-    Bind { addr: SocketAddr, source: std::io::Error },
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
     #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
 }
 
 impl MeasureError {
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        MeasureError::Io { context: context.into(), source }
+        MeasureError::Io {
+            context: context.into(),
+            source,
+        }
     }
 }
 
@@ -83,7 +110,9 @@ impl MeasureError {
 /// number of seconds (`30`).
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let value: f64 = num
         .parse()
@@ -92,7 +121,11 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         "" | "s" | "sec" | "secs" => 1.0,
         "ms" | "msec" => 1e-3,
         "m" | "min" => 60.0,
-        other => return Err(format!("unknown time unit {other:?} in {text:?} (use ms, s or m)")),
+        other => {
+            return Err(format!(
+                "unknown time unit {other:?} in {text:?} (use ms, s or m)"
+            ))
+        }
     };
     let secs = value * scale;
     if !secs.is_finite() || secs > 86_400.0 {

@@ -29,17 +29,25 @@ use crate::server::{fill_pattern, is_timeout, BULK_BUFFER};
 use crate::{sockopt, MeasureError};
 
 /// Connects to `addr`, marking the connection with `dscp` from its first packet.
-pub(crate) fn connect(addr: SocketAddr, timeout: Duration, dscp: u8) -> Result<TcpStream, MeasureError> {
+pub(crate) fn connect(
+    addr: SocketAddr,
+    timeout: Duration,
+    dscp: u8,
+) -> Result<TcpStream, MeasureError> {
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
         .map_err(|e| MeasureError::io("opening a TCP socket", e))?;
-    sockopt::set_dscp(&sock, dscp, addr.is_ipv6()).map_err(|e| MeasureError::io("marking with DSCP", e))?;
-    sock.connect_timeout(&addr.into(), timeout).map_err(|e| match e.kind() {
-        std::io::ErrorKind::ConnectionRefused => MeasureError::ConnectionRefused { addr },
-        _ => MeasureError::Unreachable { addr, source: e },
-    })?;
+    sockopt::set_dscp(&sock, dscp, addr.is_ipv6())
+        .map_err(|e| MeasureError::io("marking with DSCP", e))?;
+    sock.connect_timeout(&addr.into(), timeout)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => MeasureError::ConnectionRefused { addr },
+            _ => MeasureError::Unreachable { addr, source: e },
+        })?;
     let conn: TcpStream = sock.into();
-    conn.set_read_timeout(Some(timeout)).map_err(|e| MeasureError::io("socket timeout", e))?;
-    conn.set_write_timeout(Some(timeout)).map_err(|e| MeasureError::io("socket timeout", e))?;
+    conn.set_read_timeout(Some(timeout))
+        .map_err(|e| MeasureError::io("socket timeout", e))?;
+    conn.set_write_timeout(Some(timeout))
+        .map_err(|e| MeasureError::io("socket timeout", e))?;
     Ok(conn)
 }
 
@@ -53,14 +61,21 @@ pub(crate) fn handshake(conn: &mut TcpStream, addr: SocketAddr) -> Result<(), Me
         .map_err(|e| protocol_error(addr, e.into()))?;
     match protocol::read_hello(conn) {
         Ok(v) if v == PROTOCOL_VERSION => Ok(()),
-        Ok(server) => Err(MeasureError::WrongVersion { server, client: PROTOCOL_VERSION }),
+        Ok(server) => Err(MeasureError::WrongVersion {
+            server,
+            client: PROTOCOL_VERSION,
+        }),
         Err(ProtocolError::BadMagic(_)) => Err(MeasureError::NotUnbloat { addr }),
         Err(e) => Err(protocol_error(addr, e)),
     }
 }
 
 /// Sends a message and reads the server's answer.
-pub(crate) fn request(conn: &mut TcpStream, addr: SocketAddr, msg: &ClientMsg) -> Result<ServerMsg, MeasureError> {
+pub(crate) fn request(
+    conn: &mut TcpStream,
+    addr: SocketAddr,
+    msg: &ClientMsg,
+) -> Result<ServerMsg, MeasureError> {
     protocol::write_frame(conn, &msg.encode()).map_err(|e| protocol_error(addr, e))?;
     let body = protocol::read_frame(conn).map_err(|e| protocol_error(addr, e))?;
     ServerMsg::decode(&body).map_err(|e| protocol_error(addr, e))
@@ -87,18 +102,33 @@ impl LoadStream {
     ) -> Result<LoadStream, MeasureError> {
         let mut conn = connect(addr, timeout, plan.dscp)?;
         handshake(&mut conn, addr)?;
-        match request(&mut conn, addr, &ClientMsg::Attach { test_id, stream: index })? {
+        match request(
+            &mut conn,
+            addr,
+            &ClientMsg::Attach {
+                test_id,
+                stream: index,
+            },
+        )? {
             ServerMsg::Attached => {}
             ServerMsg::Refused { reason } => return Err(MeasureError::Refused { reason }),
             other => {
                 let why = format!("expected Attached, got {other:?}");
-                return Err(protocol_error(addr, ProtocolError::BadField { field: "reply", why }));
+                return Err(protocol_error(
+                    addr,
+                    ProtocolError::BadField {
+                        field: "reply",
+                        why,
+                    },
+                ));
             }
         }
         // Short timeouts: the data loop checks its stop flag between blocking calls.
         let tick = Some(Duration::from_millis(200));
-        conn.set_read_timeout(tick).map_err(|e| MeasureError::io("socket timeout", e))?;
-        conn.set_write_timeout(tick).map_err(|e| MeasureError::io("socket timeout", e))?;
+        conn.set_read_timeout(tick)
+            .map_err(|e| MeasureError::io("socket timeout", e))?;
+        conn.set_write_timeout(tick)
+            .map_err(|e| MeasureError::io("socket timeout", e))?;
         Ok(LoadStream {
             plan: plan.clone(),
             sock: Arc::new(conn),

@@ -21,7 +21,9 @@ pub struct HostInfo {
 }
 
 fn proc_text(path: &str) -> String {
-    std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_else(|_| "unknown".into())
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 fn run_json(argv: &[&str]) -> Result<serde_json::Value, String> {
@@ -36,12 +38,18 @@ fn run_json(argv: &[&str]) -> Result<serde_json::Value, String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("`{}` printed no JSON: {e}", argv.join(" ")))
+    serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("`{}` printed no JSON: {e}", argv.join(" ")))
 }
 
 /// The device of the first route in `ip -j route get` output.
 pub fn egress_from_route_json(route: &serde_json::Value) -> Option<String> {
-    route.as_array()?.first()?.get("dev")?.as_str().map(str::to_string)
+    route
+        .as_array()?
+        .first()?
+        .get("dev")?
+        .as_str()
+        .map(str::to_string)
 }
 
 /// Collects the host's context for a test against `remote`.
@@ -52,7 +60,9 @@ pub fn collect(remote: IpAddr) -> HostInfo {
         Ok(route) => {
             let dev = egress_from_route_json(&route);
             if dev.is_none() {
-                notes.push(format!("no egress interface in `ip -j route get {remote_text}`"));
+                notes.push(format!(
+                    "no egress interface in `ip -j route get {remote_text}`"
+                ));
             }
             dev
         }
@@ -91,7 +101,10 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(text).expect("json");
         assert_eq!(egress_from_route_json(&v).as_deref(), Some("veth0"));
         assert_eq!(egress_from_route_json(&serde_json::json!([])), None);
-        assert_eq!(egress_from_route_json(&serde_json::json!({"dev": "x"})), None);
+        assert_eq!(
+            egress_from_route_json(&serde_json::json!({"dev": "x"})),
+            None
+        );
     }
 
     #[test]

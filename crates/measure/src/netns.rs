@@ -1,10 +1,10 @@
-//! Throw-away network namespaces joined by a veth pair: the test bench of the integration tests
+//! Throw-away network namespaces joined by veth pairs through a router namespace: the test bench of the integration tests
 //! and the accuracy benchmark. Needs root.
 //!
 //! What callers can rely on:
 //! - Names are unique per process and call (pid + counter), so parallel runs do not collide.
 //! - Everything is removed when the value is dropped, also while unwinding from a panic:
-//!   deleting a namespace deletes its end of the veth, and with it the other end.
+//!   deleting a namespace deletes its ends of the veths, and with them the other ends.
 //! - [`Netns::run_in`] runs a closure on a thread that has entered the namespace (setns(2) is
 //!   per thread); sockets created there, and threads and programs it starts, live in it.
 //!
@@ -80,7 +80,11 @@ impl Netns {
             .spawn(move || {
                 // SAFETY: setns with a valid namespace fd; it changes only this thread.
                 let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-                let entered = if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
+                let entered = if rc == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                };
                 let ok = entered.is_ok();
                 let _ = tx.send(entered);
                 if !ok {
@@ -92,8 +96,18 @@ impl Netns {
             .map_err(|e| MeasureError::io("starting a thread", e))?;
         match rx.recv() {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(MeasureError::io(format!("entering namespace {}", self.name), e)),
-            Err(_) => return Err(MeasureError::io("entering namespace", std::io::Error::other("thread died"))),
+            Ok(Err(e)) => {
+                return Err(MeasureError::io(
+                    format!("entering namespace {}", self.name),
+                    e,
+                ))
+            }
+            Err(_) => {
+                return Err(MeasureError::io(
+                    "entering namespace",
+                    std::io::Error::other("thread died"),
+                ))
+            }
         }
         // The closure runs; unwrap the Option on join without panicking on our side.
         Ok(spawn_unwrap(handle))
@@ -110,66 +124,164 @@ fn spawn_unwrap<T: Send + 'static>(inner: JoinHandle<Option<T>>) -> JoinHandle<T
 
 impl Drop for Netns {
     fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .output();
     }
 }
 
-/// Two namespaces, `a` and `b`, joined by a veth pair with IPv4 and IPv6 addresses.
+/// Three namespaces in a line, `a` (server side), `r` (a router) and `b` (client side), joined
+/// by two veth pairs, with IPv4 and IPv6 addresses and routes through `r`.
+///
+/// The bottleneck belongs on the router, not on an end host: on the sending host itself, TCP
+/// Small Queues keep each socket's bytes in the local qdisc to about a millisecond's worth, so a
+/// deep FIFO there never fills and shows no bloat. Forwarded packets belong to no socket, so
+/// the router's queue fills as a modem's does.
 #[derive(Debug)]
-pub struct VethPair {
+pub struct Testbed {
     pub a: Netns,
+    pub r: Netns,
     pub b: Netns,
+    /// `a`'s interface (towards `r`) and `b`'s interface (towards `r`).
     pub dev_a: String,
     pub dev_b: String,
+    /// The router's interfaces towards `a` (upload leaves here) and towards `b` (download).
+    pub dev_ra: String,
+    pub dev_rb: String,
     pub ip4_a: Ipv4Addr,
     pub ip4_b: Ipv4Addr,
     pub ip6_a: Ipv6Addr,
     pub ip6_b: Ipv6Addr,
 }
 
-impl VethPair {
-    /// Builds the pair: `a` has 10.77.0.1 and fd77::1, `b` has 10.77.0.2 and fd77::2.
-    pub fn new() -> Result<VethPair, MeasureError> {
-        let id = format!("{}x{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+fn v6(text: &str) -> Result<Ipv6Addr, MeasureError> {
+    text.parse()
+        .map_err(|_| MeasureError::InvalidArgument(text.into()))
+}
+
+impl Testbed {
+    /// Builds `a` (10.77.1.1, fd77:1::1) -- `r` -- `b` (10.77.2.1, fd77:2::1).
+    pub fn new() -> Result<Testbed, MeasureError> {
+        let id = format!(
+            "{}x{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
         let a = Netns::new(format!("ubm{id}a"))?;
+        let r = Netns::new(format!("ubm{id}r"))?;
         let b = Netns::new(format!("ubm{id}b"))?;
-        // Interface names are at most 15 bytes: "vm" + pid (<= 7) + "x" + counter + "a".
-        let (dev_a, dev_b) = (format!("vm{id}a"), format!("vm{id}b"));
-        run(&["ip", "link", "add", &dev_a, "netns", &a.name, "type", "veth", "peer", "name", &dev_b, "netns", &b.name])?;
-        let pair = VethPair {
+        // Interface names are at most 15 bytes: "vm" + pid (<= 7) + "x" + counter + 2.
+        let bed = Testbed {
+            dev_a: format!("vm{id}a"),
+            dev_b: format!("vm{id}b"),
+            dev_ra: format!("vm{id}ra"),
+            dev_rb: format!("vm{id}rb"),
+            ip4_a: Ipv4Addr::new(10, 77, 1, 1),
+            ip4_b: Ipv4Addr::new(10, 77, 2, 1),
+            ip6_a: v6("fd77:1::1")?,
+            ip6_b: v6("fd77:2::1")?,
             a,
+            r,
             b,
-            dev_a,
-            dev_b,
-            ip4_a: Ipv4Addr::new(10, 77, 0, 1),
-            ip4_b: Ipv4Addr::new(10, 77, 0, 2),
-            ip6_a: "fd77::1".parse().map_err(|_| MeasureError::InvalidArgument("fd77::1".into()))?,
-            ip6_b: "fd77::2".parse().map_err(|_| MeasureError::InvalidArgument("fd77::2".into()))?,
         };
-        for (ns, dev, v4, v6) in [
-            (&pair.a, &pair.dev_a, pair.ip4_a, pair.ip6_a),
-            (&pair.b, &pair.dev_b, pair.ip4_b, pair.ip6_b),
+        let (a, r, b) = (
+            bed.a.name.as_str(),
+            bed.r.name.as_str(),
+            bed.b.name.as_str(),
+        );
+        run(&[
+            "ip",
+            "link",
+            "add",
+            &bed.dev_a,
+            "netns",
+            a,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &bed.dev_ra,
+            "netns",
+            r,
+        ])?;
+        run(&[
+            "ip",
+            "link",
+            "add",
+            &bed.dev_b,
+            "netns",
+            b,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &bed.dev_rb,
+            "netns",
+            r,
+        ])?;
+        for (ns, dev, addr4, addr6) in [
+            (a, &bed.dev_a, "10.77.1.1/24", "fd77:1::1/64"),
+            (r, &bed.dev_ra, "10.77.1.2/24", "fd77:1::2/64"),
+            (r, &bed.dev_rb, "10.77.2.2/24", "fd77:2::2/64"),
+            (b, &bed.dev_b, "10.77.2.1/24", "fd77:2::1/64"),
         ] {
-            let n = ns.name.as_str();
-            run(&["ip", "-n", n, "addr", "add", &format!("{v4}/24"), "dev", dev])?;
+            run(&["ip", "-n", ns, "addr", "add", addr4, "dev", dev])?;
             // nodad: the address is usable at once instead of after duplicate detection.
-            run(&["ip", "-n", n, "addr", "add", &format!("{v6}/64"), "dev", dev, "nodad"])?;
-            run(&["ip", "-n", n, "link", "set", dev, "up"])?;
+            run(&["ip", "-n", ns, "addr", "add", addr6, "dev", dev, "nodad"])?;
+            run(&["ip", "-n", ns, "link", "set", dev, "up"])?;
         }
-        Ok(pair)
+        // The endpoints send MTU-sized packets, as over a real access link: with GSO a FIFO
+        // "packet" could be a 64 KB burst and a 10-packet queue would hold 250 ms at 20 Mbit/s.
+        for (ns, dev) in [(a, &bed.dev_a), (b, &bed.dev_b)] {
+            run(&["ip", "-n", ns, "link", "set", dev, "gso_max_segs", "1"])?;
+        }
+        for (ns, gw4, gw6) in [(a, "10.77.1.2", "fd77:1::2"), (b, "10.77.2.2", "fd77:2::2")] {
+            run(&["ip", "-n", ns, "route", "add", "default", "via", gw4])?;
+            run(&["ip", "-n", ns, "-6", "route", "add", "default", "via", gw6])?;
+        }
+        // A loss-based sender (CUBIC, the default of most hosts, or Reno) fills a deep FIFO as
+        // real traffic does; a host set to BBR (as this machine is) keeps the queue short and
+        // hides the bloat. Reno, because a namespace may only pick from the host's
+        // net.ipv4.tcp_allowed_congestion_control, which always has it (CUBIC may be missing).
+        for ns in [&bed.a, &bed.b] {
+            ns.exec(&["sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=reno"])?;
+        }
+        bed.r
+            .exec(&["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])?;
+        bed.r
+            .exec(&["sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=1"])?;
+        Ok(bed)
     }
 
-    /// Shapes both directions with the host's HTB at `rate_bit` bit/s, each with a FIFO of
-    /// `fifo_packets` packets as the queue (a deep one is a bloated modem).
+    /// Shapes both directions on the router with the host's HTB at `rate_bit` bit/s, each with
+    /// a FIFO of `fifo_packets` packets as the queue (a deep one is a bloated modem).
     pub fn shape_htb(&self, rate_bit: u64, fifo_packets: u32) -> Result<(), MeasureError> {
         let rate = format!("{rate_bit}bit");
         let limit = fifo_packets.to_string();
-        for (ns, dev) in [(&self.a, &self.dev_a), (&self.b, &self.dev_b)] {
-            let n = ns.name.as_str();
-            let d = dev.as_str();
-            run(&["tc", "-n", n, "qdisc", "replace", "dev", d, "root", "handle", "1:", "htb", "default", "1"])?;
-            run(&["tc", "-n", n, "class", "replace", "dev", d, "parent", "1:", "classid", "1:1", "htb", "rate", &rate])?;
-            run(&["tc", "-n", n, "qdisc", "replace", "dev", d, "parent", "1:1", "handle", "10:", "pfifo", "limit", &limit])?;
+        let n = self.r.name.as_str();
+        // HTB cannot be changed in place by `replace`; start from the veth's default each time.
+        self.unshape()?;
+        for d in [self.dev_ra.as_str(), self.dev_rb.as_str()] {
+            run(&[
+                "tc", "-n", n, "qdisc", "add", "dev", d, "root", "handle", "1:", "htb", "default",
+                "1",
+            ])?;
+            run(&[
+                "tc", "-n", n, "class", "add", "dev", d, "parent", "1:", "classid", "1:1", "htb",
+                "rate", &rate,
+            ])?;
+            run(&[
+                "tc", "-n", n, "qdisc", "add", "dev", d, "parent", "1:1", "handle", "10:", "pfifo",
+                "limit", &limit,
+            ])?;
+        }
+        Ok(())
+    }
+
+    /// Removes the shaping (back to the veths' default qdiscs).
+    pub fn unshape(&self) -> Result<(), MeasureError> {
+        for d in [self.dev_ra.as_str(), self.dev_rb.as_str()] {
+            let _ = run(&["tc", "-n", &self.r.name, "qdisc", "del", "dev", d, "root"]);
         }
         Ok(())
     }
@@ -179,7 +291,13 @@ impl VethPair {
 /// of the IP packet) carries with full-size packets: `rate * (mtu - ip - tcp) / (mtu + l2)`
 /// (PRODUCT.md; the TCP header is 32 bytes with timestamps). HTB on a veth counts the 14-byte
 /// Ethernet header, so for 20 Mbit/s IPv4: 20e6 * 1448 / 1514 = 19.13 Mbit/s.
-pub fn tcp_goodput(rate_bit: f64, mtu: u32, ip_header: u32, tcp_header: u32, l2_overhead: u32) -> f64 {
+pub fn tcp_goodput(
+    rate_bit: f64,
+    mtu: u32,
+    ip_header: u32,
+    tcp_header: u32,
+    l2_overhead: u32,
+) -> f64 {
     rate_bit * f64::from(mtu - ip_header - tcp_header) / f64::from(mtu + l2_overhead)
 }
 

@@ -97,7 +97,10 @@ impl Prober {
         let mut classes = Vec::new();
         let mut senders = Vec::new();
         let mut receivers = Vec::new();
-        let primary = plans.iter().position(|p| p.kind == ProbeKind::Udp).unwrap_or(0);
+        let primary = plans
+            .iter()
+            .position(|p| p.kind == ProbeKind::Udp)
+            .unwrap_or(0);
         for (id, plan) in plans.iter().enumerate() {
             let class = Arc::new(Class {
                 plan: plan.clone(),
@@ -170,12 +173,20 @@ impl Prober {
         self.classes
             .iter()
             .filter(|c| c.plan.kind == kind)
-            .fold((0, 0), |(s, a), c| (s + lock(&c.records).len(), a + c.replies.load(Ordering::Relaxed)))
+            .fold((0, 0), |(s, a), c| {
+                (
+                    s + lock(&c.records).len(),
+                    a + c.replies.load(Ordering::Relaxed),
+                )
+            })
     }
 
     /// Total replies over all classes (to notice a dead link).
     pub fn replies(&self) -> u64 {
-        self.classes.iter().map(|c| c.replies.load(Ordering::Relaxed)).sum()
+        self.classes
+            .iter()
+            .map(|c| c.replies.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// Stops sending, waits `grace` for late replies, stops receiving and returns every class's
@@ -203,7 +214,11 @@ impl Prober {
             .iter()
             .map(|c| {
                 let records = lock(&c.records);
-                let use_offset = if c.plan.kind == ProbeKind::Udp { offset } else { None };
+                let use_offset = if c.plan.kind == ProbeKind::Udp {
+                    offset
+                } else {
+                    None
+                };
                 ProbeSeries {
                     name: c.plan.name.clone(),
                     kind: c.plan.kind,
@@ -243,7 +258,9 @@ pub fn relate_clocks(records: &[Record]) -> Option<i128> {
             (path >= 0).then_some((path, r))
         })
         .min_by_key(|(path, _)| *path)
-        .and_then(|(path, r)| Some(i128::from(r.server_recv_ns?) - i128::from(r.sent_ns) - path / 2))
+        .and_then(|(path, r)| {
+            Some(i128::from(r.server_recv_ns?) - i128::from(r.sent_ns) - path / 2)
+        })
 }
 
 /// A record as a results sample; one-way delays when `offset` relates the clocks.
@@ -269,10 +286,16 @@ pub fn to_sample(r: &Record, offset: Option<i128>) -> ProbeSample {
 }
 
 fn udp_socket(target: SocketAddr, dscp: u8) -> Result<UdpSocket, MeasureError> {
-    let bind: SocketAddr = if target.is_ipv6() { "[::]:0".parse() } else { "0.0.0.0:0".parse() }
-        .map_err(|_| MeasureError::InvalidArgument("bind address".into()))?;
-    let sock = UdpSocket::bind(bind).map_err(|e| MeasureError::io("opening a UDP probe socket", e))?;
-    sock.connect(target).map_err(|e| MeasureError::io(format!("UDP probes to {target}"), e))?;
+    let bind: SocketAddr = if target.is_ipv6() {
+        "[::]:0".parse()
+    } else {
+        "0.0.0.0:0".parse()
+    }
+    .map_err(|_| MeasureError::InvalidArgument("bind address".into()))?;
+    let sock =
+        UdpSocket::bind(bind).map_err(|e| MeasureError::io("opening a UDP probe socket", e))?;
+    sock.connect(target)
+        .map_err(|e| MeasureError::io(format!("UDP probes to {target}"), e))?;
     sockopt::set_dscp(&sock, dscp, target.is_ipv6())
         .map_err(|e| MeasureError::io("marking UDP probes with DSCP", e))?;
     sock.set_read_timeout(Some(Duration::from_millis(100)))
@@ -317,12 +340,22 @@ fn send_loop(
         let mut records = lock(&class.records);
         let seq = records.len() as u32;
         let sent_ns = now_ns(epoch);
-        records.push(Record { deadline_ns: deadline, sent_ns, ..Record::default() });
+        records.push(Record {
+            deadline_ns: deadline,
+            sent_ns,
+            ..Record::default()
+        });
         drop(records);
         // A failed send (no route right now) is a lost probe, recorded as such.
         match sender {
             Sender::Udp(sock) => {
-                let req = ProbeRequest { class: i as u8, dscp: class.plan.dscp, test_id, seq, client_send_ns: sent_ns };
+                let req = ProbeRequest {
+                    class: i as u8,
+                    dscp: class.plan.dscp,
+                    test_id,
+                    seq,
+                    client_send_ns: sent_ns,
+                };
                 let n = req.encode_into(&mut buf);
                 let _ = sock.send(&buf[..n]);
             }
@@ -334,9 +367,17 @@ fn send_loop(
     }
 }
 
-fn note_reply(class: &Class, seq: u32, recv_ns: u64, stamps: Option<(u64, u64, u64)>, latest: Option<&AtomicU64>) {
+fn note_reply(
+    class: &Class,
+    seq: u32,
+    recv_ns: u64,
+    stamps: Option<(u64, u64, u64)>,
+    latest: Option<&AtomicU64>,
+) {
     let mut records = lock(&class.records);
-    let Some(r) = records.get_mut(seq as usize) else { return };
+    let Some(r) = records.get_mut(seq as usize) else {
+        return;
+    };
     if r.recv_ns.is_some() {
         return; // a duplicate
     }
@@ -350,7 +391,10 @@ fn note_reply(class: &Class, seq: u32, recv_ns: u64, stamps: Option<(u64, u64, u
     r.recv_ns = Some(recv_ns);
     class.replies.fetch_add(1, Ordering::Relaxed);
     if let Some(l) = latest {
-        l.store((recv_ns.saturating_sub(r.sent_ns) / 1000).max(1), Ordering::Relaxed);
+        l.store(
+            (recv_ns.saturating_sub(r.sent_ns) / 1000).max(1),
+            Ordering::Relaxed,
+        );
     }
 }
 
@@ -370,11 +414,17 @@ fn udp_receiver(
             Err(_) => continue,
         };
         let recv_ns = now_ns(epoch);
-        let Ok(reply) = ProbeReply::decode(&buf[..n]) else { continue };
+        let Ok(reply) = ProbeReply::decode(&buf[..n]) else {
+            continue;
+        };
         if reply.request.test_id != test_id || reply.request.class != class_id {
             continue;
         }
-        let stamps = (reply.request.client_send_ns, reply.server_recv_ns, reply.server_send_ns);
+        let stamps = (
+            reply.request.client_send_ns,
+            reply.server_recv_ns,
+            reply.server_send_ns,
+        );
         note_reply(class, reply.request.seq, recv_ns, Some(stamps), latest);
     }
 }
@@ -414,11 +464,18 @@ impl IcmpSocket {
     /// Opens an ICMP socket towards `target`, unprivileged first, raw second.
     pub fn open(target: IpAddr, dscp: u8) -> Result<IcmpSocket, String> {
         let target = match target {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
+            IpAddr::V6(v6) => v6
+                .to_ipv4_mapped()
+                .map(IpAddr::V4)
+                .unwrap_or(IpAddr::V6(v6)),
             v4 => v4,
         };
         let v6 = target.is_ipv6();
-        let (domain, proto) = if v6 { (Domain::IPV6, Protocol::ICMPV6) } else { (Domain::IPV4, Protocol::ICMPV4) };
+        let (domain, proto) = if v6 {
+            (Domain::IPV6, Protocol::ICMPV6)
+        } else {
+            (Domain::IPV4, Protocol::ICMPV4)
+        };
         let (sock, raw) = match Socket::new(domain, Type::DGRAM, Some(proto)) {
             Ok(s) => (s, false),
             Err(dgram) => match Socket::new(domain, Type::RAW, Some(proto)) {
@@ -432,17 +489,31 @@ impl IcmpSocket {
             },
         };
         let tos = u32::from(dscp & 0x3f) << 2;
-        let marked = if v6 { sock.set_tclass_v6(tos) } else { sock.set_tos(tos) };
+        let marked = if v6 {
+            sock.set_tclass_v6(tos)
+        } else {
+            sock.set_tos(tos)
+        };
         marked.map_err(|e| format!("cannot mark ICMP probes with DSCP {dscp}: {e}"))?;
         sock.set_read_timeout(Some(Duration::from_millis(100)))
             .map_err(|e| format!("ICMP socket: {e}"))?;
         let ident = (std::process::id() as u16) ^ 0x5a5a;
-        Ok(IcmpSocket { sock, target: SocketAddr::new(target, 0).into(), v6, raw, ident })
+        Ok(IcmpSocket {
+            sock,
+            target: SocketAddr::new(target, 0).into(),
+            v6,
+            raw,
+            ident,
+        })
     }
 
     fn send_echo(&self, test_id: u64, seq: u32) -> std::io::Result<usize> {
         let mut pkt = [0u8; 8 + ICMP_PAYLOAD];
-        pkt[0] = if self.v6 { ICMPV6_ECHO_REQUEST } else { ICMP_ECHO_REQUEST };
+        pkt[0] = if self.v6 {
+            ICMPV6_ECHO_REQUEST
+        } else {
+            ICMP_ECHO_REQUEST
+        };
         pkt[4..6].copy_from_slice(&self.ident.to_be_bytes());
         pkt[6..8].copy_from_slice(&(seq as u16).to_be_bytes());
         pkt[8..16].copy_from_slice(&test_id.to_be_bytes());
@@ -464,7 +535,11 @@ impl IcmpSocket {
         } else {
             data
         };
-        let want = if self.v6 { ICMPV6_ECHO_REPLY } else { ICMP_ECHO_REPLY };
+        let want = if self.v6 {
+            ICMPV6_ECHO_REPLY
+        } else {
+            ICMP_ECHO_REPLY
+        };
         if icmp.len() < 8 + ICMP_PAYLOAD || icmp[0] != want {
             return None;
         }
@@ -491,7 +566,10 @@ fn icmp_receiver(
         };
         let recv_ns = now_ns(epoch);
         // SAFETY: recv initialised the first n bytes.
-        let data: Vec<u8> = buf[..n].iter().map(|b| unsafe { b.assume_init() }).collect();
+        let data: Vec<u8> = buf[..n]
+            .iter()
+            .map(|b| unsafe { b.assume_init() })
+            .collect();
         if let Some(seq) = sock.parse_reply(&data, test_id) {
             note_reply(class, seq, recv_ns, None, latest);
         }
@@ -531,7 +609,11 @@ mod tests {
 
     #[test]
     fn lost_probes_have_no_rtt_and_no_relation() {
-        let lost = Record { deadline_ns: 10, sent_ns: 1_000_010, ..Record::default() };
+        let lost = Record {
+            deadline_ns: 10,
+            sent_ns: 1_000_010,
+            ..Record::default()
+        };
         assert_eq!(relate_clocks(&[lost]), None);
         let s = to_sample(&lost, Some(0));
         assert_eq!((s.rtt_ms, s.owd_up_ms, s.owd_down_ms), (None, None, None));
@@ -541,7 +623,10 @@ mod tests {
     #[test]
     fn checksum_matches_rfc1071_example() {
         // RFC 1071 §3 example bytes: 00 01 f2 03 f4 f5 f6 f7 sum to ddf2 (one's complement 220d).
-        assert_eq!(checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]), !0xddf2);
+        assert_eq!(
+            checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]),
+            !0xddf2
+        );
         // A packet with its checksum filled in sums to zero.
         let mut pkt = [8u8, 0, 0, 0, 0x12, 0x34, 0, 1, 9, 9, 9];
         let sum = checksum(&pkt);

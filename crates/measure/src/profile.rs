@@ -72,7 +72,9 @@ pub fn all() -> Result<Vec<Profile>, MeasureError> {
 
 /// Names of every profile, for help texts and errors.
 pub fn names() -> Vec<String> {
-    all().map(|ps| ps.into_iter().map(|p| p.name).collect()).unwrap_or_default()
+    all()
+        .map(|ps| ps.into_iter().map(|p| p.name).collect())
+        .unwrap_or_default()
 }
 
 /// The DSCP code point for a name (`BE`, `BK`, `CS0`..`CS7`, `AF11`..`AF43`, `EF`, `VA`, `LE`)
@@ -98,7 +100,11 @@ pub fn parse_dscp(text: &str) -> Result<u8, String> {
         }
         _ => match t.parse::<u8>() {
             Ok(n) if n <= 63 => n,
-            _ => return Err(format!("unknown DSCP {text:?} (a name like EF or CS1, or 0..63)")),
+            _ => {
+                return Err(format!(
+                    "unknown DSCP {text:?} (a name like EF or CS1, or 0..63)"
+                ))
+            }
         },
     };
     Ok(value)
@@ -122,7 +128,8 @@ pub fn dscp_name(dscp: u8) -> String {
 fn dscps(list: &[String], profile: &str) -> Result<Vec<u8>, MeasureError> {
     list.iter()
         .map(|s| {
-            parse_dscp(s).map_err(|e| MeasureError::InvalidArgument(format!("profile {profile}: {e}")))
+            parse_dscp(s)
+                .map_err(|e| MeasureError::InvalidArgument(format!("profile {profile}: {e}")))
         })
         .collect()
 }
@@ -164,24 +171,45 @@ impl Profile {
             }
         }
         let mut streams = Vec::new();
-        for (direction, list, word) in
-            [(Direction::Up, &up, "upload"), (Direction::Down, &down, "download")]
-        {
+        for (direction, list, word) in [
+            (Direction::Up, &up, "upload"),
+            (Direction::Down, &down, "download"),
+        ] {
             for (i, &dscp) in list.iter().enumerate() {
                 let base = format!("TCP {word} {}", dscp_name(dscp));
                 let repeat = list[..i].iter().filter(|&&d| d == dscp).count();
-                let name = if repeat == 0 { base } else { format!("{base}{}", repeat + 1) };
-                streams.push(StreamPlan { name, direction, dscp });
+                let name = if repeat == 0 {
+                    base
+                } else {
+                    format!("{base}{}", repeat + 1)
+                };
+                streams.push(StreamPlan {
+                    name,
+                    direction,
+                    dscp,
+                });
             }
         }
         let mut probes: Vec<ProbePlan> = dscps(&self.udp_probes, &self.name)?
             .into_iter()
-            .map(|dscp| ProbePlan { name: format!("UDP {}", dscp_name(dscp)), kind: ProbeKind::Udp, dscp })
+            .map(|dscp| ProbePlan {
+                name: format!("UDP {}", dscp_name(dscp)),
+                kind: ProbeKind::Udp,
+                dscp,
+            })
             .collect();
         if self.icmp {
-            probes.push(ProbePlan { name: "ICMP".into(), kind: ProbeKind::Icmp, dscp: 0 });
+            probes.push(ProbePlan {
+                name: "ICMP".into(),
+                kind: ProbeKind::Icmp,
+                dscp: 0,
+            });
         }
-        Ok(ResolvedProfile { name: self.name.clone(), streams, probes })
+        Ok(ResolvedProfile {
+            name: self.name.clone(),
+            streams,
+            probes,
+        })
     }
 }
 
@@ -193,7 +221,16 @@ mod tests {
     fn every_shipped_profile_loads_and_resolves() {
         let all = all().expect("profiles.toml parses");
         let mut names: Vec<&str> = all.iter().map(|p| p.name.as_str()).collect();
-        for want in ["rrul", "rrul_be", "upload", "download", "bidir", "ping", "tcp_nup", "tcp_ndown"] {
+        for want in [
+            "rrul",
+            "rrul_be",
+            "upload",
+            "download",
+            "bidir",
+            "ping",
+            "tcp_nup",
+            "tcp_ndown",
+        ] {
             assert!(names.contains(&want), "missing profile {want}");
         }
         names.sort_unstable();
@@ -205,37 +242,69 @@ mod tests {
             let mut stream_names: Vec<&str> = r.streams.iter().map(|s| s.name.as_str()).collect();
             stream_names.sort_unstable();
             stream_names.dedup();
-            assert_eq!(stream_names.len(), r.streams.len(), "{}: duplicate stream names", p.name);
+            assert_eq!(
+                stream_names.len(),
+                r.streams.len(),
+                "{}: duplicate stream names",
+                p.name
+            );
         }
     }
 
     #[test]
     fn rrul_is_flents_rrul() {
-        let r = Profile::by_name("rrul").expect("rrul").resolve(None).expect("resolve");
+        let r = Profile::by_name("rrul")
+            .expect("rrul")
+            .resolve(None)
+            .expect("resolve");
         let names: Vec<&str> = r.streams.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,
             [
-                "TCP upload BE", "TCP upload BK", "TCP upload CS5", "TCP upload EF",
-                "TCP download BE", "TCP download BK", "TCP download CS5", "TCP download EF"
+                "TCP upload BE",
+                "TCP upload BK",
+                "TCP upload CS5",
+                "TCP upload EF",
+                "TCP download BE",
+                "TCP download BK",
+                "TCP download CS5",
+                "TCP download EF"
             ]
         );
         let probes: Vec<(&str, u8)> = r.probes.iter().map(|p| (p.name.as_str(), p.dscp)).collect();
-        assert_eq!(probes, [("UDP BE", 0), ("UDP EF", 46), ("UDP BK", 8), ("ICMP", 0)]);
+        assert_eq!(
+            probes,
+            [("UDP BE", 0), ("UDP EF", 46), ("UDP BK", 8), ("ICMP", 0)]
+        );
     }
 
     #[test]
     fn streams_scales_only_scalable_profiles() {
-        let up = Profile::by_name("tcp_nup").expect("p").resolve(Some(7)).expect("resolve");
+        let up = Profile::by_name("tcp_nup")
+            .expect("p")
+            .resolve(Some(7))
+            .expect("resolve");
         assert_eq!(up.streams.len(), 7);
         assert!(up.streams.iter().all(|s| s.direction == Direction::Up));
         assert_eq!(up.streams[6].name, "TCP upload BE7");
-        let bidir = Profile::by_name("bidir").expect("p").resolve(Some(2)).expect("resolve");
+        let bidir = Profile::by_name("bidir")
+            .expect("p")
+            .resolve(Some(2))
+            .expect("resolve");
         assert_eq!(bidir.streams.len(), 4);
-        let err = Profile::by_name("rrul").expect("p").resolve(Some(2)).expect_err("fixed");
+        let err = Profile::by_name("rrul")
+            .expect("p")
+            .resolve(Some(2))
+            .expect_err("fixed");
         assert!(err.to_string().contains("fixed set of streams"), "{err}");
-        assert!(Profile::by_name("upload").expect("p").resolve(Some(0)).is_err());
-        assert!(Profile::by_name("upload").expect("p").resolve(Some(MAX_STREAMS + 1)).is_err());
+        assert!(Profile::by_name("upload")
+            .expect("p")
+            .resolve(Some(0))
+            .is_err());
+        assert!(Profile::by_name("upload")
+            .expect("p")
+            .resolve(Some(MAX_STREAMS + 1))
+            .is_err());
     }
 
     #[test]
@@ -246,7 +315,15 @@ mod tests {
 
     #[test]
     fn dscp_names_parse_and_print() {
-        for (name, value) in [("BE", 0), ("bk", 8), ("CS5", 40), ("EF", 46), ("AF41", 34), ("AF11", 10), ("63", 63)] {
+        for (name, value) in [
+            ("BE", 0),
+            ("bk", 8),
+            ("CS5", 40),
+            ("EF", 46),
+            ("AF41", 34),
+            ("AF11", 10),
+            ("63", 63),
+        ] {
             assert_eq!(parse_dscp(name), Ok(value), "{name}");
         }
         for bad in ["CS8", "AF44", "64", "XX", ""] {

@@ -119,7 +119,10 @@ pub struct TestRequest {
 pub enum ClientMsg {
     Request(TestRequest),
     /// This connection is stream `stream` of test `test_id`.
-    Attach { test_id: u64, stream: u16 },
+    Attach {
+        test_id: u64,
+        stream: u16,
+    },
     /// The client is done; the server answers with a [`ServerMsg::Report`].
     Finish,
 }
@@ -137,7 +140,10 @@ pub enum ServerMsg {
     Attached,
     /// At the end: per stream, the payload bytes the server received (upload) or sent
     /// (download), and how many probes it answered.
-    Report { stream_bytes: Vec<u64>, probes_answered: u64 },
+    Report {
+        stream_bytes: Vec<u64>,
+        probes_answered: u64,
+    },
 }
 
 /// The 10-byte hello for `version`.
@@ -171,7 +177,10 @@ pub fn read_frame(r: &mut impl Read) -> Result<Vec<u8>, ProtocolError> {
     read_exact_or_closed(r, &mut len)?;
     let len = u32::from_be_bytes(len);
     if len as usize > MAX_FRAME {
-        return Err(ProtocolError::FrameTooLarge { len, max: MAX_FRAME });
+        return Err(ProtocolError::FrameTooLarge {
+            len,
+            max: MAX_FRAME,
+        });
     }
     let mut body = vec![0u8; len as usize];
     read_exact_or_closed(r, &mut body)?;
@@ -181,7 +190,10 @@ pub fn read_frame(r: &mut impl Read) -> Result<Vec<u8>, ProtocolError> {
 /// Writes one frame (length prefix + body) in a single write.
 pub fn write_frame(w: &mut impl Write, body: &[u8]) -> Result<(), ProtocolError> {
     if body.len() > MAX_FRAME {
-        return Err(ProtocolError::FrameTooLarge { len: body.len() as u32, max: MAX_FRAME });
+        return Err(ProtocolError::FrameTooLarge {
+            len: body.len() as u32,
+            max: MAX_FRAME,
+        });
     }
     let mut out = Vec::with_capacity(4 + body.len());
     out.extend_from_slice(&(body.len() as u32).to_be_bytes());
@@ -210,7 +222,10 @@ impl<'a> Fields<'a> {
     }
     fn take(&mut self, n: usize) -> Result<&'a [u8], ProtocolError> {
         let end = self.pos.checked_add(n).ok_or(ProtocolError::Truncated)?;
-        let slice = self.buf.get(self.pos..end).ok_or(ProtocolError::Truncated)?;
+        let slice = self
+            .buf
+            .get(self.pos..end)
+            .ok_or(ProtocolError::Truncated)?;
         self.pos = end;
         Ok(slice)
     }
@@ -240,7 +255,10 @@ impl<'a> Fields<'a> {
 }
 
 fn bad(field: &'static str, why: impl Into<String>) -> ProtocolError {
-    ProtocolError::BadField { field, why: why.into() }
+    ProtocolError::BadField {
+        field,
+        why: why.into(),
+    }
 }
 
 const TAG_REQUEST: u8 = 1;
@@ -309,9 +327,17 @@ impl ClientMsg {
                     }
                     streams.push(StreamSpec { direction, dscp });
                 }
-                ClientMsg::Request(TestRequest { test_id, load_ms, session_ms, streams })
+                ClientMsg::Request(TestRequest {
+                    test_id,
+                    load_ms,
+                    session_ms,
+                    streams,
+                })
             }
-            TAG_ATTACH => ClientMsg::Attach { test_id: f.u64()?, stream: f.u16()? },
+            TAG_ATTACH => ClientMsg::Attach {
+                test_id: f.u64()?,
+                stream: f.u16()?,
+            },
             TAG_FINISH => ClientMsg::Finish,
             tag => return Err(ProtocolError::UnknownTag(tag)),
         };
@@ -341,7 +367,10 @@ impl ServerMsg {
                 out.extend_from_slice(bytes);
             }
             ServerMsg::Attached => out.push(TAG_ATTACHED),
-            ServerMsg::Report { stream_bytes, probes_answered } => {
+            ServerMsg::Report {
+                stream_bytes,
+                probes_answered,
+            } => {
                 out.push(TAG_REPORT);
                 let n = stream_bytes.len().min(MAX_WIRE_STREAMS);
                 out.push(n as u8);
@@ -358,12 +387,20 @@ impl ServerMsg {
     pub fn decode(body: &[u8]) -> Result<ServerMsg, ProtocolError> {
         let mut f = Fields::new(body);
         let msg = match f.u8()? {
-            TAG_ACCEPT => ServerMsg::Accept { probe_port: f.u16()? },
-            TAG_BUSY => ServerMsg::Busy { active: f.u16()?, limit: f.u16()? },
+            TAG_ACCEPT => ServerMsg::Accept {
+                probe_port: f.u16()?,
+            },
+            TAG_BUSY => ServerMsg::Busy {
+                active: f.u16()?,
+                limit: f.u16()?,
+            },
             TAG_REFUSED => {
                 let len = f.u16()? as usize;
                 if len > MAX_REASON {
-                    return Err(bad("reason", format!("{len} bytes is longer than {MAX_REASON}")));
+                    return Err(bad(
+                        "reason",
+                        format!("{len} bytes is longer than {MAX_REASON}"),
+                    ));
                 }
                 let reason = std::str::from_utf8(f.take(len)?)
                     .map_err(|e| bad("reason", e.to_string()))?
@@ -377,7 +414,10 @@ impl ServerMsg {
                 for _ in 0..n {
                     stream_bytes.push(f.u64()?);
                 }
-                ServerMsg::Report { stream_bytes, probes_answered: f.u64()? }
+                ServerMsg::Report {
+                    stream_bytes,
+                    probes_answered: f.u64()?,
+                }
             }
             tag => return Err(ProtocolError::UnknownTag(tag)),
         };
@@ -525,9 +565,19 @@ mod tests {
 
     fn client_msg() -> impl Strategy<Value = ClientMsg> {
         prop_oneof![
-            (any::<u64>(), any::<u32>(), any::<u32>(), prop::collection::vec(stream_spec(), 0..40))
+            (
+                any::<u64>(),
+                any::<u32>(),
+                any::<u32>(),
+                prop::collection::vec(stream_spec(), 0..40)
+            )
                 .prop_map(|(test_id, load_ms, session_ms, streams)| {
-                    ClientMsg::Request(TestRequest { test_id, load_ms, session_ms, streams })
+                    ClientMsg::Request(TestRequest {
+                        test_id,
+                        load_ms,
+                        session_ms,
+                        streams,
+                    })
                 }),
             (any::<u64>(), any::<u16>())
                 .prop_map(|(test_id, stream)| ClientMsg::Attach { test_id, stream }),
@@ -538,25 +588,34 @@ mod tests {
     fn server_msg() -> impl Strategy<Value = ServerMsg> {
         prop_oneof![
             any::<u16>().prop_map(|probe_port| ServerMsg::Accept { probe_port }),
-            (any::<u16>(), any::<u16>()).prop_map(|(active, limit)| ServerMsg::Busy { active, limit }),
+            (any::<u16>(), any::<u16>())
+                .prop_map(|(active, limit)| ServerMsg::Busy { active, limit }),
             ".{0,200}".prop_map(|reason| ServerMsg::Refused { reason }),
             Just(ServerMsg::Attached),
             (prop::collection::vec(any::<u64>(), 0..40), any::<u64>()).prop_map(
-                |(stream_bytes, probes_answered)| ServerMsg::Report { stream_bytes, probes_answered }
+                |(stream_bytes, probes_answered)| ServerMsg::Report {
+                    stream_bytes,
+                    probes_answered
+                }
             ),
         ]
     }
 
     fn probe_request() -> impl Strategy<Value = ProbeRequest> {
-        (any::<u8>(), 0u8..64, any::<u64>(), any::<u32>(), any::<u64>()).prop_map(
-            |(class, dscp, test_id, seq, client_send_ns)| ProbeRequest {
+        (
+            any::<u8>(),
+            0u8..64,
+            any::<u64>(),
+            any::<u32>(),
+            any::<u64>(),
+        )
+            .prop_map(|(class, dscp, test_id, seq, client_send_ns)| ProbeRequest {
                 class,
                 dscp,
                 test_id,
                 seq,
                 client_send_ns,
-            },
-        )
+            })
     }
 
     proptest! {
@@ -634,22 +693,36 @@ mod tests {
         assert_eq!(decode_hello(&encode_hello(7)).expect("hello"), 7);
         let mut bad_hello = encode_hello(1);
         bad_hello[0] = b'X';
-        assert!(matches!(decode_hello(&bad_hello), Err(ProtocolError::BadMagic(_))));
+        assert!(matches!(
+            decode_hello(&bad_hello),
+            Err(ProtocolError::BadMagic(_))
+        ));
     }
 
     #[test]
     fn oversized_frame_is_refused_before_reading_it() {
         let wire = (MAX_FRAME as u32 + 1).to_be_bytes();
         let err = read_frame(&mut wire.as_slice()).expect_err("too large");
-        assert!(matches!(err, ProtocolError::FrameTooLarge { len, .. } if len == MAX_FRAME as u32 + 1));
+        assert!(
+            matches!(err, ProtocolError::FrameTooLarge { len, .. } if len == MAX_FRAME as u32 + 1)
+        );
         let wire = u32::MAX.to_be_bytes();
-        assert!(matches!(read_frame(&mut wire.as_slice()), Err(ProtocolError::FrameTooLarge { .. })));
+        assert!(matches!(
+            read_frame(&mut wire.as_slice()),
+            Err(ProtocolError::FrameTooLarge { .. })
+        ));
     }
 
     #[test]
     fn short_stream_is_closed_not_a_panic() {
-        assert!(matches!(read_frame(&mut [0u8, 0].as_slice()), Err(ProtocolError::Closed)));
-        assert!(matches!(read_frame(&mut [0u8, 0, 0, 9, 1].as_slice()), Err(ProtocolError::Closed)));
+        assert!(matches!(
+            read_frame(&mut [0u8, 0].as_slice()),
+            Err(ProtocolError::Closed)
+        ));
+        assert!(matches!(
+            read_frame(&mut [0u8, 0, 0, 9, 1].as_slice()),
+            Err(ProtocolError::Closed)
+        ));
     }
 
     #[test]
@@ -658,17 +731,26 @@ mod tests {
             test_id: 1,
             load_ms: 1,
             session_ms: 2,
-            streams: vec![StreamSpec { direction: Direction::Up, dscp: 0 }],
+            streams: vec![StreamSpec {
+                direction: Direction::Up,
+                dscp: 0,
+            }],
         });
         let mut body = req.encode();
         let last = body.len() - 1;
         body[last] = 64;
-        assert!(matches!(ClientMsg::decode(&body), Err(ProtocolError::BadField { field: "dscp", .. })));
+        assert!(matches!(
+            ClientMsg::decode(&body),
+            Err(ProtocolError::BadField { field: "dscp", .. })
+        ));
         body[last] = 0;
         body[last - 1] = 9;
         assert!(matches!(
             ClientMsg::decode(&body),
-            Err(ProtocolError::BadField { field: "direction", .. })
+            Err(ProtocolError::BadField {
+                field: "direction",
+                ..
+            })
         ));
     }
 
@@ -676,7 +758,10 @@ mod tests {
     fn trailing_bytes_are_refused() {
         let mut body = ClientMsg::Finish.encode();
         body.push(0);
-        assert!(matches!(ClientMsg::decode(&body), Err(ProtocolError::TrailingBytes(1))));
+        assert!(matches!(
+            ClientMsg::decode(&body),
+            Err(ProtocolError::TrailingBytes(1))
+        ));
     }
 
     #[test]
@@ -684,17 +769,28 @@ mod tests {
         let reason = "é".repeat(MAX_REASON);
         let body = ServerMsg::Refused { reason }.encode();
         match ServerMsg::decode(&body).expect("decode") {
-            ServerMsg::Refused { reason } => assert!(reason.len() <= MAX_REASON && !reason.is_empty()),
+            ServerMsg::Refused { reason } => {
+                assert!(reason.len() <= MAX_REASON && !reason.is_empty())
+            }
             other => panic!("unexpected {other:?}"),
         }
     }
 
     #[test]
     fn request_shorter_than_a_reply_is_dropped() {
-        let req = ProbeRequest { class: 0, dscp: 0, test_id: 1, seq: 2, client_send_ns: 3 };
+        let req = ProbeRequest {
+            class: 0,
+            dscp: 0,
+            test_id: 1,
+            seq: 2,
+            client_send_ns: 3,
+        };
         let mut buf = [0u8; PROBE_REQUEST_LEN];
         req.encode_into(&mut buf);
-        assert_eq!(ProbeRequest::decode(&buf[..28]), Err(ProbeError::TooShort(28)));
+        assert_eq!(
+            ProbeRequest::decode(&buf[..28]),
+            Err(ProbeError::TooShort(28))
+        );
         assert_eq!(ProbeRequest::decode(&buf).map(|r| r.seq), Ok(2));
     }
 }

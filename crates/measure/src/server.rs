@@ -155,7 +155,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 fn canonical(ip: IpAddr) -> IpAddr {
     match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(IpAddr::V4)
+            .unwrap_or(IpAddr::V6(v6)),
         v4 => v4,
     }
 }
@@ -210,7 +213,9 @@ impl Server {
                 }
             }
         };
-        let local = listener.local_addr().map_err(|e| MeasureError::io("listener address", e))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| MeasureError::io("listener address", e))?;
         udp.set_read_timeout(Some(Duration::from_millis(200)))
             .map_err(|e| MeasureError::io("UDP socket", e))?;
         let shared = Arc::new(Shared {
@@ -221,7 +226,14 @@ impl Server {
             connections: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
         });
-        Ok((Server { listener, udp, shared }, local))
+        Ok((
+            Server {
+                listener,
+                udp,
+                shared,
+            },
+            local,
+        ))
     }
 
     /// Serves until `stop` becomes true, then waits for its threads (each ends within about a
@@ -251,10 +263,12 @@ impl Server {
             }
             self.shared.connections.fetch_add(1, Ordering::Relaxed);
             let shared = Arc::clone(&self.shared);
-            let spawned = thread::Builder::new().name("unbloat-session".into()).spawn(move || {
-                handle_connection(conn, peer, &shared);
-                shared.connections.fetch_sub(1, Ordering::Relaxed);
-            });
+            let spawned = thread::Builder::new()
+                .name("unbloat-session".into())
+                .spawn(move || {
+                    handle_connection(conn, peer, &shared);
+                    shared.connections.fetch_sub(1, Ordering::Relaxed);
+                });
             match spawned {
                 Ok(h) => sessions.push(h),
                 Err(_) => {
@@ -273,7 +287,11 @@ impl Server {
 
 /// Waits up to `ms` for a connection to accept.
 fn wait_readable(listener: &TcpListener, ms: i32) -> bool {
-    let mut pfd = libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let mut pfd = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
     // SAFETY: one valid pollfd, count 1.
     let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
     rc > 0 && pfd.revents & libc::POLLIN != 0
@@ -299,7 +317,10 @@ fn handle_connection(mut conn: TcpStream, peer: SocketAddr, shared: &Shared) {
         }
     };
     // Always answer with our hello, so a client of another version can say what met.
-    if conn.write_all(&protocol::encode_hello(PROTOCOL_VERSION)).is_err() {
+    if conn
+        .write_all(&protocol::encode_hello(PROTOCOL_VERSION))
+        .is_err()
+    {
         return;
     }
     if theirs != PROTOCOL_VERSION {
@@ -315,8 +336,13 @@ fn handle_connection(mut conn: TcpStream, peer: SocketAddr, shared: &Shared) {
     let msg = protocol::read_frame(&mut conn).and_then(|body| ClientMsg::decode(&body));
     match msg {
         Ok(ClientMsg::Request(req)) => control_session(conn, peer, req, shared),
-        Ok(ClientMsg::Attach { test_id, stream }) => stream_session(conn, peer, test_id, stream, shared),
-        Ok(ClientMsg::Finish) => log(shared, format_args!("{peer}: finish without a test; dropped")),
+        Ok(ClientMsg::Attach { test_id, stream }) => {
+            stream_session(conn, peer, test_id, stream, shared)
+        }
+        Ok(ClientMsg::Finish) => log(
+            shared,
+            format_args!("{peer}: finish without a test; dropped"),
+        ),
         Err(e) => log(shared, format_args!("{peer}: dropped before the test: {e}")),
     }
 }
@@ -373,7 +399,10 @@ fn control_session(mut conn: TcpStream, peer: SocketAddr, req: TestRequest, shar
         if tests.len() >= shared.opts.max_tests {
             let (active, limit) = (tests.len() as u16, shared.opts.max_tests as u16);
             drop(tests);
-            log(shared, format_args!("{peer}: busy ({active} of {limit} tests running)"));
+            log(
+                shared,
+                format_args!("{peer}: busy ({active} of {limit} tests running)"),
+            );
             let _ = send(&mut conn, &ServerMsg::Busy { active, limit });
             return;
         }
@@ -386,7 +415,12 @@ fn control_session(mut conn: TcpStream, peer: SocketAddr, req: TestRequest, shar
         tests.insert(req.test_id, Arc::clone(&test));
     }
     let started = Instant::now();
-    let ending = match send(&mut conn, &ServerMsg::Accept { probe_port: shared.probe_port }) {
+    let ending = match send(
+        &mut conn,
+        &ServerMsg::Accept {
+            probe_port: shared.probe_port,
+        },
+    ) {
         Ok(()) => wait_for_finish(&mut conn, &test, shared),
         Err(e) => format!("could not accept: {e}"),
     };
@@ -399,7 +433,11 @@ fn control_session(mut conn: TcpStream, peer: SocketAddr, req: TestRequest, shar
             Direction::Down => down += bytes.load(Ordering::Relaxed),
         }
     }
-    let n_up = test.streams.iter().filter(|s| s.direction == Direction::Up).count();
+    let n_up = test
+        .streams
+        .iter()
+        .filter(|s| s.direction == Direction::Up)
+        .count();
     log(
         shared,
         format_args!(
@@ -429,7 +467,12 @@ fn wait_for_finish(conn: &mut TcpStream, test: &ActiveTest, shared: &Shared) -> 
         match conn.peek(&mut first) {
             Ok(0) => return "ended: client closed the connection early".into(),
             Ok(_) => {}
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
                 continue
             }
             Err(e) => return format!("ended: control connection failed: {e}"),
@@ -438,7 +481,11 @@ fn wait_for_finish(conn: &mut TcpStream, test: &ActiveTest, shared: &Shared) -> 
         return match protocol::read_frame(conn).and_then(|b| ClientMsg::decode(&b)) {
             Ok(ClientMsg::Finish) => {
                 let report = ServerMsg::Report {
-                    stream_bytes: test.bytes.iter().map(|b| b.load(Ordering::Relaxed)).collect(),
+                    stream_bytes: test
+                        .bytes
+                        .iter()
+                        .map(|b| b.load(Ordering::Relaxed))
+                        .collect(),
                     probes_answered: test.probes.load(Ordering::Relaxed),
                 };
                 match send(conn, &report) {
@@ -452,11 +499,19 @@ fn wait_for_finish(conn: &mut TcpStream, test: &ActiveTest, shared: &Shared) -> 
     }
 }
 
-fn stream_session(mut conn: TcpStream, peer: SocketAddr, test_id: u64, index: u16, shared: &Shared) {
+fn stream_session(
+    mut conn: TcpStream,
+    peer: SocketAddr,
+    test_id: u64,
+    index: u16,
+    shared: &Shared,
+) {
     let test = lock(&shared.tests).get(&test_id).cloned();
     let refusal = match &test {
         None => Some("no such test running".to_string()),
-        Some(t) if t.peer != canonical(peer.ip()) => Some("stream from another address than the test".into()),
+        Some(t) if t.peer != canonical(peer.ip()) => {
+            Some("stream from another address than the test".into())
+        }
         Some(t) => {
             let mut attached = lock(&t.attached);
             match attached.get_mut(usize::from(index)) {
@@ -520,7 +575,9 @@ fn stream_session(mut conn: TcpStream, peer: SocketAddr, test_id: u64, index: u1
 pub(crate) fn is_timeout(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
     )
 }
 
@@ -562,7 +619,11 @@ fn udp_responder(udp: &UdpSocket, shared: &Shared) {
             current_dscp = Some(request.dscp);
         }
         let send_ns = shared.epoch.elapsed().as_nanos() as u64;
-        let reply = ProbeReply { request, server_recv_ns: recv_ns, server_send_ns: send_ns };
+        let reply = ProbeReply {
+            request,
+            server_recv_ns: recv_ns,
+            server_send_ns: send_ns,
+        };
         if let Some(len) = reply.encode_into(&mut buf[..n]) {
             if udp.send_to(&buf[..len], from).is_ok() {
                 test.probes.fetch_add(1, Ordering::Relaxed);
@@ -580,13 +641,23 @@ mod tests {
             test_id: 1,
             load_ms,
             session_ms,
-            streams: vec![StreamSpec { direction: Direction::Up, dscp: 0 }; streams],
+            streams: vec![
+                StreamSpec {
+                    direction: Direction::Up,
+                    dscp: 0
+                };
+                streams
+            ],
         }
     }
 
     #[test]
     fn requests_beyond_the_limits_are_refused_with_the_limit() {
-        let opts = ServeOptions { max_streams: 8, max_session: Duration::from_secs(60), ..Default::default() };
+        let opts = ServeOptions {
+            max_streams: 8,
+            max_session: Duration::from_secs(60),
+            ..Default::default()
+        };
         assert_eq!(check_request(&req(8, 1000, 60_000), &opts), None);
         let many = check_request(&req(9, 1000, 2000), &opts).expect("too many");
         assert!(many.contains("at most 8"), "{many}");

@@ -23,12 +23,16 @@ fn still_serves(server: &Running) {
     let p = plan(&v4(server).to_string(), "ping", None, 0.5, 0.3);
     let results = client::run_plan(&p, &mut NoProgress).expect("a good client is still served");
     let udp = &results.probes[0];
-    assert!(udp.samples.iter().filter(|s| s.rtt_ms.is_some()).count() >= 5, "{udp:?}");
+    assert!(
+        udp.samples.iter().filter(|s| s.rtt_ms.is_some()).count() >= 5,
+        "{udp:?}"
+    );
 }
 
 fn connect(server: &Running) -> TcpStream {
     let c = TcpStream::connect(v4(server)).expect("connect");
-    c.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    c.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
     c
 }
 
@@ -45,15 +49,20 @@ fn closed_by_server(c: &mut TcpStream) -> bool {
 }
 
 fn hello_ok(c: &mut TcpStream) {
-    c.write_all(&protocol::encode_hello(protocol::PROTOCOL_VERSION)).expect("hello");
-    assert_eq!(protocol::read_hello(c).expect("server hello"), protocol::PROTOCOL_VERSION);
+    c.write_all(&protocol::encode_hello(protocol::PROTOCOL_VERSION))
+        .expect("hello");
+    assert_eq!(
+        protocol::read_hello(c).expect("server hello"),
+        protocol::PROTOCOL_VERSION
+    );
 }
 
 #[test]
 fn garbage_hello_ends_only_that_connection() {
     let server = Running::loopback();
     let mut c = connect(&server);
-    c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").expect("write");
+    c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .expect("write");
     assert!(closed_by_server(&mut c));
     still_serves(&server);
 }
@@ -64,7 +73,10 @@ fn wrong_version_is_told_to_both_sides() {
     let mut c = connect(&server);
     c.write_all(&protocol::encode_hello(99)).expect("hello");
     // The server still says which version it speaks, then closes.
-    assert_eq!(protocol::read_hello(&mut c).expect("server hello"), protocol::PROTOCOL_VERSION);
+    assert_eq!(
+        protocol::read_hello(&mut c).expect("server hello"),
+        protocol::PROTOCOL_VERSION
+    );
     assert!(closed_by_server(&mut c));
     still_serves(&server);
 
@@ -76,11 +88,27 @@ fn wrong_version_is_told_to_both_sides() {
         let _ = protocol::read_hello(&mut s);
         s.write_all(&protocol::encode_hello(2)).expect("hello");
     });
-    let err = client::run_plan(&plan(&addr.to_string(), "ping", None, 0.5, 0.2), &mut NoProgress)
-        .expect_err("version mismatch");
+    let err = client::run_plan(
+        &plan(&addr.to_string(), "ping", None, 0.5, 0.2),
+        &mut NoProgress,
+    )
+    .expect_err("version mismatch");
     t.join().expect("fake server");
-    assert!(matches!(err.error, MeasureError::WrongVersion { server: 2, client: 1 }), "{err}");
-    assert!(err.to_string().contains("server speaks unbloat protocol 2, this client speaks 1"), "{err}");
+    assert!(
+        matches!(
+            err.error,
+            MeasureError::WrongVersion {
+                server: 2,
+                client: 1
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("server speaks unbloat protocol 2, this client speaks 1"),
+        "{err}"
+    );
     assert!(err.partial.is_none());
 }
 
@@ -107,14 +135,23 @@ fn oversized_and_unknown_frames_end_only_that_connection() {
 
 #[test]
 fn too_many_streams_or_too_long_is_refused_with_the_limit() {
-    let server = Running::start(ServeOptions { max_streams: 4, ..quiet("[::]:0") });
+    let server = Running::start(ServeOptions {
+        max_streams: 4,
+        ..quiet("[::]:0")
+    });
     let mut c = connect(&server);
     hello_ok(&mut c);
     let req = TestRequest {
         test_id: 7,
         load_ms: 1000,
         session_ms: 2000,
-        streams: vec![StreamSpec { direction: Direction::Down, dscp: 0 }; 5],
+        streams: vec![
+            StreamSpec {
+                direction: Direction::Down,
+                dscp: 0
+            };
+            5
+        ],
     };
     protocol::write_frame(&mut c, &ClientMsg::Request(req).encode()).expect("request");
     match ServerMsg::decode(&protocol::read_frame(&mut c).expect("answer")).expect("decode") {
@@ -122,9 +159,15 @@ fn too_many_streams_or_too_long_is_refused_with_the_limit() {
         other => panic!("expected a refusal, got {other:?}"),
     }
     // Through the client: a profile with 8 streams gets the reason as its error.
-    let err = client::run_plan(&plan(&v4(&server).to_string(), "rrul", None, 0.5, 0.5), &mut NoProgress)
-        .expect_err("refused");
-    assert!(matches!(&err.error, MeasureError::Refused { reason } if reason.contains("at most 4")), "{err}");
+    let err = client::run_plan(
+        &plan(&v4(&server).to_string(), "rrul", None, 0.5, 0.5),
+        &mut NoProgress,
+    )
+    .expect_err("refused");
+    assert!(
+        matches!(&err.error, MeasureError::Refused { reason } if reason.contains("at most 4")),
+        "{err}"
+    );
     still_serves(&server);
 }
 
@@ -133,7 +176,15 @@ fn attach_to_an_unknown_test_is_refused() {
     let server = Running::loopback();
     let mut c = connect(&server);
     hello_ok(&mut c);
-    protocol::write_frame(&mut c, &ClientMsg::Attach { test_id: 42, stream: 0 }.encode()).expect("attach");
+    protocol::write_frame(
+        &mut c,
+        &ClientMsg::Attach {
+            test_id: 42,
+            stream: 0,
+        }
+        .encode(),
+    )
+    .expect("attach");
     match ServerMsg::decode(&protocol::read_frame(&mut c).expect("answer")).expect("decode") {
         ServerMsg::Refused { reason } => assert!(reason.contains("no such test"), "{reason}"),
         other => panic!("expected a refusal, got {other:?}"),
@@ -143,13 +194,19 @@ fn attach_to_an_unknown_test_is_refused() {
 
 #[test]
 fn silent_client_is_dropped_after_the_handshake_timeout() {
-    let server = Running::start(ServeOptions { handshake_timeout: Duration::from_millis(800), ..quiet("[::]:0") });
+    let server = Running::start(ServeOptions {
+        handshake_timeout: Duration::from_millis(800),
+        ..quiet("[::]:0")
+    });
     let mut silent = connect(&server);
     let start = Instant::now();
     still_serves(&server);
     assert!(closed_by_server(&mut silent));
     let waited = start.elapsed();
-    assert!(waited < Duration::from_secs(4), "silent client held for {waited:?}");
+    assert!(
+        waited < Duration::from_secs(4),
+        "silent client held for {waited:?}"
+    );
 }
 
 #[test]
@@ -164,34 +221,66 @@ fn udp_flood_gets_no_answer_and_changes_nothing() {
         let mut pkt: Vec<u8> = (0..len).map(|j| (x >> (j % 24)) as u8).collect();
         if i % 3 == 0 && len >= PROBE_REQUEST_LEN {
             // Well-formed probes of a test that is not running.
-            let req = ProbeRequest { class: 0, dscp: 0, test_id: u64::from(x), seq: i as u32, client_send_ns: 0 };
+            let req = ProbeRequest {
+                class: 0,
+                dscp: 0,
+                test_id: u64::from(x),
+                seq: i as u32,
+                client_send_ns: 0,
+            };
             req.encode_into(&mut pkt);
         }
         let _ = udp.send(&pkt);
     }
-    udp.set_read_timeout(Some(Duration::from_millis(300))).expect("timeout");
+    udp.set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
     let mut buf = [0u8; 2048];
-    assert!(udp.recv(&mut buf).is_err(), "the responder answered a probe of no test");
+    assert!(
+        udp.recv(&mut buf).is_err(),
+        "the responder answered a probe of no test"
+    );
     still_serves(&server);
 }
 
 #[test]
 fn busy_when_all_test_slots_are_taken() {
-    let server = Running::start(ServeOptions { max_tests: 1, ..quiet("[::]:0") });
+    let server = Running::start(ServeOptions {
+        max_tests: 1,
+        ..quiet("[::]:0")
+    });
     let mut holder = connect(&server);
     hello_ok(&mut holder);
-    let req = TestRequest { test_id: 1, load_ms: 1000, session_ms: 20_000, streams: vec![] };
+    let req = TestRequest {
+        test_id: 1,
+        load_ms: 1000,
+        session_ms: 20_000,
+        streams: vec![],
+    };
     protocol::write_frame(&mut holder, &ClientMsg::Request(req).encode()).expect("request");
-    let answer = ServerMsg::decode(&protocol::read_frame(&mut holder).expect("answer")).expect("decode");
+    let answer =
+        ServerMsg::decode(&protocol::read_frame(&mut holder).expect("answer")).expect("decode");
     assert!(matches!(answer, ServerMsg::Accept { .. }), "{answer:?}");
 
-    let err = client::run_plan(&plan(&v4(&server).to_string(), "ping", None, 0.5, 0.2), &mut NoProgress)
-        .expect_err("busy");
-    assert!(matches!(err.error, MeasureError::Busy { active: 1, limit: 1 }), "{err}");
+    let err = client::run_plan(
+        &plan(&v4(&server).to_string(), "ping", None, 0.5, 0.2),
+        &mut NoProgress,
+    )
+    .expect_err("busy");
+    assert!(
+        matches!(
+            err.error,
+            MeasureError::Busy {
+                active: 1,
+                limit: 1
+            }
+        ),
+        "{err}"
+    );
 
     // Finishing the first test frees the slot.
     protocol::write_frame(&mut holder, &ClientMsg::Finish.encode()).expect("finish");
-    let report = ServerMsg::decode(&protocol::read_frame(&mut holder).expect("report")).expect("decode");
+    let report =
+        ServerMsg::decode(&protocol::read_frame(&mut holder).expect("report")).expect("decode");
     assert!(matches!(report, ServerMsg::Report { .. }), "{report:?}");
     drop(holder);
     still_serves(&server);
@@ -199,10 +288,20 @@ fn busy_when_all_test_slots_are_taken() {
 
 #[test]
 fn nothing_listening_is_connection_refused() {
-    let port = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-    let err = client::run_plan(&plan(&format!("127.0.0.1:{port}"), "ping", None, 0.5, 0.2), &mut NoProgress)
-        .expect_err("refused");
-    assert!(matches!(err.error, MeasureError::ConnectionRefused { .. }), "{err}");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let err = client::run_plan(
+        &plan(&format!("127.0.0.1:{port}"), "ping", None, 0.5, 0.2),
+        &mut NoProgress,
+    )
+    .expect_err("refused");
+    assert!(
+        matches!(err.error, MeasureError::ConnectionRefused { .. }),
+        "{err}"
+    );
     assert!(err.to_string().contains("unbloat serve"), "{err}");
 }
 
@@ -216,20 +315,35 @@ fn every_udp_probe_lost_is_a_firewall_error_with_partial_results() {
     let t = std::thread::spawn(move || {
         let (mut s, _) = fake.accept().expect("accept");
         let _ = protocol::read_hello(&mut s);
-        s.write_all(&protocol::encode_hello(protocol::PROTOCOL_VERSION)).expect("hello");
+        s.write_all(&protocol::encode_hello(protocol::PROTOCOL_VERSION))
+            .expect("hello");
         let _ = protocol::read_frame(&mut s);
         protocol::write_frame(&mut s, &ServerMsg::Accept { probe_port }.encode()).expect("accept");
         let _ = s.read(&mut [0u8; 64]);
     });
-    let err = client::run_plan(&plan(&addr.to_string(), "ping", None, 1.0, 0.5), &mut NoProgress)
-        .expect_err("probes lost");
+    let err = client::run_plan(
+        &plan(&addr.to_string(), "ping", None, 1.0, 0.5),
+        &mut NoProgress,
+    )
+    .expect_err("probes lost");
     drop(black_hole);
     t.join().expect("fake server");
-    assert!(matches!(err.error, MeasureError::ProbesLost { kind: "UDP", .. }), "{err}");
+    assert!(
+        matches!(err.error, MeasureError::ProbesLost { kind: "UDP", .. }),
+        "{err}"
+    );
     assert!(err.to_string().contains("firewall"), "{err}");
     let partial = err.partial.expect("partial results");
     assert!(partial.metadata.partial);
-    assert!(partial.metadata.partial_reason.as_deref().unwrap_or("").contains("firewall"));
+    assert!(partial
+        .metadata
+        .partial_reason
+        .as_deref()
+        .unwrap_or("")
+        .contains("firewall"));
     let udp = &partial.probes[0];
-    assert!(udp.samples.len() >= 5 && udp.samples.iter().all(|s| s.rtt_ms.is_none()), "{udp:?}");
+    assert!(
+        udp.samples.len() >= 5 && udp.samples.iter().all(|s| s.rtt_ms.is_none()),
+        "{udp:?}"
+    );
 }

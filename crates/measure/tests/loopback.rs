@@ -12,33 +12,67 @@ use unbloat_report::{Direction, ProbeKind};
 #[test]
 fn ping_profile_over_ipv4_and_ipv6() {
     let server = Running::loopback();
-    for remote in [format!("127.0.0.1:{}", server.addr.port()), format!("[::1]:{}", server.addr.port())] {
-        let results = client::run_plan(&plan(&remote, "ping", None, 1.0, 1.0), &mut NoProgress).expect("ping run");
+    for remote in [
+        format!("127.0.0.1:{}", server.addr.port()),
+        format!("[::1]:{}", server.addr.port()),
+    ] {
+        let results = client::run_plan(&plan(&remote, "ping", None, 1.0, 1.0), &mut NoProgress)
+            .expect("ping run");
         assert!(!results.metadata.partial);
         assert_eq!(results.metadata.profile, "ping");
         assert!(results.streams.is_empty());
-        let udp = results.probes.iter().find(|p| p.kind == ProbeKind::Udp).expect("UDP series");
+        let udp = results
+            .probes
+            .iter()
+            .find(|p| p.kind == ProbeKind::Udp)
+            .expect("UDP series");
         // 3 s at 10 Hz: about 30 probes, all answered within a few ms on loopback.
-        assert!((25..=32).contains(&udp.samples.len()), "{} UDP probes", udp.samples.len());
+        assert!(
+            (25..=32).contains(&udp.samples.len()),
+            "{} UDP probes",
+            udp.samples.len()
+        );
         let answered: Vec<_> = udp.samples.iter().filter_map(|s| s.rtt_ms).collect();
-        assert_eq!(answered.len(), udp.samples.len(), "{remote}: UDP loss on loopback");
+        assert_eq!(
+            answered.len(),
+            udp.samples.len(),
+            "{remote}: UDP loss on loopback"
+        );
         assert!(quantile(answered, 0.5) < 2.0, "{remote}: slow loopback");
         // Scheduled on absolute deadlines exactly 100 ms apart (send time minus its lag), so a
         // late probe does not delay the next; the lag itself is small on a mostly idle host.
-        let deadlines: Vec<f64> = udp.samples.iter().map(|s| s.t - s.send_lag_ms / 1e3).collect();
+        let deadlines: Vec<f64> = udp
+            .samples
+            .iter()
+            .map(|s| s.t - s.send_lag_ms / 1e3)
+            .collect();
         let gaps: Vec<f64> = deadlines.windows(2).map(|w| w[1] - w[0]).collect();
-        assert!(gaps.iter().all(|g| (g - 0.1).abs() < 1e-5), "{remote}: deadline gaps {gaps:?}");
+        assert!(
+            gaps.iter().all(|g| (g - 0.1).abs() < 1e-5),
+            "{remote}: deadline gaps {gaps:?}"
+        );
         let lags: Vec<f64> = udp.samples.iter().map(|s| s.send_lag_ms).collect();
         assert!(quantile(lags, 0.5) < 5.0, "{remote}: probes left late");
         // One-way delays: the clocks were related, each way is a fraction of the round trip.
         for s in &udp.samples {
-            let (up, down, rtt) = (s.owd_up_ms.expect("up"), s.owd_down_ms.expect("down"), s.rtt_ms.expect("rtt"));
+            let (up, down, rtt) = (
+                s.owd_up_ms.expect("up"),
+                s.owd_down_ms.expect("down"),
+                s.rtt_ms.expect("rtt"),
+            );
             assert!(up + down <= rtt + 1e-6 && up > -1.0 && down > -1.0, "{s:?}");
         }
         // ICMP runs as root (raw or ping socket); it must be answered on loopback.
-        let icmp = results.probes.iter().find(|p| p.kind == ProbeKind::Icmp).expect("ICMP series");
+        let icmp = results
+            .probes
+            .iter()
+            .find(|p| p.kind == ProbeKind::Icmp)
+            .expect("ICMP series");
         let answered = icmp.samples.iter().filter(|s| s.rtt_ms.is_some()).count();
-        assert!(answered + 1 >= icmp.samples.len() && answered >= 20, "{remote}: ICMP {icmp:?}");
+        assert!(
+            answered + 1 >= icmp.samples.len() && answered >= 20,
+            "{remote}: ICMP {icmp:?}"
+        );
         assert!(!results.metadata.kernel.is_empty());
     }
 }
@@ -54,11 +88,20 @@ fn upload_and_download_measure_real_goodput() {
         for s in &results.streams {
             assert_eq!(s.direction, direction);
             // 2 s of load, a sample per 200 ms.
-            assert!((9..=11).contains(&s.samples.len()), "{}: {} samples", s.name, s.samples.len());
+            assert!(
+                (9..=11).contains(&s.samples.len()),
+                "{}: {} samples",
+                s.name,
+                s.samples.len()
+            );
             assert!(s.samples.windows(2).all(|w| w[1].t > w[0].t));
             let sum_bits: f64 = s.samples.iter().map(|x| x.bps * 0.2).sum();
             let total_bits = s.total_bytes as f64 * 8.0;
-            assert!((sum_bits - total_bits).abs() < 0.1 * total_bits, "{}: samples {sum_bits} vs total {total_bits}", s.name);
+            assert!(
+                (sum_bits - total_bits).abs() < 0.1 * total_bits,
+                "{}: samples {sum_bits} vs total {total_bits}",
+                s.name
+            );
         }
         // Loopback moves gigabits; anything under 200 Mbit/s means the engine is broken.
         let goodput = mean_goodput(&results, direction, 0.5, 2.5);
@@ -72,7 +115,12 @@ fn upload_and_download_measure_real_goodput() {
 fn server_gone_mid_test_returns_partial_results() {
     let mut server = Running::loopback();
     let remote = format!("127.0.0.1:{}", server.addr.port());
-    let run = std::thread::spawn(move || client::run_plan(&plan(&remote, "tcp_ndown", Some(2), 0.5, 5.0), &mut NoProgress));
+    let run = std::thread::spawn(move || {
+        client::run_plan(
+            &plan(&remote, "tcp_ndown", Some(2), 0.5, 5.0),
+            &mut NoProgress,
+        )
+    });
     std::thread::sleep(Duration::from_millis(1500));
     server.stop();
     let err = run.join().expect("client thread").expect_err("must fail");
@@ -89,14 +137,22 @@ fn server_gone_mid_test_returns_partial_results() {
 fn rrul_marks_streams_and_probes() {
     let server = Running::loopback();
     let remote = SocketAddr::from(([127, 0, 0, 1], server.addr.port())).to_string();
-    let results = client::run_plan(&plan(&remote, "rrul", None, 0.5, 1.0), &mut NoProgress).expect("rrul run");
+    let results = client::run_plan(&plan(&remote, "rrul", None, 0.5, 1.0), &mut NoProgress)
+        .expect("rrul run");
     let names: Vec<&str> = results.probes.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["UDP BE", "UDP EF", "UDP BK", "ICMP"]);
     assert_eq!(results.streams.len(), 8);
     let dscps: Vec<u8> = results.streams.iter().map(|s| s.dscp).collect();
     assert_eq!(dscps, [0, 8, 40, 46, 0, 8, 40, 46]);
-    assert!(results.streams.iter().all(|s| s.total_bytes > 0), "a stream moved nothing");
+    assert!(
+        results.streams.iter().all(|s| s.total_bytes > 0),
+        "a stream moved nothing"
+    );
     for p in &results.probes[..3] {
-        assert!(p.samples.iter().filter(|s| s.rtt_ms.is_some()).count() >= 10, "{}", p.name);
+        assert!(
+            p.samples.iter().filter(|s| s.rtt_ms.is_some()).count() >= 10,
+            "{}",
+            p.name
+        );
     }
 }

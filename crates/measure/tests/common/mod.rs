@@ -26,7 +26,11 @@ impl Running {
         let handle = std::thread::spawn(move || {
             server.run_until(&flag).expect("server runs");
         });
-        Running { addr, stop, handle: Some(handle) }
+        Running {
+            addr,
+            stop,
+            handle: Some(handle),
+        }
     }
 
     /// A quiet server on an ephemeral loopback port (IPv4 and IPv6).
@@ -49,14 +53,21 @@ impl Drop for Running {
 }
 
 pub fn quiet(listen: &str) -> ServeOptions {
-    ServeOptions { listen: Some(listen.parse().expect("addr")), log: false, ..ServeOptions::default() }
+    ServeOptions {
+        listen: Some(listen.parse().expect("addr")),
+        log: false,
+        ..ServeOptions::default()
+    }
 }
 
 /// A plan against `remote` with the given phases (seconds) and 10 Hz probes.
 pub fn plan(remote: &str, profile: &str, streams: Option<usize>, idle: f64, load: f64) -> TestPlan {
     TestPlan {
         remote: remote.to_string(),
-        profile: Profile::by_name(profile).expect("profile").resolve(streams).expect("resolve"),
+        profile: Profile::by_name(profile)
+            .expect("profile")
+            .resolve(streams)
+            .expect("resolve"),
         idle_before: Duration::from_secs_f64(idle),
         load: Duration::from_secs_f64(load),
         idle_after: Duration::from_secs_f64(idle),
@@ -73,10 +84,19 @@ pub fn mean_goodput(
     from: f64,
     to: f64,
 ) -> f64 {
-    let streams: Vec<_> = results.streams.iter().filter(|s| s.direction == direction).collect();
+    let streams: Vec<_> = results
+        .streams
+        .iter()
+        .filter(|s| s.direction == direction)
+        .collect();
     let mut total = 0.0;
     for s in &streams {
-        let window: Vec<f64> = s.samples.iter().filter(|x| x.t >= from && x.t < to).map(|x| x.bps).collect();
+        let window: Vec<f64> = s
+            .samples
+            .iter()
+            .filter(|x| x.t >= from && x.t < to)
+            .map(|x| x.bps)
+            .collect();
         if !window.is_empty() {
             total += window.iter().sum::<f64>() / window.len() as f64;
         }
@@ -94,6 +114,15 @@ pub fn quantile(mut v: Vec<f64>, p: f64) -> f64 {
 
 /// Round trips of probe series `name` sent in [from, to).
 pub fn rtts(results: &unbloat_report::Results, name: &str, from: f64, to: f64) -> Vec<f64> {
-    let series = results.probes.iter().find(|p| p.name == name).expect("probe series");
-    series.samples.iter().filter(|s| s.t >= from && s.t < to).filter_map(|s| s.rtt_ms).collect()
+    let series = results
+        .probes
+        .iter()
+        .find(|p| p.name == name)
+        .expect("probe series");
+    series
+        .samples
+        .iter()
+        .filter(|s| s.t >= from && s.t < to)
+        .filter_map(|s| s.rtt_ms)
+        .collect()
 }
