@@ -233,6 +233,9 @@ fn de_ack_filter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<AckFilter>, D
         A::B(true) => Ok(Some(AckFilter::Enabled)),
         A::B(false) => Ok(Some(AckFilter::Disabled)),
         A::S(s) if s == "aggressive" => Ok(Some(AckFilter::Aggressive)),
+        // What `Serialize` writes, so a stored ShapeOptions reads back (unbloat's state records).
+        A::S(s) if s == "enabled" => Ok(Some(AckFilter::Enabled)),
+        A::S(s) if s == "disabled" => Ok(Some(AckFilter::Disabled)),
         A::S(s) => Err(serde::de::Error::custom(format!(
             "invalid ack-filter {s:?}: use true, false or \"aggressive\""
         ))),
@@ -573,5 +576,36 @@ mod tests {
         assert_eq!(parse_rtt("oceanic"), Ok(Time::from_millis(300)));
         assert_eq!(parse_rtt("42ms"), Ok(Time::from_millis(42)));
         assert!(parse_rtt("soon").is_err());
+    }
+}
+
+#[cfg(test)]
+mod round_trip {
+    use super::*;
+
+    /// unbloat's state records store the options as JSON and rebuild the plan from them
+    /// (`status`, `stop`): every field must read back as it was written.
+    #[test]
+    fn options_survive_a_json_round_trip() {
+        let opts = ShapeOptions {
+            down: Some(Rate::from_mbit(78)),
+            up: Some(Rate::from_kbit(19_950)),
+            qdisc: Some(Qdisc::Cake),
+            link: Some("vdsl2".parse().unwrap()),
+            overhead: Some(-4),
+            isolation: Some(Isolation::DualHost),
+            nat: Some(true),
+            ack_filter: Some(AckFilter::Enabled),
+            rtt: Some(Time::from_millis(50)),
+            target: Some(Time::from_micros(14_570)),
+            extra_egress: Some("mpu 64".into()),
+            ..ShapeOptions::default()
+        };
+        for ack in [AckFilter::Enabled, AckFilter::Disabled, AckFilter::Aggressive] {
+            let o = ShapeOptions { ack_filter: Some(ack), ..opts.clone() };
+            let json = serde_json::to_value(&o).unwrap();
+            let back: ShapeOptions = serde_json::from_value(json.clone()).unwrap_or_else(|e| panic!("{json}: {e}"));
+            assert_eq!(back, o);
+        }
     }
 }

@@ -422,22 +422,30 @@ impl Mismatches {
             .filter_map(|f| f.u32_key())
             .collect();
         let expected = format!("DSCP {} to {}", want.dscp, want.flowid);
+        // Several filters share one prio (one u32 table per protocol), so the planned filter
+        // matches if ANY key at that prio carries its DSCP and class, not just the first.
+        let dscp_of = |key: &&crate::tcjson::U32Key| {
+            key.matches.iter().find_map(|m| match want.protocol {
+                FilterProtocol::Ipv6 => m.ipv6_dscp(),
+                _ => m.ipv4_dscp(),
+            })
+        };
+        if candidates
+            .iter()
+            .any(|k| dscp_of(k) == Some(want.dscp) && k.flowid == Some(want.flowid))
+        {
+            return;
+        }
         let Some(key) = candidates.first() else {
             self.missing(&place, "u32 filter", &expected);
             return;
         };
-        let dscp = key.matches.iter().find_map(|m| match want.protocol {
-            FilterProtocol::Ipv6 => m.ipv6_dscp(),
-            _ => m.ipv4_dscp(),
-        });
         let found = format!(
             "DSCP {} to {}",
-            dscp.map_or("?".to_string(), |d| d.to_string()),
+            dscp_of(key).map_or("?".to_string(), |d| d.to_string()),
             key.flowid.map_or("?".to_string(), |h| h.to_string())
         );
-        if dscp != Some(want.dscp) || key.flowid != Some(want.flowid) {
-            self.differs(&place, "u32 match", found, expected);
-        }
+        self.differs(&place, "u32 match", found, expected);
     }
 
     fn redirect(&mut self, r: &Redirect, live: &LiveState) {
