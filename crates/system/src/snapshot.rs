@@ -84,11 +84,22 @@ pub fn is_default(q: &Value) -> bool {
             ))
 }
 
-/// Drops what changes without anyone configuring anything (reference counts), so two snapshots
-/// of an unchanged device compare equal.
+/// Drops what changes without anyone configuring anything, so two snapshots of an unchanged
+/// device compare equal: reference counts, and handles the kernel picked by itself (a qdisc
+/// added without `handle` gets the next free major from 8001: upwards, net/sched/sch_api.c
+/// `qdisc_alloc_handle`), which differ each time the same setup is re-created.
 fn normalise(mut q: Value) -> Value {
     if let Value::Object(map) = &mut q {
         map.remove("refcnt");
+        let auto = map
+            .get("handle")
+            .and_then(Value::as_str)
+            .and_then(|h| h.strip_suffix(':'))
+            .and_then(|major| u32::from_str_radix(major, 16).ok())
+            .is_some_and(|major| major >= 0x8000);
+        if auto {
+            map.insert("handle".into(), Value::String("auto".into()));
+        }
     }
     q
 }
@@ -140,5 +151,12 @@ mod tests {
         let a = normalise(json!({"kind":"noqueue","handle":"0:","root":true,"refcnt":2}));
         let b = normalise(json!({"kind":"noqueue","handle":"0:","root":true,"refcnt":3}));
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn kernel_chosen_handles_do_not_make_snapshots_differ_but_chosen_ones_do() {
+        let cake = |h: &str| normalise(json!({"kind":"cake","handle":h,"root":true}));
+        assert_eq!(cake("8002:"), cake("8007:"));
+        assert_ne!(cake("1:"), cake("2:"));
     }
 }
