@@ -216,9 +216,11 @@ fn de_rtt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Time>, D::Error> {
         N(u64),
         S(String),
     }
-    match T::deserialize(d)? {
-        T::N(us) => Ok(Some(Time::from_micros(us))),
-        T::S(s) => parse_rtt(&s).map(Some).map_err(serde::de::Error::custom),
+    // `null` is what `Serialize` writes for an unset field.
+    match Option::<T>::deserialize(d)? {
+        None => Ok(None),
+        Some(T::N(us)) => Ok(Some(Time::from_micros(us))),
+        Some(T::S(s)) => parse_rtt(&s).map(Some).map_err(serde::de::Error::custom),
     }
 }
 
@@ -229,14 +231,16 @@ fn de_ack_filter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<AckFilter>, D
         B(bool),
         S(String),
     }
-    match A::deserialize(d)? {
-        A::B(true) => Ok(Some(AckFilter::Enabled)),
-        A::B(false) => Ok(Some(AckFilter::Disabled)),
-        A::S(s) if s == "aggressive" => Ok(Some(AckFilter::Aggressive)),
-        // What `Serialize` writes, so a stored ShapeOptions reads back (unbloat's state records).
-        A::S(s) if s == "enabled" => Ok(Some(AckFilter::Enabled)),
-        A::S(s) if s == "disabled" => Ok(Some(AckFilter::Disabled)),
-        A::S(s) => Err(serde::de::Error::custom(format!(
+    // `null`, "enabled" and "disabled" are what `Serialize` writes, so a stored ShapeOptions
+    // reads back (unbloat's state records).
+    match Option::<A>::deserialize(d)? {
+        None => Ok(None),
+        Some(A::B(true)) => Ok(Some(AckFilter::Enabled)),
+        Some(A::B(false)) => Ok(Some(AckFilter::Disabled)),
+        Some(A::S(s)) if s == "aggressive" => Ok(Some(AckFilter::Aggressive)),
+        Some(A::S(s)) if s == "enabled" => Ok(Some(AckFilter::Enabled)),
+        Some(A::S(s)) if s == "disabled" => Ok(Some(AckFilter::Disabled)),
+        Some(A::S(s)) => Err(serde::de::Error::custom(format!(
             "invalid ack-filter {s:?}: use true, false or \"aggressive\""
         ))),
     }
@@ -601,11 +605,27 @@ mod round_trip {
             extra_egress: Some("mpu 64".into()),
             ..ShapeOptions::default()
         };
-        for ack in [AckFilter::Enabled, AckFilter::Disabled, AckFilter::Aggressive] {
-            let o = ShapeOptions { ack_filter: Some(ack), ..opts.clone() };
+        let unset = ShapeOptions {
+            down: Some(Rate::from_mbit(1)),
+            ..ShapeOptions::default()
+        };
+        for ack in [
+            Some(AckFilter::Enabled),
+            Some(AckFilter::Disabled),
+            Some(AckFilter::Aggressive),
+            None,
+        ] {
+            let o = ShapeOptions {
+                ack_filter: ack,
+                ..opts.clone()
+            };
             let json = serde_json::to_value(&o).unwrap();
-            let back: ShapeOptions = serde_json::from_value(json.clone()).unwrap_or_else(|e| panic!("{json}: {e}"));
+            let back: ShapeOptions =
+                serde_json::from_value(json.clone()).unwrap_or_else(|e| panic!("{json}: {e}"));
             assert_eq!(back, o);
         }
+        let back: ShapeOptions =
+            serde_json::from_value(serde_json::to_value(&unset).unwrap()).unwrap();
+        assert_eq!(back, unset);
     }
 }
