@@ -14,7 +14,13 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (needs, argv) = match args.split_first() {
         Some((needs, rest)) if rest.first().map(String::as_str) == Some("--") && rest.len() > 1 => {
-            (needs.split(',').filter(|s| !s.is_empty()).collect::<Vec<_>>(), rest[1..].to_vec())
+            (
+                needs
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>(),
+                rest[1..].to_vec(),
+            )
         }
         _ => {
             eprintln!("usage: in_kernel QDISC[,QDISC...] -- PROGRAM [ARGS...]");
@@ -29,7 +35,11 @@ fn main() -> ExitCode {
         }
     };
     eprintln!("in_kernel: running in the {} kernel", kernel.describe());
-    let opts = GuestOptions { stream: true, timeout: Duration::from_secs(1800), ..GuestOptions::default() };
+    let opts = GuestOptions {
+        stream: true,
+        timeout: Duration::from_secs(1800),
+        ..GuestOptions::default()
+    };
     match kernel.run(&argv, &opts) {
         Ok(out) => ExitCode::from(u8::try_from(out.status).unwrap_or(1)),
         Err(e) => {

@@ -160,7 +160,8 @@ impl Kernel {
         }
         let root = is_root();
         let host = if root {
-            let caps = probe::probe(&SystemRunner::from_env(), &probe::qdisc_kinds(required))?;
+            // Plain tc/ip: a fault-injecting UNBLOAT_TC wrapper is meant for the work, not for this choice.
+            let caps = probe::probe(&SystemRunner::plain(), &probe::qdisc_kinds(required))?;
             let missing = caps.missing(required);
             if missing.is_empty() {
                 return Ok(Kernel::Host);

@@ -1,7 +1,7 @@
 //! Tests that need a real kernel's qdiscs: run the test body here when this kernel has them,
 //! otherwise re-run the same test binary, filtered to that one test, inside User-Mode Linux.
 //!
-//! ```ignore
+//! ```no_run
 //! unbloat_system::real_kernel_test! {
 //!     /// cake shapes a veth (doc comments and attributes pass through).
 //!     fn cake_on_a_veth() needs ["cake", "htb"] {
@@ -12,7 +12,9 @@
 //!
 //! or by hand, when the body must come first in a function of its own:
 //!
-//! ```ignore
+//! ```no_run
+//! use unbloat_system::kernel::run_test_in_real_kernel;
+//!
 //! #[test]
 //! fn cake_on_a_veth() {
 //!     if !run_test_in_real_kernel(concat!(module_path!(), "::cake_on_a_veth"), &["cake"]) {
