@@ -91,7 +91,7 @@ pub enum ConfigError {
         path: PathBuf,
         at: Position,
         name: String,
-        source: SpecError,
+        source: Box<SpecError>,
     },
 }
 
@@ -137,7 +137,7 @@ impl ConfigFile {
                 path: path.to_path_buf(),
                 at,
                 name: name.get_ref().clone(),
-                source,
+                source: Box::new(source),
             })?;
             interfaces.push(InterfaceConfig {
                 name: iface,
@@ -169,7 +169,7 @@ impl ConfigFile {
                         path: self.path.clone(),
                         at: i.at,
                         name: i.name.to_string(),
-                        source,
+                        source: Box::new(source),
                     },
                 )
             })

@@ -149,6 +149,16 @@ fn range(
     }
 }
 
+/// What the kernel reports back (`tc -j` `target`/`interval`, µs) for a time written to it:
+/// sch_fq_codel.c keeps CoDel times in units of 1024 ns (`(us * NSEC_PER_USEC) >> CODEL_SHIFT`)
+/// and dumps `codel_time_to_us()`, so 29983us reads back as 29982 and 5ms as 4999. Verification
+/// must compare `kernel_reported(planned)` with the live value, not `planned`.
+pub fn kernel_reported(t: Time) -> Time {
+    const CODEL_SHIFT: u32 = 10;
+    let units = t.micros().saturating_mul(1000) >> CODEL_SHIFT;
+    Time::from_micros((units << CODEL_SHIFT) / 1000)
+}
+
 impl FqCodelParams {
     /// The words after `fq_codel`: `limit 1001 flows 1024 quantum 300 target 5ms interval 100ms
     /// noecn`. Times are written in µs-exact units, as `Time` displays them.
@@ -212,6 +222,23 @@ mod tests {
         assert_eq!(f.quantum, 300);
         assert!(!f.ecn);
         assert!(p(Rate::from_kbit(1000), Direction::Ingress).ecn);
+    }
+
+    #[test]
+    fn kernel_times_are_1024ns_units() {
+        // Seen in UML 6.1: target 29983us planned, 29982 in `tc -j qdisc`.
+        assert_eq!(
+            kernel_reported(Time::from_micros(29_983)),
+            Time::from_micros(29_982)
+        );
+        assert_eq!(
+            kernel_reported(Time::from_micros(124_983)),
+            Time::from_micros(124_982)
+        );
+        assert_eq!(
+            kernel_reported(Time::from_millis(5)),
+            Time::from_micros(4_999)
+        );
     }
 
     #[test]

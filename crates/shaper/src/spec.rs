@@ -300,3 +300,194 @@ fn check_qdisc_fit(qdisc: Qdisc, o: &ShapeOptions) -> Result<(), SpecError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::Isolation;
+    use crate::plan::{AckFilter, Diffserv};
+
+    fn toml_opts(t: &str) -> ShapeOptions {
+        toml::from_str(t).expect("test options parse")
+    }
+    fn err(t: &str) -> String {
+        Spec::new("eth0".parse().expect("name"), &toml_opts(t))
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn bad_units_are_refused_naming_the_value() {
+        let e = toml::from_str::<ShapeOptions>("down = \"78mbits\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("invalid rate \"78mbits\""), "{e}");
+        let e = toml::from_str::<ShapeOptions>("rtt = \"5 parsecs\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"5 parsecs\""), "{e}");
+    }
+
+    #[test]
+    fn zero_both_is_nothing_to_shape() {
+        assert_eq!(
+            err("down = 0\nup = \"0mbit\""),
+            "eth0: nothing to shape: --down and --up are both 0 or absent; give at least one rate"
+        );
+        assert!(err("").contains("nothing to shape"));
+    }
+
+    #[test]
+    fn negative_rates_are_refused() {
+        let e = toml::from_str::<ShapeOptions>("up = -5")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("may not be negative: -5"), "{e}");
+        assert!("-5mbit".parse::<Rate>().is_err());
+    }
+
+    #[test]
+    fn absurd_rates_are_refused_with_the_reason() {
+        let e = err("up = \"4kbit\"");
+        assert!(e.starts_with("--up 4kbit: below 8kbit"), "{e}");
+        assert!(e.contains("1.5 s"), "{e}");
+        let e = err("down = \"200gbit\"");
+        assert!(e.starts_with("--down 200gbit: above 100gbit"), "{e}");
+        assert!(Spec::new("eth0".parse().expect("name"), &toml_opts("up = \"8kbit\"")).is_ok());
+    }
+
+    #[test]
+    fn interface_names_too_long_or_unsafe_for_tc_batch() {
+        let e = parse_iface("averyveryverylongname")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"averyveryverylongname\"") && e.contains("longer than 15 bytes"),
+            "{e}"
+        );
+        let e = parse_iface("wan#1").unwrap_err().to_string();
+        assert!(e.contains("\"wan#1\"") && e.contains("'#'"), "{e}");
+        assert!(parse_iface("eth0.2").is_ok());
+    }
+
+    #[test]
+    fn overhead_and_mpu_ranges() {
+        assert_eq!(
+            err("up = \"1mbit\"\noverhead = 300"),
+            "--overhead 300: out of range -64..256 (cake's limit)"
+        );
+        assert!(err("up = \"1mbit\"\noverhead = -65").starts_with("--overhead -65: out of range"));
+        assert!(err("up = \"1mbit\"\nmpu = 257").starts_with("--mpu 257: out of range 0..256"));
+        assert!(err("up = \"1mbit\"\nmpu = -1").starts_with("--mpu -1: out of range 0..256"));
+        assert!(
+            err("up = \"1mbit\"\nextra-egress = \"overhead 999\"").starts_with("--overhead 999:")
+        );
+    }
+
+    #[test]
+    fn atm_with_ptm_is_a_conflict() {
+        let e = err("up = \"1mbit\"\nlink = \"vdsl2\"\nframing = \"atm\"");
+        assert!(
+            e.starts_with("--framing atm conflicts with --link vdsl2"),
+            "{e}"
+        );
+        let e = err("up = \"1mbit\"\nlink = \"pppoe-llcsnap\"\nextra-egress = \"ptm\"");
+        assert!(
+            e.starts_with("--framing ptm conflicts with --link pppoe-llcsnap"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn cake_options_with_fq_codel_name_the_option_and_the_fix() {
+        for (line, option) in [
+            ("ack-filter = true", "--ack-filter ack-filter"),
+            ("diffserv = \"diffserv4\"", "--diffserv diffserv4"),
+            ("isolation = \"dual-host\"", "--isolation dual-host"),
+            ("nat = true", "--nat true"),
+            ("wash = true", "--wash true"),
+            ("rtt = \"metro\"", "--rtt 10ms"),
+        ] {
+            let e = err(&format!("qdisc = \"fq_codel\"\nup = \"1mbit\"\n{line}"));
+            assert!(e.starts_with(option), "{e}");
+            assert!(e.contains("use --qdisc cake"), "{e}");
+        }
+        let e = err("qdisc = \"fq_codel\"\nup = \"1mbit\"\nextra-egress = \"ack-filter\"");
+        assert!(
+            e.contains("\"ack-filter\" is not a fq_codel option") && e.contains("--qdisc cake"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn fq_codel_options_and_tiers_with_cake_are_refused() {
+        let e = err("up = \"1mbit\"\ntiers = 3");
+        assert!(
+            e.starts_with("--tiers 3: tiers are for --qdisc fq_codel"),
+            "{e}"
+        );
+        let e = err("up = \"1mbit\"\ntarget = \"5ms\"");
+        assert!(e.starts_with("--target 5ms: an fq_codel option"), "{e}");
+        let e = err("qdisc = \"fq_codel\"\nup = \"1mbit\"\ntiers = 2");
+        assert!(e.starts_with("--tiers 2: use 1"), "{e}");
+    }
+
+    #[test]
+    fn unknown_extra_words_are_refused() {
+        let e = err("up = \"1mbit\"\nextra-egress = \"nat frobnicate\"");
+        assert!(
+            e.starts_with("extra-egress: \"frobnicate\" is not a cake option"),
+            "{e}"
+        );
+        let e = err("down = \"1mbit\"\nextra-ingress = \"autorate-ingress\"");
+        assert!(
+            e.contains("\"autorate-ingress\"") && e.contains("unbloat tune"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn defaults_follow_the_field() {
+        let s = Spec::new(
+            "eth0".parse().expect("name"),
+            &toml_opts("down = \"78mbit\"\nup = \"19950kbit\""),
+        )
+        .expect("valid");
+        let (Some(e), Some(i)) = (&s.egress, &s.ingress) else {
+            panic!("both directions")
+        };
+        let (ShaperSpec::Cake(e), ShaperSpec::Cake(i)) = (&e.shaper, &i.shaper) else {
+            panic!("cake")
+        };
+        assert_eq!(e.diffserv, Diffserv::Diffserv3);
+        assert_eq!(e.ack_filter, AckFilter::Disabled);
+        assert!(!e.nat && !e.ingress && i.ingress);
+        assert_eq!(s.ifb.as_str(), "ifb4eth0");
+        assert!(s.warnings.is_empty());
+    }
+
+    #[test]
+    fn host_isolation_without_nat_warns() {
+        let mut o = toml_opts("up = \"10mbit\"");
+        o.isolation = Some(Isolation::DualHost);
+        let s = Spec::new("eth0".parse().expect("name"), &o).expect("valid");
+        assert!(s.warnings[0].contains("without --nat"), "{:?}", s.warnings);
+    }
+
+    #[test]
+    fn extra_strings_apply_to_their_direction_only() {
+        let s = Spec::new(
+            "eth0".parse().expect("name"),
+            &toml_opts("down = \"78mbit\"\nup = \"20mbit\"\nextra-egress = \"nat dual-srchost ack-filter mpu 64\""),
+        )
+        .expect("valid");
+        let (Some(e), Some(i)) = (&s.egress, &s.ingress) else {
+            panic!("both")
+        };
+        let (ShaperSpec::Cake(e), ShaperSpec::Cake(i)) = (&e.shaper, &i.shaper) else {
+            panic!("cake")
+        };
+        assert!(e.nat && e.ack_filter == AckFilter::Enabled && e.link.mpu == 64);
+        assert!(!i.nat && i.ack_filter == AckFilter::Disabled && i.link.mpu == 84);
+    }
+}
