@@ -1,1 +1,128 @@
-fn main() {}
+//! `unbloat`: smart queue management for Linux. This binary only parses arguments and glues the
+//! library crates together (see the workspace README for the map):
+//! shaping (`plan`, `start`, `stop`, `status`, `config check`) in [`shape`], measuring (`test`,
+//! `serve`, `plot`) in [`measure`], the emulated network (`lab`) in [`lab`], benchmarks in
+//! [`bench`], and running work in a kernel that has every qdisc in [`kernel`].
+
+mod bench;
+mod flags;
+mod kernel;
+mod lab;
+mod measure;
+mod shape;
+
+use clap::{Parser, Subcommand};
+
+const EXIT_CODES: &str = "\
+Exit status:
+  0  success (for start: shaped and verified, or already shaped exactly as asked)
+  1  the operation failed; for start, the interface was left exactly as it was
+  2  invalid input (a flag, a value, a config file): nothing was touched
+  3  a test or lab ran but could not measure everything (partial results were saved)
+
+Examples:
+  unbloat plan eth0 --down 78mbit --up 19950kbit --link vdsl2
+  unbloat start eth0 --down 78mbit --up 19950kbit --link vdsl2 --nat --isolation dual-host
+  unbloat status eth0
+  unbloat stop eth0
+  unbloat serve                      (on the far end)
+  unbloat test far.example.net --profile rrul --out results/
+  unbloat lab                        (the emulated before/after)";
+
+#[derive(Parser)]
+#[command(
+    name = "unbloat",
+    version,
+    about = "Smart queue management for Linux: remove bufferbloat, and prove it",
+    long_about = "unbloat shapes a link with the kernel's own cake, or HTB + fq_codel (egress on the WAN \
+device, ingress through an IFB), with link-layer compensation, per-host fairness and DSCP tins; it \
+measures latency under load and grades it; and it builds an emulated bloated access network to show \
+the problem and the cure.\n\nEvery change is validated before the kernel is touched, read back from \
+the kernel and verified, and rolled back entirely if anything fails.",
+    after_help = EXIT_CODES
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the exact `ip` and `tc` commands a start would run (touches nothing).
+    Plan(shape::PlanArgs),
+    /// Shape an interface (or every interface of the config file), atomically.
+    Start(shape::StartArgs),
+    /// Remove exactly what `start` created on an interface.
+    Stop(shape::StopArgs),
+    /// Show what the kernel is doing on a shaped interface.
+    Status(shape::StatusArgs),
+    /// Work with config files.
+    #[command(subcommand)]
+    Config(shape::ConfigCommand),
+    /// Measure latency under load against an `unbloat serve`, and grade it.
+    Test(measure::TestCmd),
+    /// Be the far end of `unbloat test`.
+    Serve(unbloat_measure::ServeArgs),
+    /// Redraw the plots of a results file.
+    Plot(unbloat_report::files::PlotArgs),
+    /// Build an emulated bloated access network and compare strategies on it.
+    Lab(lab::LabCmd),
+    /// Benchmarks of unbloat itself (start, status) and of its measurements.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+    /// Run a command in a kernel that has every qdisc (the host's, or User-Mode Linux).
+    #[command(hide = true)]
+    Kernel(kernel::KernelArgs),
+}
+
+/// An error with the exit status it deserves.
+pub struct Failure {
+    pub code: i32,
+    pub error: anyhow::Error,
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Failure {
+        Failure {
+            code: 1,
+            error: e.into(),
+        }
+    }
+}
+
+/// Marks an error as invalid input (exit 2).
+pub fn invalid(e: impl Into<anyhow::Error>) -> Failure {
+    Failure {
+        code: 2,
+        error: e.into(),
+    }
+}
+
+fn main() {
+    // A closed pipe (`unbloat status | head`) ends the program quietly, as for any Unix tool.
+    // SAFETY: restoring the default signal disposition before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Plan(a) => shape::plan(&a),
+        Command::Start(a) => shape::start(&a),
+        Command::Stop(a) => shape::stop(&a),
+        Command::Status(a) => shape::status(&a),
+        Command::Config(c) => shape::config(&c),
+        Command::Test(a) => measure::test(&a),
+        Command::Serve(a) => unbloat_measure::run_serve(&a).map_err(Failure::from),
+        Command::Plot(a) => unbloat_report::files::run_plot(&a).map_err(Failure::from),
+        Command::Lab(a) => lab::lab(&a),
+        Command::Bench(b) => bench::bench(&b),
+        Command::Kernel(a) => kernel::run(&a),
+    };
+    if let Err(f) = result {
+        eprintln!("unbloat: error: {}", f.error);
+        for cause in f.error.chain().skip(1) {
+            eprintln!("  caused by: {cause}");
+        }
+        std::process::exit(f.code);
+    }
+}
