@@ -87,10 +87,8 @@ pub struct GuestOutput {
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
     #[error(
-        "no kernel here has {}: {}; and User-Mode Linux cannot stand in: {uml}{}",
-        .required.join(", "),
-        .host,
-        if *.root { "" } else { " (the host kernel was not probed: that needs root)" }
+        "no kernel here has {}: {host}; and User-Mode Linux cannot stand in: {uml}",
+        .required.join(", ")
     )]
     NoKernel {
         required: Vec<String>,
@@ -98,6 +96,7 @@ pub enum KernelError {
         host: String,
         /// Why UML is not usable, with what to install.
         uml: String,
+        /// Whether we ran as root (the host kernel can only be probed as root).
         root: bool,
     },
     #[error("{KERNEL_ENV}={value} is not understood: use `host` or `uml`")]
@@ -140,8 +139,12 @@ impl Kernel {
     /// Picks a kernel that has every qdisc kind in `required` (and `ifb`, `mirred`, `u32` when
     /// listed). See the module doc for the rules.
     pub fn detect(required: &[&str]) -> Result<Kernel, KernelError> {
-        let forced = std::env::var(KERNEL_ENV).unwrap_or_default();
-        match forced.as_str() {
+        Kernel::detect_forced(&std::env::var(KERNEL_ENV).unwrap_or_default(), required)
+    }
+
+    /// [`Kernel::detect`] with `forced` in place of `$UNBLOAT_KERNEL` ("" = not forced).
+    fn detect_forced(forced: &str, required: &[&str]) -> Result<Kernel, KernelError> {
+        match forced {
             "host" => return Ok(Kernel::Host),
             "uml" => {
                 return Uml::find()
@@ -172,7 +175,7 @@ impl Kernel {
                 .collect::<Vec<_>>()
                 .join("; ")
         } else {
-            "the host kernel was not probed".to_string()
+            "the host kernel could not be probed: that needs root".to_string()
         };
         match Uml::find() {
             Ok(uml) => Ok(Kernel::Uml(uml)),
@@ -525,6 +528,44 @@ mod tests {
             )
             .unwrap_err();
         assert!(err.to_string().contains("unbloat-no-such-program"), "{err}");
+    }
+
+    #[test]
+    fn the_forced_choice_is_obeyed_or_refused() {
+        assert_eq!(
+            Kernel::detect_forced("host", &["cake"]).unwrap(),
+            Kernel::Host
+        );
+        let err = Kernel::detect_forced("qemu", &["cake"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "UNBLOAT_KERNEL=qemu is not understood: use `host` or `uml`"
+        );
+        match Kernel::detect_forced("uml", &["cake"]) {
+            Ok(Kernel::Uml(uml)) => assert!(uml.modules.ends_with(&uml.version)),
+            Ok(Kernel::Host) => panic!("uml was forced"),
+            Err(e) => assert!(
+                e.to_string().contains("apt-get install user-mode-linux"),
+                "{e}"
+            ),
+        }
+    }
+
+    #[test]
+    fn no_kernel_says_what_is_missing_what_to_install_and_about_root() {
+        let err = KernelError::NoKernel {
+            required: vec!["cake".into(), "htb".into()],
+            host: "the host kernel could not be probed: that needs root".into(),
+            uml: "linux.uml is not installed; install it with `apt-get install user-mode-linux`"
+                .into(),
+            root: false,
+        };
+        assert_eq!(
+            err.to_string(),
+            "no kernel here has cake, htb: the host kernel could not be probed: that needs root; and \
+             User-Mode Linux cannot stand in: linux.uml is not installed; install it with \
+             `apt-get install user-mode-linux`"
+        );
     }
 
     #[test]
