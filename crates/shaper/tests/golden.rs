@@ -9,135 +9,34 @@ use unbloat_shaper::plan::Plan;
 use unbloat_shaper::spec::Spec;
 
 /// (file name, interface, options as the TOML table of a config file would say them).
-const CASES: &[(&str, &str, &str)] = &[
-    (
-        "cake_vdsl2",
-        "eth0",
-        r#"down = "78mbit"
-up = "19950kbit"
-link = "vdsl2""#,
-    ),
-    (
-        "cake_adsl_pppoe_llcsnap",
-        "eth0",
-        r#"down = "6mbit"
-up = "700kbit"
-link = "pppoe-llcsnap""#,
-    ),
-    (
-        "cake_docsis",
-        "eth0",
-        r#"down = "200mbit"
-up = "20mbit"
-link = "docsis""#,
-    ),
-    (
-        "cake_ethernet",
-        "eth0",
-        r#"down = "500mbit"
-up = "500mbit"
-link = "ethernet""#,
-    ),
-    (
-        "cake_raw_overhead",
-        "eth0",
-        r#"down = "50mbit"
-up = "10mbit"
-link = "raw"
-overhead = 18
-mpu = 64"#,
-    ),
-    (
-        "cake_overhead_explicit",
-        "eth0",
-        r#"down = "50mbit"
-up = "10mbit"
-overhead = 44
-mpu = 64
-framing = "none""#,
-    ),
-    (
-        "cake_egress_only",
-        "eth0",
-        r#"up = "10mbit"
-down = 0"#,
-    ),
-    ("cake_ingress_only", "eth0", r#"down = "50mbit""#),
-    (
-        "cake_nat_dual_host",
-        "eth0",
-        r#"down = "78mbit"
-up = "19950kbit"
-link = "bridged-ptm"
-vlan = 1
-mpu = 72
-isolation = "dual-host"
-nat = true"#,
-    ),
-    (
-        "cake_diffserv4_ack_filter",
-        "eth0",
-        r#"down = "100mbit"
-up = "10mbit"
-link = "docsis"
-diffserv = "diffserv4"
-ack-filter = true"#,
-    ),
-    (
-        "cake_extra_strings",
-        "eth0",
-        r#"down = "78mbit"
-up = "19950kbit"
-extra-egress = "nat dual-srchost ack-filter mpu 64"
-extra-ingress = "nat dual-dsthost wash besteffort""#,
-    ),
-    (
-        "fq_codel_one_tier_ethernet",
-        "eth0",
-        r#"qdisc = "fq_codel"
-down = "100mbit"
-up = "20mbit"
-link = "ethernet""#,
-    ),
-    (
-        "fq_codel_three_tiers_atm",
-        "eth0",
-        r#"qdisc = "fq_codel"
-tiers = 3
-down = "6mbit"
-up = "700kbit"
-link = "pppoe-llcsnap""#,
-    ),
-    (
-        "fq_codel_egress_low_rate",
-        "eth0",
-        r#"qdisc = "fq_codel"
-up = "1mbit"
-link = "ethernet""#,
-    ),
-    (
-        "fq_codel_vdsl2_ptm",
-        "eth0",
-        r#"qdisc = "fq_codel"
-down = "78mbit"
-up = "19950kbit"
-link = "vdsl2""#,
-    ),
-    (
-        "vlan_wan",
-        "eth0.2",
-        r#"down = "78mbit"
-up = "19950kbit"
-link = "vdsl2""#,
-    ),
-    (
-        "long_interface_name",
-        "enx00e04c680123",
-        r#"down = "100mbit"
-up = "40mbit"
-link = "docsis""#,
-    ),
-];
+/// The cases, shared with the kernel tests of the binary (crates/cli/tests): `[NAME]`, an `iface`
+/// line, then the options exactly as written (kept as text, in the file's order, because the
+/// golden files quote them).
+fn cases() -> Vec<(String, String, String)> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/cases.toml");
+    let text = std::fs::read_to_string(&path).expect("tests/golden/cases.toml");
+    let _: toml::Table = toml::from_str(&text).expect("cases.toml is TOML");
+    let mut out: Vec<(String, String, String)> = Vec::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            out.push((name.to_string(), String::new(), String::new()));
+        } else if let Some(case) = out.last_mut() {
+            match line.strip_prefix("iface = ") {
+                Some(iface) => case.1 = iface.trim_matches('"').to_string(),
+                None => {
+                    if !case.2.is_empty() {
+                        case.2.push('\n');
+                    }
+                    case.2.push_str(line);
+                }
+            }
+        }
+    }
+    out
+}
 
 fn render(iface: &str, table: &str) -> String {
     let opts: ShapeOptions = toml::from_str(table).unwrap_or_else(|e| panic!("{iface}: {e}"));
@@ -181,8 +80,8 @@ fn golden_scripts() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let update = std::env::var_os("UPDATE_GOLDEN").is_some();
     let mut failures = Vec::new();
-    for (name, iface, table) in CASES {
-        let actual = render(iface, table);
+    for (name, iface, table) in cases() {
+        let actual = render(&iface, &table);
         let path = dir.join(format!("{name}.sh"));
         if update {
             std::fs::create_dir_all(&dir).expect("create tests/golden");
@@ -212,9 +111,11 @@ fn every_golden_file_has_a_case() {
             .file_name()
             .to_string_lossy()
             .into_owned();
-        let stem = name.trim_end_matches(".sh");
+        let Some(stem) = name.strip_suffix(".sh") else {
+            continue; // cases.toml itself
+        };
         assert!(
-            CASES.iter().any(|(n, _, _)| *n == stem),
+            cases().iter().any(|(n, _, _)| n == stem),
             "stale golden file {name}"
         );
     }
@@ -223,8 +124,8 @@ fn every_golden_file_has_a_case() {
 #[test]
 fn batch_lines_are_what_tc_batch_reads() {
     // No comments, no empty lines, no leading "tc": line N of a tc error is command N.
-    for (_, iface, table) in CASES {
-        let opts: ShapeOptions = toml::from_str(table).expect("case parses");
+    for (_, iface, table) in cases() {
+        let opts: ShapeOptions = toml::from_str(&table).expect("case parses");
         let plan =
             Plan::build(&Spec::new(iface.parse().expect("name"), &opts).expect("case is valid"));
         let script = plan.script();
