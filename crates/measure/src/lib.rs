@@ -13,13 +13,15 @@
 //! - [`client`]: the timeline (idle, load, idle tail) that drives all of the above and returns an
 //!   [`unbloat_report::Results`]; [`client::run_test`] is what `unbloat test` calls.
 //! - [`meta`]: the run's metadata (kernel, hostname, egress interface, its qdiscs via `tc -j`).
-//! - [`netns`]: throw-away network namespaces joined by a veth pair, for tests and benchmarks.
+//! - [`netns`]: throw-away network namespaces (client, router, server), for tests and benchmarks.
+//! - [`bench`]: the accuracy benchmarks against iperf3 and ping (`unbloat-measure-bench`).
 //!
 //! Goodput is counted where the bytes arrive: download streams count what the client reads;
 //! upload streams read `tcpi_bytes_acked` from the sender's TCP_INFO (what the server's kernel
 //! acknowledged), so the client alone sees both directions every 200 ms, even if the server
 //! vanishes mid-run. The server's own byte counts come back at the end as a cross-check.
 
+pub mod bench;
 pub mod client;
 pub mod load;
 pub mod meta;
@@ -34,7 +36,7 @@ pub use client::{
     run_test, NoProgress, Progress, ProgressStatus, TerminalProgress, TestArgs, TestFailure,
     TestPlan,
 };
-pub use server::{run_serve, serve, ServeArgs, ServeOptions, Server};
+pub use server::{run_serve, serve, BackgroundServer, ServeArgs, ServeOptions, Server};
 
 use std::net::SocketAddr;
 

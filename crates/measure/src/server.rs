@@ -285,6 +285,51 @@ impl Server {
     }
 }
 
+/// A server running on its own thread (tests, benchmarks, the lab); stopped and joined on drop.
+pub struct BackgroundServer {
+    pub addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    handle: Option<thread::JoinHandle<Result<(), MeasureError>>>,
+}
+
+impl Server {
+    /// Runs the server on a new thread until the returned handle is dropped or stopped.
+    pub fn spawn(self, addr: SocketAddr) -> Result<BackgroundServer, MeasureError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = thread::Builder::new()
+            .name("unbloat-serve".into())
+            .spawn(move || self.run_until(&flag))
+            .map_err(|e| MeasureError::io("starting the server thread", e))?;
+        Ok(BackgroundServer {
+            addr,
+            stop,
+            handle: Some(handle),
+        })
+    }
+}
+
+impl BackgroundServer {
+    /// Stops the server and waits for it.
+    pub fn stop(&mut self) -> Result<(), MeasureError> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.handle.take().map(|h| h.join()) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(MeasureError::io(
+                "server thread",
+                std::io::Error::other("panicked"),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for BackgroundServer {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
 /// Waits up to `ms` for a connection to accept.
 fn wait_readable(listener: &TcpListener, ms: i32) -> bool {
     let mut pfd = libc::pollfd {
