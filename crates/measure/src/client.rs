@@ -202,10 +202,7 @@ impl Progress for TerminalProgress {
     fn update(&mut self, status: &ProgressStatus) {
         if self.tty {
             eprint!("\r\x1b[K{}", progress_line(status));
-        } else if self
-            .last_line
-            .map_or(true, |t| t.elapsed() >= Duration::from_secs(5))
-        {
+        } else if !matches!(self.last_line, Some(t) if t.elapsed() < Duration::from_secs(5)) {
             eprintln!("{}", progress_line(status));
             self.last_line = Some(Instant::now());
         }
