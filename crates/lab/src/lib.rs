@@ -5,9 +5,21 @@
 //! - [`strategies`]: the one place that defines what each compared strategy configures
 //!   (`none`, `wondershaper`, `sqm-simple`, `sqm-piece-of-cake`, `unbloat`) as exact commands.
 //! - [`topology`]: the network namespaces of one lab run (LAN host, router, modem, internet,
-//!   server), built from a profile, and removed again whatever happens.
+//!   server), built from a profile, and removed again whatever happens ([`cleanup`]: drop guards
+//!   and the SIGINT/SIGTERM handler).
+//! - [`table`]: one comparison row per strategy from its results file; text, JSON, HTML.
+//! - [`lab`]: `unbloat lab` ([`LabArgs`], [`run_lab`]): where it runs (host kernel or UML),
+//!   calibration, one fresh network per strategy, the report directory.
+//! - [`bench`]: `unbloat bench lab` ([`run_benchmark`]): every profile x every strategy, with the
+//!   checks of issue 4 §7.
 
+pub mod bench;
 pub mod cleanup;
+pub mod lab;
 pub mod profile;
 pub mod strategies;
+pub mod table;
 pub mod topology;
+
+pub use bench::{render_benchmark, run_benchmark, BenchLabArgs};
+pub use lab::{print_report, run_lab, LabArgs, LabError, LabReport};

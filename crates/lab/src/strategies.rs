@@ -30,6 +30,9 @@ use std::fmt;
 use std::str::FromStr;
 
 use unbloat_shaper::linklayer::Framing;
+use unbloat_shaper::options::ShapeOptions;
+use unbloat_shaper::plan::Plan;
+use unbloat_shaper::spec::{parse_iface, Spec};
 use unbloat_system::runner::Cmd;
 use unbloat_units::Rate;
 
@@ -39,7 +42,9 @@ use crate::profile::LinkProfile;
 pub const SHAPE_PERCENT: u64 = 95;
 
 /// One way of managing the router's queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
     None,
@@ -144,6 +149,46 @@ pub trait UnbloatPlanner {
         down: Rate,
         up: Rate,
     ) -> Result<Vec<Cmd>, String>;
+}
+
+/// The real planner: `unbloat start WAN --down DOWN --up UP --link PRESET [--vlan 1]
+/// [--overhead N] [--mpu N]` with every other option at unbloat's default, through the shaper
+/// crate's `ShapeOptions` -> `Spec::new` -> `Plan::build` -> `Plan::script`: the `ip` steps, one
+/// `tc -batch -` with the plan's batch text, then the `ip` steps that follow it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ShaperPlanner;
+
+impl UnbloatPlanner for ShaperPlanner {
+    fn commands(
+        &self,
+        devs: &RouterDevs,
+        profile: &LinkProfile,
+        down: Rate,
+        up: Rate,
+    ) -> Result<Vec<Cmd>, String> {
+        let opts = ShapeOptions {
+            down: Some(down),
+            up: Some(up),
+            link: Some(profile.link.preset),
+            overhead: profile.link.overhead.map(i64::from),
+            mpu: profile.link.mpu.map(i64::from),
+            vlan: profile.link.vlan.then_some(1),
+            ..ShapeOptions::default()
+        };
+        let wan = parse_iface(&devs.wan).map_err(|e| e.to_string())?;
+        let spec = Spec::new(wan, &opts).map_err(|e| e.to_string())?;
+        let script = Plan::build(&spec).script();
+        let mut cmds: Vec<Cmd> = script
+            .ip_before
+            .iter()
+            .map(|a| Cmd::ip(a.clone()))
+            .collect();
+        if !script.tc_batch.is_empty() {
+            cmds.push(Cmd::tc(["-batch", "-"]).stdin(script.batch_text()));
+        }
+        cmds.extend(script.ip_after.iter().map(|a| Cmd::ip(a.clone())));
+        Ok(cmds)
+    }
 }
 
 /// Why a strategy could not be built for a profile.

@@ -218,3 +218,42 @@ fn every_combination_matches_its_golden_file() {
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }
+
+/// The `unbloat` strategy is what `unbloat plan wan0 --down .. --up .. --link ..` prints: cake on
+/// both sides with the profile's compensation, through an IFB, from the shaper crate itself.
+#[test]
+fn the_shaper_planner_gives_unbloats_own_plan_for_the_link() {
+    let p = LinkProfile::shipped("vdsl2").expect("vdsl2");
+    let cmds = commands(
+        Strategy::Unbloat,
+        &p,
+        &RouterDevs::new("wan0"),
+        &ShaperPlanner,
+    )
+    .expect("plan");
+    let text: Vec<String> = cmds.iter().map(Cmd::display).collect();
+    let all = text.join("\n");
+    assert!(all.contains("link add"), "{all}");
+    assert!(all.contains("ifb4wan0"), "{all}");
+    let batch = cmds
+        .iter()
+        .find_map(|c| c.stdin.clone())
+        .expect("a tc -batch");
+    let egress = batch
+        .lines()
+        .find(|l| l.contains("dev wan0 root") && l.contains("cake"))
+        .expect("egress cake");
+    assert!(egress.contains("bandwidth 19mbit"), "{egress}");
+    assert!(
+        egress.contains("overhead 26") && egress.contains("ptm"),
+        "{egress}"
+    );
+    let ingress = batch
+        .lines()
+        .find(|l| l.contains("dev ifb4wan0 root") && l.contains("cake"))
+        .expect("ingress cake");
+    assert!(
+        ingress.contains("bandwidth 76mbit") && ingress.contains("ingress"),
+        "{ingress}"
+    );
+}

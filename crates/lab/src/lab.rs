@@ -1,0 +1,660 @@
+//! `unbloat lab`: build the emulated link, measure it unshaped to check the emulation, then run
+//! `unbloat test` through it once per strategy, and write the comparison and a report directory.
+//!
+//! Where it runs: in this kernel when it has every qdisc the run needs (or when we already are the
+//! copy running inside a kernel), otherwise in User-Mode Linux: the same unbloat binary is run
+//! there with the same arguments plus `--in-kernel`, its progress (stderr) streamed out, and it
+//! writes the report directory (reached through UML's hostfs) including `lab.json`, which this
+//! side reads back. When neither can work (not root, no UML, no qdiscs) the error says which.
+//!
+//! Each strategy gets a fresh network (topology built, strategy applied, `unbloat serve` started,
+//! test run, everything torn down): no modem FIFO backlog, TCP metrics cache or qdisc state
+//! carries over from one strategy to the next.
+//!
+//! Honest numbers (issue 4 §6): before the strategies, a calibration run with no shaping measures
+//! each direction alone. If the emulated bottleneck delivers less than [`CALIBRATION_MIN_SHARE`]
+//! of the link's theoretical TCP goodput, the machine (or UML's one CPU) cannot emulate this link
+//! and the report says the run is CPU-bound instead of presenting the numbers as the link's.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use unbloat_report::model::Results;
+use unbloat_system::kernel::{in_guest, is_root, GuestOptions, Kernel, KernelError};
+use unbloat_system::runner::SystemRunner;
+use unbloat_units::Time;
+
+use crate::profile::{LinkProfile, ProfileError};
+use crate::strategies::{self, ShaperPlanner, Strategy, StrategyError};
+use crate::table::{self, HtmlSection, Row};
+use crate::topology::{LiveTopology, Node, Topology, TopologyError};
+
+/// The calibration passes when each direction unshaped reaches this share of the theoretical.
+pub const CALIBRATION_MIN_SHARE: f64 = 0.90;
+/// Port `unbloat serve` listens on in the lab (its default).
+pub const SERVE_PORT: u16 = 4420;
+/// Length of each calibration direction's load.
+const CALIBRATION_LOAD: &str = "6s";
+
+/// `unbloat lab` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LabArgs {
+    /// Link profile: a shipped name (dsl-2002, adsl, vdsl2, docsis, fiber) or a TOML file.
+    #[arg(long, value_name = "P", default_value = crate::profile::DEFAULT_PROFILE)]
+    pub profile: String,
+    /// Strategies to compare, in order: none, wondershaper, sqm-simple, sqm-piece-of-cake, unbloat.
+    #[arg(long, value_name = "A,B,..", default_value = "none,unbloat")]
+    pub strategies: String,
+    /// The `unbloat test` profile each strategy is measured with.
+    #[arg(long, value_name = "T", default_value = "rrul")]
+    pub test: String,
+    /// How long the load of each test lasts.
+    #[arg(long, value_name = "D", default_value = "30s")]
+    pub duration: Time,
+    /// The report directory (HTML page, table, results and flent files).
+    #[arg(long, value_name = "DIR", default_value = "unbloat-lab-report")]
+    pub out: PathBuf,
+    /// Print the comparison as JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Internal: this process already runs in a kernel that has every qdisc (the UML re-exec).
+    #[arg(long, hide = true)]
+    pub in_kernel: bool,
+}
+
+impl Default for LabArgs {
+    fn default() -> LabArgs {
+        LabArgs {
+            profile: crate::profile::DEFAULT_PROFILE.into(),
+            strategies: "none,unbloat".into(),
+            test: "rrul".into(),
+            duration: Time::from_secs(30),
+            out: "unbloat-lab-report".into(),
+            json: false,
+            in_kernel: false,
+        }
+    }
+}
+
+/// What the calibration found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    pub down_bps: Option<f64>,
+    pub up_bps: Option<f64>,
+    pub down_share: Option<f64>,
+    pub up_share: Option<f64>,
+    /// False: the emulation could not carry the link's rate; the comparison is CPU-bound.
+    pub ok: bool,
+}
+
+/// One strategy's run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StrategyRun {
+    pub row: Row,
+    /// The commands applied on the router, as shell lines.
+    pub commands: Vec<String>,
+    /// The results file, relative to the report directory.
+    pub results_file: String,
+}
+
+/// Everything a lab run produced; also written as `lab.json` in the report directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabReport {
+    pub profile: LinkProfile,
+    pub test: String,
+    pub duration_s: f64,
+    /// `host` or `User-Mode Linux 6.1...`.
+    pub kernel: String,
+    pub calibration: Calibration,
+    pub runs: Vec<StrategyRun>,
+    pub out_dir: PathBuf,
+    /// Things the reader must know (CPU-bound runs, partial tests).
+    pub notes: Vec<String>,
+}
+
+impl LabReport {
+    pub fn rows(&self) -> Vec<Row> {
+        self.runs.iter().map(|r| r.row.clone()).collect()
+    }
+
+    /// The heading, notes and table, as `unbloat lab` prints them.
+    pub fn render_text(&self) -> String {
+        let mut out = format!(
+            "unbloat lab: {}\ntest {} with {:.0} s of load; kernel: {}\n{}\n",
+            self.profile,
+            self.test,
+            self.duration_s,
+            self.kernel,
+            calibration_line(&self.calibration)
+        );
+        for n in &self.notes {
+            out.push_str(&format!("note: {n}\n"));
+        }
+        out.push('\n');
+        out.push_str(&table::render_text(&self.rows()));
+        out.push_str(&format!(
+            "report: {}\n",
+            self.out_dir.join("index.html").display()
+        ));
+        out
+    }
+}
+
+fn calibration_line(c: &Calibration) -> String {
+    let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.0} %", v * 100.0));
+    format!(
+        "calibration (unshaped, one direction at a time): down {}, up {} of the theoretical TCP goodput: {}",
+        pct(c.down_share),
+        pct(c.up_share),
+        if c.ok { "the emulation keeps up" } else { "CPU-BOUND, the numbers below understate the link" }
+    )
+}
+
+/// Why the lab could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    #[error("--strategies {0}")]
+    Strategies(String),
+    #[error("--test {0:?}: a test profile name must be letters, digits, '_' or '-'")]
+    TestName(String),
+    #[error("--duration {0}: give at least 2s")]
+    Duration(Time),
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    #[error(transparent)]
+    Strategy(#[from] StrategyError),
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    #[error("the lab needs a kernel with {needs}: {source}")]
+    Kernel {
+        needs: String,
+        #[source]
+        source: KernelError,
+    },
+    #[error("the lab builds network namespaces, which needs root: run it with sudo")]
+    NotRoot,
+    #[error("{what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`unbloat test` for strategy {strategy} failed (exit status {status}): {detail}")]
+    Test {
+        strategy: String,
+        status: i32,
+        detail: String,
+    },
+    #[error("the results of strategy {strategy} cannot be read: {detail}")]
+    Results { strategy: String, detail: String },
+    #[error("the lab run inside {kernel} failed (exit status {status}){detail}")]
+    Guest {
+        kernel: String,
+        status: i32,
+        detail: String,
+    },
+}
+
+fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> LabError + 'a {
+    move |source| LabError::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The kernel pieces a run of `strategies` needs: the topology's, plus each strategy's.
+pub fn kernel_needs(strategies: &[Strategy]) -> Vec<&'static str> {
+    let mut needs = vec!["htb", "netem", "pfifo"];
+    for s in strategies {
+        for n in s.kernel_needs() {
+            if !needs.contains(n) {
+                needs.push(n);
+            }
+        }
+    }
+    needs
+}
+
+/// A validated lab request.
+struct Request {
+    profile: LinkProfile,
+    strategies: Vec<Strategy>,
+}
+
+fn validate(args: &LabArgs) -> Result<Request, LabError> {
+    let profile = LinkProfile::load(&args.profile)?;
+    let strategies = strategies::parse_list(&args.strategies).map_err(LabError::Strategies)?;
+    if args.test.is_empty()
+        || !args
+            .test
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(LabError::TestName(args.test.clone()));
+    }
+    if args.duration < Time::from_secs(2) {
+        return Err(LabError::Duration(args.duration));
+    }
+    Ok(Request {
+        profile,
+        strategies,
+    })
+}
+
+/// Runs the lab as `args` ask, in this kernel or in UML, and returns the comparison. Progress goes
+/// to stderr; nothing is printed on stdout (see [`print_report`]). `unbloat_exe` is the unbloat
+/// binary: it is run as `unbloat serve` and `unbloat test` in the namespaces, and re-run as
+/// `unbloat lab ... --in-kernel` inside UML.
+pub fn run_lab(args: &LabArgs, unbloat_exe: &Path) -> Result<LabReport, LabError> {
+    let req = validate(args)?;
+    let out = std::path::absolute(&args.out).map_err(io("cannot resolve", &args.out))?;
+    std::fs::create_dir_all(&out).map_err(io("cannot create the report directory", &out))?;
+    if args.in_kernel || in_guest() {
+        return run_here(&req, args, &out, unbloat_exe, "host");
+    }
+    let needs = kernel_needs(&req.strategies);
+    let kernel = Kernel::detect(&needs).map_err(|source| LabError::Kernel {
+        needs: needs.join(", "),
+        source,
+    })?;
+    match kernel {
+        Kernel::Host => run_here(&req, args, &out, unbloat_exe, "host"),
+        uml => run_in_kernel(&uml, args, &req, &out, unbloat_exe),
+    }
+}
+
+/// Prints the report as `unbloat lab` does: the table, or JSON with `--json`. A run inside UML
+/// (`--in-kernel`) prints nothing: the outer process prints what it reads back.
+pub fn print_report(args: &LabArgs, report: &LabReport) -> Result<(), LabError> {
+    if args.in_kernel {
+        return Ok(());
+    }
+    if args.json {
+        let text = serde_json::to_string_pretty(report).map_err(|e| LabError::Results {
+            strategy: "-".into(),
+            detail: e.to_string(),
+        })?;
+        println!("{text}");
+    } else {
+        print!("{}", report.render_text());
+    }
+    Ok(())
+}
+
+/// The arguments of the re-run inside a kernel: the same request, an absolute report directory.
+pub fn reexec_argv(args: &LabArgs, out: &Path, unbloat_exe: &Path) -> Vec<String> {
+    let mut argv = vec![
+        unbloat_exe.display().to_string(),
+        "lab".into(),
+        "--profile".into(),
+        args.profile.clone(),
+        "--strategies".into(),
+        args.strategies.clone(),
+        "--test".into(),
+        args.test.clone(),
+        "--duration".into(),
+        args.duration.to_string(),
+        "--out".into(),
+        out.display().to_string(),
+        "--in-kernel".into(),
+    ];
+    if args.json {
+        argv.push("--json".into());
+    }
+    argv
+}
+
+fn run_in_kernel(
+    kernel: &Kernel,
+    args: &LabArgs,
+    req: &Request,
+    out: &Path,
+    exe: &Path,
+) -> Result<LabReport, LabError> {
+    eprintln!(
+        "unbloat lab: this kernel lacks some qdiscs; running in {}",
+        kernel.describe()
+    );
+    let per_run = args.duration.secs_f64() + 30.0;
+    let timeout = Duration::from_secs_f64(120.0 + per_run * (req.strategies.len() as f64 + 1.0));
+    let opts = GuestOptions {
+        stream: true,
+        timeout,
+        ..GuestOptions::default()
+    };
+    let lab_json = out.join("lab.json");
+    // A stale lab.json from an earlier run must not pass for this run's.
+    let _ = std::fs::remove_file(&lab_json);
+    let res = kernel
+        .run(&reexec_argv(args, out, exe), &opts)
+        .map_err(|source| LabError::Kernel {
+            needs: kernel_needs(&req.strategies).join(", "),
+            source,
+        })?;
+    if res.status != 0 {
+        let tail: Vec<&str> = res.stderr.lines().rev().take(5).collect();
+        let detail = if tail.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ": {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            )
+        };
+        return Err(LabError::Guest {
+            kernel: kernel.describe(),
+            status: res.status,
+            detail,
+        });
+    }
+    let text = std::fs::read_to_string(&lab_json)
+        .map_err(io("cannot read the guest's report", &lab_json))?;
+    let mut report: LabReport = serde_json::from_str(&text).map_err(|e| LabError::Results {
+        strategy: "lab.json".into(),
+        detail: e.to_string(),
+    })?;
+    report.kernel = kernel.describe();
+    Ok(report)
+}
+
+fn run_here(
+    req: &Request,
+    args: &LabArgs,
+    out: &Path,
+    exe: &Path,
+    kernel: &str,
+) -> Result<LabReport, LabError> {
+    if !is_root() {
+        return Err(LabError::NotRoot);
+    }
+    let profile = &req.profile;
+    eprintln!("unbloat lab: {profile}");
+    let calibration = calibrate(profile, out, exe)?;
+    eprintln!("unbloat lab: {}", calibration_line(&calibration));
+    let mut notes = Vec::new();
+    if !calibration.ok {
+        notes.push(format!(
+            "the emulated link delivered less than {:.0} % of its theoretical goodput with no shaping at all: this machine \
+             cannot emulate {} at full rate, so goodput and latency below reflect the CPU, not the strategies",
+            CALIBRATION_MIN_SHARE * 100.0,
+            profile.name
+        ));
+    }
+    let mut runs = Vec::new();
+    for &strategy in &req.strategies {
+        eprintln!(
+            "unbloat lab: strategy {strategy}: {} of {} load",
+            args.test, args.duration
+        );
+        let dir = out.join(strategy.name());
+        let (results, commands) = run_strategy(
+            profile,
+            strategy,
+            &args.test,
+            &args.duration.to_string(),
+            &dir,
+            exe,
+        )?;
+        let row = Row::from_results(strategy, &results, profile);
+        if row.partial {
+            notes.push(format!(
+                "the {strategy} test ended early: {}",
+                results.metadata.partial_reason.clone().unwrap_or_default()
+            ));
+        }
+        let results_file = results_file_in(&dir)?
+            .strip_prefix(out)
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        runs.push(StrategyRun {
+            row,
+            commands,
+            results_file,
+        });
+    }
+    let report = LabReport {
+        profile: profile.clone(),
+        test: args.test.clone(),
+        duration_s: args.duration.secs_f64(),
+        kernel: kernel.to_string(),
+        calibration,
+        runs,
+        out_dir: out.to_path_buf(),
+        notes,
+    };
+    write_report_dir(&report, out)?;
+    Ok(report)
+}
+
+/// Runs `unbloat test` once through a fresh network with `strategy` applied. Returns the results
+/// and the strategy's commands as shell lines.
+fn run_strategy(
+    profile: &LinkProfile,
+    strategy: Strategy,
+    test: &str,
+    duration: &str,
+    dir: &Path,
+    exe: &Path,
+) -> Result<(Results, Vec<String>), LabError> {
+    let runner = SystemRunner::from_env();
+    let mut live = LiveTopology::build(Topology::new(profile), &runner)?;
+    let cmds = strategies::commands(strategy, profile, &live.topo.router_devs(), &ShaperPlanner)?;
+    live.apply(Node::Router, &cmds)?;
+    let results = measure(
+        &mut live,
+        strategy.name(),
+        &["--profile", test, "--duration", duration],
+        dir,
+        exe,
+    )?;
+    live.teardown()?;
+    Ok((results, cmds.iter().map(|c| c.display()).collect()))
+}
+
+/// Starts `unbloat serve` on the server, runs `unbloat test` from the LAN host with `extra`
+/// arguments and `--out dir`, stops the server, and reads the results file.
+fn measure(
+    live: &mut LiveTopology,
+    label: &str,
+    extra: &[&str],
+    dir: &Path,
+    exe: &Path,
+) -> Result<Results, LabError> {
+    // An earlier run's files in the same report directory must not pass for this run's.
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(io("cannot clear", dir))?;
+    }
+    std::fs::create_dir_all(dir).map_err(io("cannot create", dir))?;
+    let server = format!("{}:{SERVE_PORT}", live.topo.server_addr());
+    let exe_s = exe.display().to_string();
+    let log = dir.join("serve.log");
+    let log_file = std::fs::File::create(&log).map_err(io("cannot create", &log))?;
+    let log_err = log_file.try_clone().map_err(io("cannot create", &log))?;
+    let serve = live.spawn(
+        Node::Server,
+        &[
+            exe_s.clone(),
+            "serve".into(),
+            "--listen".into(),
+            server.clone(),
+        ],
+        Stdio::from(log_file),
+        Stdio::from(log_err),
+    )?;
+    // `unbloat test` retries its connection for its connect timeout (5 s), which covers the
+    // server's start; a server that died at once is caught here with its log.
+    std::thread::sleep(Duration::from_millis(300));
+    if !live.is_running(serve) {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        return Err(LabError::Test {
+            strategy: label.into(),
+            status: -1,
+            detail: format!("`unbloat serve` exited at once: {}", text.trim()),
+        });
+    }
+    let mut cmd = unbloat_system::runner::Cmd::new(exe_s)
+        .args(["test", &server])
+        .args(extra.iter().copied());
+    cmd = cmd.args([
+        "--out".to_string(),
+        dir.display().to_string(),
+        "--json".to_string(),
+    ]);
+    let out = live.run_in(Node::Lan, &cmd)?;
+    live.stop(serve);
+    // Exit status 3: the test ran but ended early; its results are saved and marked partial.
+    if out.status != 0 && out.status != 3 {
+        let detail = out
+            .stderr
+            .lines()
+            .rev()
+            .take(6)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Err(LabError::Test {
+            strategy: label.into(),
+            status: out.status,
+            detail,
+        });
+    }
+    let path = results_file_in(dir)?;
+    let text = std::fs::read_to_string(&path).map_err(io("cannot read", &path))?;
+    Results::from_json(&text).map_err(|e| LabError::Results {
+        strategy: label.into(),
+        detail: e.to_string(),
+    })
+}
+
+/// The one results file (`*.json`) `unbloat test --out DIR` wrote into `dir`.
+fn results_file_in(dir: &Path) -> Result<PathBuf, LabError> {
+    let entries = std::fs::read_dir(dir).map_err(io("cannot list", dir))?;
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    found.sort();
+    found.pop().ok_or_else(|| LabError::Results {
+        strategy: dir.display().to_string(),
+        detail: "no results file was written".into(),
+    })
+}
+
+/// Unshaped, one direction at a time: does the emulated bottleneck deliver the link's rate?
+fn calibrate(profile: &LinkProfile, out: &Path, exe: &Path) -> Result<Calibration, LabError> {
+    let runner = SystemRunner::from_env();
+    let mut live = LiveTopology::build(Topology::new(profile), &runner)?;
+    let base = out.join("calibration");
+    let mut got = [None, None];
+    for (i, test) in ["download", "upload"].into_iter().enumerate() {
+        let r = measure(
+            &mut live,
+            "calibration",
+            &[
+                "--profile",
+                test,
+                "--duration",
+                CALIBRATION_LOAD,
+                "--idle",
+                "3s",
+            ],
+            &base.join(test),
+            exe,
+        )?;
+        let s = unbloat_report::summary::Summary::from_results(&r);
+        got[i] = if i == 0 {
+            s.download.goodput_bps
+        } else {
+            s.upload.goodput_bps
+        };
+    }
+    live.teardown()?;
+    Ok(calibration_from(profile, got[0], got[1]))
+}
+
+/// The calibration verdict for measured unshaped goodputs.
+pub fn calibration_from(
+    profile: &LinkProfile,
+    down_bps: Option<f64>,
+    up_bps: Option<f64>,
+) -> Calibration {
+    let share = |bps: Option<f64>, line| {
+        bps.map(|b| b / profile.theoretical_goodput(line).bits_per_sec() as f64)
+    };
+    let (down_share, up_share) = (share(down_bps, profile.down), share(up_bps, profile.up));
+    let ok = [down_share, up_share]
+        .iter()
+        .all(|s| s.is_some_and(|s| s >= CALIBRATION_MIN_SHARE));
+    Calibration {
+        down_bps,
+        up_bps,
+        down_share,
+        up_share,
+        ok,
+    }
+}
+
+/// Writes `index.html`, `table.txt` and `lab.json` into `out` (the tests already wrote their
+/// results, flent files and plots into `out/<strategy>/`).
+fn write_report_dir(report: &LabReport, out: &Path) -> Result<(), LabError> {
+    let mut sections = Vec::new();
+    for run in &report.runs {
+        let dir = out.join(run.row.strategy.name());
+        let mut plots = Vec::new();
+        let mut files = Vec::new();
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map_err(io("cannot list", &dir))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        entries.sort();
+        for path in entries {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if name.ends_with(".svg") {
+                let svg = std::fs::read_to_string(&path).map_err(io("cannot read", &path))?;
+                plots.push((name.trim_end_matches(".svg").to_string(), svg));
+            } else if name.ends_with(".json") || name.ends_with(".flent.gz") {
+                files.push(format!("{}/{name}", run.row.strategy.name()));
+            }
+        }
+        sections.push(HtmlSection {
+            strategy: run.row.strategy,
+            commands: &run.commands,
+            plots,
+            files,
+        });
+    }
+    let mut notes = vec![
+        report.profile.to_string(),
+        calibration_line(&report.calibration),
+    ];
+    notes.extend(report.notes.iter().cloned());
+    let title = format!(
+        "unbloat lab: {} ({}, {:.0} s)",
+        report.profile.name, report.test, report.duration_s
+    );
+    let html = table::render_html(&title, &notes, &report.rows(), &sections);
+    let write = |name: &str, text: &str| {
+        let path = out.join(name);
+        std::fs::write(&path, text).map_err(io("cannot write", &path))
+    };
+    write("index.html", &html)?;
+    write("table.txt", &report.render_text())?;
+    let json = serde_json::to_string_pretty(report).map_err(|e| LabError::Results {
+        strategy: "lab.json".into(),
+        detail: e.to_string(),
+    })?;
+    write("lab.json", &(json + "\n"))
+}
+
+#[cfg(test)]
+#[path = "lab_tests.rs"]
+mod tests;

@@ -1,0 +1,143 @@
+//! The lab's pure parts: validation, the re-exec's arguments, the calibration verdict.
+
+use super::*;
+
+#[test]
+fn no_arguments_mean_vdsl2_rrul_30s_none_then_unbloat() {
+    let a = LabArgs::default();
+    let req = validate(&a).expect("defaults are valid");
+    assert_eq!(req.profile.name, "vdsl2");
+    assert_eq!(req.strategies, [Strategy::None, Strategy::Unbloat]);
+    assert_eq!((a.test.as_str(), a.duration), ("rrul", Time::from_secs(30)));
+}
+
+#[test]
+fn clap_defaults_match_the_default_impl() {
+    use clap::Parser;
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        lab: LabArgs,
+    }
+    let parsed = Cli::try_parse_from(["lab"]).expect("parse").lab;
+    let d = LabArgs::default();
+    assert_eq!(
+        (
+            parsed.profile,
+            parsed.strategies,
+            parsed.test,
+            parsed.duration,
+            parsed.out,
+            parsed.json,
+            parsed.in_kernel
+        ),
+        (
+            d.profile,
+            d.strategies,
+            d.test,
+            d.duration,
+            d.out,
+            d.json,
+            d.in_kernel
+        )
+    );
+    let parsed = Cli::try_parse_from([
+        "lab",
+        "--duration",
+        "10s",
+        "--strategies",
+        "none,sqm-simple",
+    ])
+    .expect("parse")
+    .lab;
+    assert_eq!(parsed.duration, Time::from_secs(10));
+}
+
+#[test]
+fn bad_requests_name_the_flag() {
+    let cases = [
+        (
+            LabArgs {
+                strategies: "none,cake".into(),
+                ..LabArgs::default()
+            },
+            "--strategies",
+        ),
+        (
+            LabArgs {
+                test: "rrul; rm".into(),
+                ..LabArgs::default()
+            },
+            "--test",
+        ),
+        (
+            LabArgs {
+                duration: Time::from_millis(500),
+                ..LabArgs::default()
+            },
+            "--duration",
+        ),
+        (
+            LabArgs {
+                profile: "adls".into(),
+                ..LabArgs::default()
+            },
+            "adls",
+        ),
+    ];
+    for (args, needle) in cases {
+        let err = validate(&args).err().expect(needle);
+        assert!(err.to_string().contains(needle), "{needle}: {err}");
+    }
+}
+
+#[test]
+fn the_reexec_repeats_the_request_with_an_absolute_out_and_the_internal_flag() {
+    let a = LabArgs {
+        profile: "my link.toml".into(),
+        json: true,
+        ..LabArgs::default()
+    };
+    let argv = reexec_argv(&a, Path::new("/tmp/r"), Path::new("/usr/bin/unbloat"));
+    assert_eq!(
+        argv,
+        [
+            "/usr/bin/unbloat",
+            "lab",
+            "--profile",
+            "my link.toml",
+            "--strategies",
+            "none,unbloat",
+            "--test",
+            "rrul",
+            "--duration",
+            "30s",
+            "--out",
+            "/tmp/r",
+            "--in-kernel",
+            "--json"
+        ]
+    );
+}
+
+#[test]
+fn kernel_needs_are_the_topologys_plus_each_strategys_once() {
+    assert_eq!(kernel_needs(&[Strategy::None]), ["htb", "netem", "pfifo"]);
+    let all = kernel_needs(&Strategy::ALL);
+    for k in ["cake", "fq_codel", "sfq", "ifb", "mirred", "ingress"] {
+        assert_eq!(all.iter().filter(|n| **n == k).count(), 1, "{k}");
+    }
+}
+
+#[test]
+fn calibration_fails_when_either_direction_falls_short() {
+    let p = LinkProfile::shipped("vdsl2").expect("vdsl2");
+    let full_down = p.theoretical_goodput(p.down).bits_per_sec() as f64;
+    let full_up = p.theoretical_goodput(p.up).bits_per_sec() as f64;
+    assert!(calibration_from(&p, Some(full_down * 0.97), Some(full_up * 0.95)).ok);
+    let c = calibration_from(&p, Some(full_down * 0.60), Some(full_up));
+    assert!(!c.ok);
+    assert!((c.down_share.expect("share") - 0.60).abs() < 1e-9);
+    assert!(!calibration_from(&p, None, Some(full_up)).ok);
+    assert!(calibration_line(&c).contains("CPU-BOUND"));
+}

@@ -1,0 +1,361 @@
+//! The side-by-side comparison: one row per strategy, computed from its results file, shown as
+//! a text table, as JSON, and as an HTML page with the plots inline. Pure: nothing here runs.
+//!
+//! The numbers (issue 4 §5): idle latency (median RTT of the primary probe, UDP BE, before the
+//! load); induced latency p50/p95/p99 per probe class (loaded RTT percentile minus that class's
+//! idle median, from the report crate's summary); goodput up and down (sum of the streams' means
+//! under load) and that goodput as a share of the link's theoretical TCP goodput (the shaper's
+//! goodput model at the LINK's rate, not the shaper's: what shaping costs shows as a lower share);
+//! and the grade of the primary probe's induced latency.
+
+use serde::{Deserialize, Serialize};
+use unbloat_report::model::{Direction, Phase, Results};
+use unbloat_report::stats::{self, Grade};
+use unbloat_report::summary::Summary;
+
+use crate::profile::LinkProfile;
+use crate::strategies::Strategy;
+
+/// Latency of one probe class under one strategy, milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeRow {
+    pub name: String,
+    pub idle_ms: Option<f64>,
+    pub induced_p50_ms: Option<f64>,
+    pub induced_p95_ms: Option<f64>,
+    pub induced_p99_ms: Option<f64>,
+    pub loaded_loss_ratio: Option<f64>,
+}
+
+/// One strategy's line of the comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub strategy: Strategy,
+    pub idle_ms: Option<f64>,
+    pub probes: Vec<ProbeRow>,
+    pub down_bps: Option<f64>,
+    pub up_bps: Option<f64>,
+    /// Goodput as a share (0..1) of the link's theoretical TCP goodput in that direction.
+    pub down_share: Option<f64>,
+    pub up_share: Option<f64>,
+    pub grade: Option<Grade>,
+    /// The test ended early; its numbers cover less than the planned run.
+    pub partial: bool,
+}
+
+impl Row {
+    /// The row for `strategy` from its run's results on `profile`.
+    pub fn from_results(strategy: Strategy, results: &Results, profile: &LinkProfile) -> Row {
+        let summary = Summary::from_results(results);
+        let probes = summary
+            .probes
+            .iter()
+            .map(|p| ProbeRow {
+                name: p.name.clone(),
+                idle_ms: p.idle_median_ms,
+                induced_p50_ms: p.induced_p50_ms,
+                induced_p95_ms: induced_percentile(results, &p.name, 95.0, p.idle_median_ms),
+                induced_p99_ms: p.induced_p99_ms,
+                loaded_loss_ratio: p.loaded_loss_ratio,
+            })
+            .collect();
+        let share = |bps: Option<f64>, line| {
+            let theory = profile.theoretical_goodput(line).bits_per_sec() as f64;
+            bps.filter(|_| theory > 0.0).map(|b| b / theory)
+        };
+        let (down_bps, up_bps) = (
+            load_goodput(results, Direction::Down),
+            load_goodput(results, Direction::Up),
+        );
+        Row {
+            strategy,
+            idle_ms: summary.idle_latency_ms,
+            probes,
+            down_bps,
+            up_bps,
+            down_share: share(down_bps, profile.down),
+            up_share: share(up_bps, profile.up),
+            grade: summary.grade,
+            partial: summary.partial,
+        }
+    }
+
+    /// The probe class named `name` ("UDP BE", "ICMP", ...).
+    pub fn probe(&self, name: &str) -> Option<&ProbeRow> {
+        self.probes.iter().find(|p| p.name == name)
+    }
+}
+
+/// Goodput of one direction over the load phase: every stream's payload bytes over the load's
+/// length. Streams move data only during the load (they are reset at its end), so the totals are
+/// the load's bytes; this is steadier than a mean of 200 ms samples, whose first interval can
+/// carry start-up artefacts.
+pub fn load_goodput(results: &Results, direction: Direction) -> Option<f64> {
+    let streams: Vec<_> = results
+        .streams
+        .iter()
+        .filter(|s| s.direction == direction)
+        .collect();
+    if streams.is_empty() || results.phases.load_s <= 0.0 {
+        return None;
+    }
+    let bytes: u64 = streams.iter().map(|s| s.total_bytes).sum();
+    Some(bytes as f64 * 8.0 / results.phases.load_s)
+}
+
+/// The `p`th percentile of the loaded RTTs of probe class `name`, minus `idle` (the summary has
+/// p50/p90/p99; the short lab test asserts on p95).
+fn induced_percentile(results: &Results, name: &str, p: f64, idle: Option<f64>) -> Option<f64> {
+    let series = results.probes.iter().find(|s| s.name == name)?;
+    let loaded: Vec<f64> = series
+        .samples
+        .iter()
+        .filter(|s| results.phases.phase_of(s.t) == Phase::Loaded)
+        .filter_map(|s| s.rtt_ms)
+        .collect();
+    stats::induced_latency(stats::percentile(&loaded, p)?, idle?)
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| {
+        if v.abs() >= 100.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.1}")
+        }
+    })
+}
+
+fn mbit(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| {
+        if v >= 10e6 {
+            format!("{:.1}", v / 1e6)
+        } else {
+            format!("{:.3}", v / 1e6)
+        }
+    })
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{:.0}%", v * 100.0))
+}
+
+/// The probe classes any row has, in first-seen order.
+fn probe_names(rows: &[Row]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for p in rows.iter().flat_map(|r| &r.probes) {
+        if !names.contains(&p.name) {
+            names.push(p.name.clone());
+        }
+    }
+    names
+}
+
+/// The comparison as a fixed-width text table: idle latency, induced p50/p99 per probe class,
+/// goodput each way with its share of the theoretical, grade.
+pub fn render_text(rows: &[Row]) -> String {
+    let names = probe_names(rows);
+    let mut header = vec!["strategy".to_string(), "idle ms".into()];
+    header.extend(names.iter().map(|n| format!("{n} p50/p99")));
+    header.extend([
+        "down Mbit/s".to_string(),
+        "up Mbit/s".into(),
+        "grade".into(),
+    ]);
+    let mut table = vec![header];
+    for r in rows {
+        let mut line = vec![
+            format!(
+                "{}{}",
+                r.strategy,
+                if r.partial { " (partial)" } else { "" }
+            ),
+            ms(r.idle_ms),
+        ];
+        for n in &names {
+            line.push(match r.probe(n) {
+                Some(p) => format!("{} / {}", ms(p.induced_p50_ms), ms(p.induced_p99_ms)),
+                None => "-".into(),
+            });
+        }
+        line.push(format!("{} ({})", mbit(r.down_bps), pct(r.down_share)));
+        line.push(format!("{} ({})", mbit(r.up_bps), pct(r.up_share)));
+        line.push(r.grade.map_or("-".into(), |g| g.to_string()));
+        table.push(line);
+    }
+    let widths: Vec<usize> = (0..table[0].len())
+        .map(|i| {
+            table
+                .iter()
+                .map(|l| l[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for line in &table {
+        let cells: Vec<String> = line
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out.push_str("(latency: induced = loaded minus idle, ms; goodput: % of the link's theoretical TCP goodput)\n");
+    out
+}
+
+/// Escapes text for HTML.
+pub fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// One strategy's section of the HTML page.
+pub struct HtmlSection<'a> {
+    pub strategy: Strategy,
+    /// The commands the strategy ran on the router, one shell line each.
+    pub commands: &'a [String],
+    /// (plot title, SVG text) to inline.
+    pub plots: Vec<(String, String)>,
+    /// Result files, relative to the page, to link.
+    pub files: Vec<String>,
+}
+
+/// A self-contained HTML page: heading, notes, the table, then per strategy its commands, plots
+/// (inline SVG) and links to its results and flent files.
+pub fn render_html(
+    title: &str,
+    notes: &[String],
+    rows: &[Row],
+    sections: &[HtmlSection<'_>],
+) -> String {
+    let mut h = String::new();
+    h.push_str("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
+    h.push_str(&html_escape(title));
+    h.push_str("</title>\n<style>body{font-family:sans-serif;max-width:1000px;margin:auto}pre{background:#f4f4f4;padding:8px;overflow-x:auto}svg{max-width:100%;height:auto}</style>\n</head><body>\n<h1>");
+    h.push_str(&html_escape(title));
+    h.push_str("</h1>\n");
+    for n in notes {
+        h.push_str(&format!("<p>{}</p>\n", html_escape(n)));
+    }
+    h.push_str("<pre>");
+    h.push_str(&html_escape(&render_text(rows)));
+    h.push_str("</pre>\n");
+    for s in sections {
+        h.push_str(&format!(
+            "<h2 id=\"{0}\">{0}</h2>\n",
+            html_escape(s.strategy.name())
+        ));
+        if s.commands.is_empty() {
+            h.push_str("<p>No commands: the router forwards without a queue of its own.</p>\n");
+        } else {
+            h.push_str("<pre>");
+            h.push_str(&html_escape(&s.commands.join("\n")));
+            h.push_str("</pre>\n");
+        }
+        for (name, svg) in &s.plots {
+            h.push_str(&format!("<h3>{}</h3>\n", html_escape(name)));
+            // The SVG comes from our own plot code; inline it as is so the page stands alone.
+            h.push_str(
+                svg.trim_start_matches("<?xml version=\"1.0\" encoding=\"UTF-8\"?>")
+                    .trim(),
+            );
+            h.push('\n');
+        }
+        if !s.files.is_empty() {
+            h.push_str("<p>Files: ");
+            let links: Vec<String> = s
+                .files
+                .iter()
+                .map(|f| format!("<a href=\"{0}\">{0}</a>", html_escape(f)))
+                .collect();
+            h.push_str(&links.join(", "));
+            h.push_str("</p>\n");
+        }
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use unbloat_report::synthetic;
+
+    fn row(strategy: Strategy) -> Row {
+        Row::from_results(
+            strategy,
+            &synthetic::rrul(3),
+            &LinkProfile::shipped("vdsl2").expect("vdsl2"),
+        )
+    }
+
+    #[test]
+    fn a_row_carries_the_summary_numbers_and_shares_of_the_link() {
+        let results = synthetic::rrul(3);
+        let summary = Summary::from_results(&results);
+        let r = row(Strategy::Unbloat);
+        assert_eq!(r.idle_ms, summary.idle_latency_ms);
+        assert_eq!(r.grade, summary.grade);
+        assert_eq!(r.probes.len(), summary.probes.len());
+        let theory = LinkProfile::shipped("vdsl2")
+            .expect("vdsl2")
+            .theoretical_goodput(unbloat_units::Rate::from_mbit(80));
+        let down_bytes: u64 = results
+            .streams
+            .iter()
+            .filter(|s| s.direction == Direction::Down)
+            .map(|s| s.total_bytes)
+            .sum();
+        let down = down_bytes as f64 * 8.0 / results.phases.load_s;
+        assert_eq!(r.down_bps, Some(down));
+        assert_eq!(r.down_share, Some(down / theory.bits_per_sec() as f64));
+        // p95 lies between p50 and p99 for every class that has all three.
+        for p in &r.probes {
+            if let (Some(a), Some(b), Some(c)) =
+                (p.induced_p50_ms, p.induced_p95_ms, p.induced_p99_ms)
+            {
+                assert!(a <= b && b <= c, "{p:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_text_table_has_a_line_per_strategy_and_a_column_per_probe_class() {
+        let rows = [row(Strategy::None), row(Strategy::Unbloat)];
+        let text = render_text(&rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert!(lines[0].starts_with("strategy"));
+        assert!(lines[0].contains("UDP BE p50/p99"), "{}", lines[0]);
+        assert!(lines[1].starts_with("none "));
+        assert!(lines[2].starts_with("unbloat "));
+        assert!(lines[2].contains('%'));
+    }
+
+    #[test]
+    fn html_escapes_text_and_inlines_svg() {
+        let rows = [row(Strategy::None)];
+        let cmds = vec!["tc qdisc add dev wan0 root cake <x>".to_string()];
+        let sections = [HtmlSection {
+            strategy: Strategy::None,
+            commands: &cmds,
+            plots: vec![(
+                "timeseries".into(),
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg id=\"p\"></svg>".into(),
+            )],
+            files: vec!["none/run.json".into()],
+        }];
+        let html = render_html("lab <vdsl2>", &["a & b".into()], &rows, &sections);
+        assert!(html.contains("<title>lab &lt;vdsl2&gt;</title>"));
+        assert!(html.contains("a &amp; b"));
+        assert!(html.contains("cake &lt;x&gt;"));
+        assert!(html.contains("<svg id=\"p\"></svg>"));
+        assert!(!html.contains("<?xml"));
+        assert!(html.contains("<a href=\"none/run.json\">"));
+    }
+}
