@@ -160,7 +160,7 @@ pub fn request<'a>(
         ifb: plan.ingress.as_ref().map(|i| i.ifb.to_string()),
         needs: needs(plan),
         apply: to_cmds(&script),
-        teardown: to_cmds(&plan.teardown()),
+        teardown: one_by_one(&plan.teardown()),
         script: script.render_shell(),
         options: serde_json::to_value(opts).unwrap_or_default(),
         verify: verifier,
@@ -192,6 +192,21 @@ fn needs(plan: &Plan) -> Vec<&'static str> {
     needs.sort();
     needs.dedup();
     needs
+}
+
+/// Each command its own process: a teardown must go on past a step that has nothing to remove
+/// (a `tc -batch` stops at its first failure, which would leave the rest in place).
+fn one_by_one(script: &unbloat_shaper::script::Script) -> Vec<Cmd> {
+    let ip = |argv: &Vec<String>| Cmd::ip(argv.iter().map(String::as_str));
+    let mut cmds: Vec<Cmd> = script.ip_before.iter().map(ip).collect();
+    cmds.extend(
+        script
+            .tc_batch
+            .iter()
+            .map(|argv| Cmd::tc(argv.iter().map(String::as_str))),
+    );
+    cmds.extend(script.ip_after.iter().map(ip));
+    cmds
 }
 
 fn to_cmds(script: &unbloat_shaper::script::Script) -> Vec<Cmd> {

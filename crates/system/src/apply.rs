@@ -184,7 +184,7 @@ impl<'r> Shaper<'r> {
                 let rollback = undo(&req.teardown);
                 return Err(ApplyError::CommandFailed {
                     command: failing_command(cmd, &out),
-                    message: out.stderr,
+                    message: tc_message(&out.stderr),
                     rollback,
                 });
             }
@@ -344,6 +344,15 @@ impl<'r> Shaper<'r> {
     }
 }
 
+/// tc's own words, without its "Command failed -:N" line (the command is named instead).
+fn tc_message(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.trim().starts_with("Command failed -:"))
+        .collect();
+    lines.join("\n")
+}
+
 /// Names the failing command; for a `tc -batch`, the line tc reports ("Command failed -:N").
 fn failing_command(cmd: &Cmd, out: &CmdOutput) -> String {
     if let (Some(stdin), true) = (&cmd.stdin, cmd.args.iter().any(|a| a == "-batch")) {
@@ -383,6 +392,7 @@ mod tests {
             Cmd::tc(["-batch", "-"]).stdin("qdisc add dev x root cake\nqdisc add dev x ingress\n");
         let out = CmdOutput::failed(1, "Error: Exclusivity flag on.\nCommand failed -:2\n");
         assert_eq!(failing_command(&cmd, &out), "tc qdisc add dev x ingress");
+        assert_eq!(tc_message(&out.stderr), "Error: Exclusivity flag on.");
     }
 
     #[test]

@@ -91,6 +91,10 @@ pub fn is_default(q: &Value) -> bool {
 fn normalise(mut q: Value) -> Value {
     if let Value::Object(map) = &mut q {
         map.remove("refcnt");
+        // HTB counts packets sent while it had no class for them: traffic, not configuration.
+        if let Some(Value::Object(options)) = map.get_mut("options") {
+            options.remove("direct_packets_stat");
+        }
         let auto = map
             .get("handle")
             .and_then(Value::as_str)
