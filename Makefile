@@ -18,7 +18,7 @@ lab: deps build
 
 # Every test: units, golden scripts, fixtures, and the real-kernel tests (host kernel or UML).
 # One test thread: the kernel tests boot User-Mode Linux and run their own traffic.
-test: deps
+test: deps build
 	$(CARGO) test --release --locked --workspace -- --test-threads=1
 
 bench: deps build

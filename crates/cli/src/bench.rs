@@ -24,7 +24,7 @@ pub enum BenchCommand {
     /// Time `start` (egress + ingress) for cake and three-tier HTB + fq_codel, and `status`.
     Start(StartBench),
     /// The accuracy benchmarks of `unbloat test` against iperf3 and ping.
-    Measure,
+    Measure(crate::lab::MeasureBenchCmd),
     /// Every link profile x every strategy in the lab.
     Lab(crate::lab::LabBenchCmd),
 }
@@ -45,7 +45,7 @@ pub struct StartBench {
 pub fn bench(cmd: &BenchCommand) -> Result<(), Failure> {
     match cmd {
         BenchCommand::Start(a) => start_bench(a),
-        BenchCommand::Measure => crate::lab::measure_bench(),
+        BenchCommand::Measure(a) => crate::lab::measure_bench(a),
         BenchCommand::Lab(a) => crate::lab::lab_bench(a),
     }
 }
