@@ -522,6 +522,14 @@ impl Run<'_> {
             if tick > now {
                 std::thread::sleep(tick - now);
             }
+            // A tick that passed while the streams were being set up (slow on a loaded or
+            // emulated machine), or that comes right after the set-up, would divide the bytes
+            // by a near-zero interval and report absurd rates: the next tick's sample covers it.
+            let short = self.last_sample.elapsed() < SAMPLE_INTERVAL / 2;
+            if tick < to && (now.saturating_sub(tick) > SAMPLE_INTERVAL / 4 || short) {
+                k += 1;
+                continue;
+            }
             let (down_bps, up_bps) = self.sample();
             let replies = prober.replies();
             if replies != self.last_replies || up_bps + down_bps > 0.0 {

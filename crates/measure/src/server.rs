@@ -544,6 +544,9 @@ fn wait_for_finish(conn: &mut TcpStream, test: &ActiveTest, shared: &Shared) -> 
     }
 }
 
+/// The longest a download stream waits for its siblings to attach before it sends anyway.
+const ATTACH_WAIT: Duration = Duration::from_secs(10);
+
 fn stream_session(
     mut conn: TcpStream,
     peer: SocketAddr,
@@ -592,6 +595,16 @@ fn stream_session(
         Direction::Down => {
             let _ = sockopt::set_dscp(&conn, spec.dscp, peer.is_ipv6());
             fill_pattern(&mut buf);
+            // Send nothing until every stream of the test is attached: on a slow, deep-buffered
+            // link the first stream's data would otherwise queue ahead of the other streams'
+            // handshakes and delay them by seconds (the client starts its uploads the same way).
+            let waiting = Instant::now();
+            while !lock(&test.attached).iter().all(|a| *a)
+                && !test.over(shared)
+                && waiting.elapsed() < ATTACH_WAIT
+            {
+                std::thread::sleep(Duration::from_millis(2));
+            }
             while !test.over(shared) {
                 match conn.write(&buf) {
                     Ok(n) => {
