@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::plan::Plan;
 use unbloat_shaper::spec::Spec;
-use unbloat_system::apply::Shaper;
+use unbloat_system::apply::{script_commands_one_by_one, Shaper};
 use unbloat_system::kernel::{in_guest, GuestOptions, Kernel};
 use unbloat_system::runner::{Cmd, Runner, SystemRunner};
 use unbloat_system::state::StateDir;
@@ -133,7 +133,7 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
             shaper.stop("benchwan")?;
             // The sqm-scripts way: each command its own process, nothing checked.
             let t = Instant::now();
-            for cmd in one_by_one(&req.apply) {
+            for cmd in script_commands_one_by_one(&plan.script()) {
                 runner.run(&cmd)?;
             }
             raw.push(t.elapsed());
@@ -159,25 +159,6 @@ fn fq_codel3() -> ShapeOptions {
         tiers: Some(3),
         ..ShapeOptions::default()
     }
-}
-
-/// The batch split into one `tc` process per line, as sqm-scripts runs them.
-fn one_by_one(cmds: &[Cmd]) -> Vec<Cmd> {
-    let mut out = vec![];
-    for c in cmds {
-        match (&c.stdin, c.args.first().map(String::as_str)) {
-            (Some(batch), Some("-batch")) => {
-                for line in batch
-                    .lines()
-                    .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-                {
-                    out.push(Cmd::tc(line.split_whitespace()));
-                }
-            }
-            _ => out.push(c.clone()),
-        }
-    }
-    out
 }
 
 struct Row {

@@ -81,7 +81,7 @@ fn netem_in_a_kernel() -> Result<IdleRtt, String> {
         exe.display().to_string(),
         "bench".into(),
         "measure".into(),
-        "--netem-rtt-part".into(),
+        bench::NETEM_PART_ARG.into(),
     ];
     let opts = GuestOptions {
         timeout: Duration::from_secs(180),

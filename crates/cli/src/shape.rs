@@ -15,8 +15,10 @@ use unbloat_shaper::spec::{parse_iface, Spec};
 use unbloat_shaper::status::{render_text, Status};
 use unbloat_shaper::tcjson::{LiveState, LiveTexts};
 use unbloat_shaper::verify::verify;
-use unbloat_system::apply::{ApplyRequest, Shaper, StartOutcome};
-use unbloat_system::runner::{Cmd, SystemRunner};
+use unbloat_system::apply::{
+    script_commands, script_commands_one_by_one, ApplyRequest, Shaper, StartOutcome,
+};
+use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::StateDir;
 
 pub const DEFAULT_CONFIG: &str = "/etc/unbloat/unbloat.toml";
@@ -159,8 +161,8 @@ pub fn request<'a>(
         iface: plan.wan.to_string(),
         ifb: plan.ingress.as_ref().map(|i| i.ifb.to_string()),
         needs: needs(plan),
-        apply: to_cmds(&script),
-        teardown: one_by_one(&plan.teardown()),
+        apply: script_commands(&script),
+        teardown: script_commands_one_by_one(&plan.teardown()),
         script: script.render_shell(),
         options: serde_json::to_value(opts).unwrap_or_default(),
         verify: verifier,
@@ -192,39 +194,6 @@ fn needs(plan: &Plan) -> Vec<&'static str> {
     needs.sort();
     needs.dedup();
     needs
-}
-
-/// Each command its own process: a teardown must go on past a step that has nothing to remove
-/// (a `tc -batch` stops at its first failure, which would leave the rest in place).
-fn one_by_one(script: &unbloat_shaper::script::Script) -> Vec<Cmd> {
-    let ip = |argv: &Vec<String>| Cmd::ip(argv.iter().map(String::as_str));
-    let mut cmds: Vec<Cmd> = script.ip_before.iter().map(ip).collect();
-    cmds.extend(
-        script
-            .tc_batch
-            .iter()
-            .map(|argv| Cmd::tc(argv.iter().map(String::as_str))),
-    );
-    cmds.extend(script.ip_after.iter().map(ip));
-    cmds
-}
-
-fn to_cmds(script: &unbloat_shaper::script::Script) -> Vec<Cmd> {
-    let mut cmds: Vec<Cmd> = script
-        .ip_before
-        .iter()
-        .map(|argv| Cmd::ip(argv.iter().map(String::as_str)))
-        .collect();
-    if !script.tc_batch.is_empty() {
-        cmds.push(Cmd::tc(["-batch", "-"]).stdin(script.batch_text()));
-    }
-    cmds.extend(
-        script
-            .ip_after
-            .iter()
-            .map(|argv| Cmd::ip(argv.iter().map(String::as_str))),
-    );
-    cmds
 }
 
 pub fn live_state(wan: &str, t: &LiveTexts) -> anyhow::Result<LiveState> {

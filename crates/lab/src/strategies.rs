@@ -177,17 +177,9 @@ impl UnbloatPlanner for ShaperPlanner {
         };
         let wan = parse_iface(&devs.wan).map_err(|e| e.to_string())?;
         let spec = Spec::new(wan, &opts).map_err(|e| e.to_string())?;
-        let script = Plan::build(&spec).script();
-        let mut cmds: Vec<Cmd> = script
-            .ip_before
-            .iter()
-            .map(|a| Cmd::ip(a.clone()))
-            .collect();
-        if !script.tc_batch.is_empty() {
-            cmds.push(Cmd::tc(["-batch", "-"]).stdin(script.batch_text()));
-        }
-        cmds.extend(script.ip_after.iter().map(|a| Cmd::ip(a.clone())));
-        Ok(cmds)
+        Ok(unbloat_system::apply::script_commands(
+            &Plan::build(&spec).script(),
+        ))
     }
 }
 

@@ -26,7 +26,7 @@ use crate::profile::Profile;
 use crate::server::{BackgroundServer, ServeOptions, Server};
 use crate::MeasureError;
 
-/// The argument the benchmark binary takes to run only the netem round-trip part (inside a
+/// The argument `unbloat bench measure` takes to run only the netem round-trip part (inside a
 /// User-Mode Linux guest) and print its JSON.
 pub const NETEM_PART_ARG: &str = "--netem-rtt-part";
 

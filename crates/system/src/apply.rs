@@ -23,6 +23,7 @@ use crate::snapshot::{link_exists, link_names, summary, Snapshot};
 use crate::state::{
     now_unix, Created, ShapedState, StateDir, StateError, StoredCmd, STATE_VERSION,
 };
+use unbloat_shaper::script::Script;
 use unbloat_shaper::tcjson::{IfbTexts, LiveTexts};
 use unbloat_units::IfName;
 
@@ -342,6 +343,33 @@ impl<'r> Shaper<'r> {
             ifb,
         })
     }
+}
+
+/// A plan's script as the commands that run it: the `ip` steps, then one `tc -batch -` with the
+/// batch text on its standard input (fast, and one process), then the `ip` steps after it.
+pub fn script_commands(script: &Script) -> Vec<Cmd> {
+    let ip = |argv: &Vec<String>| Cmd::ip(argv.iter().map(String::as_str));
+    let mut cmds: Vec<Cmd> = script.ip_before.iter().map(ip).collect();
+    if !script.tc_batch.is_empty() {
+        cmds.push(Cmd::tc(["-batch", "-"]).stdin(script.batch_text()));
+    }
+    cmds.extend(script.ip_after.iter().map(ip));
+    cmds
+}
+
+/// The same, each `tc` command its own process: a teardown must go on past a step that has
+/// nothing to remove (a `tc -batch` stops at its first failure, leaving the rest in place).
+pub fn script_commands_one_by_one(script: &Script) -> Vec<Cmd> {
+    let ip = |argv: &Vec<String>| Cmd::ip(argv.iter().map(String::as_str));
+    let mut cmds: Vec<Cmd> = script.ip_before.iter().map(ip).collect();
+    cmds.extend(
+        script
+            .tc_batch
+            .iter()
+            .map(|argv| Cmd::tc(argv.iter().map(String::as_str))),
+    );
+    cmds.extend(script.ip_after.iter().map(ip));
+    cmds
 }
 
 /// tc's own words, without its "Command failed -:N" line (the command is named instead).
