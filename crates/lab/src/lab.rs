@@ -391,7 +391,7 @@ fn run_here(
             args.test, args.duration
         );
         let dir = out.join(strategy.name());
-        let (results, commands) = run_strategy(
+        let (results, busy, commands) = run_strategy(
             profile,
             strategy,
             &args.test,
@@ -399,7 +399,16 @@ fn run_here(
             &dir,
             exe,
         )?;
-        let row = Row::from_results(strategy, &results, profile);
+        let mut row = Row::from_results(strategy, &results, profile);
+        row.cpu_busy = busy;
+        if let Some(b) = busy.filter(|b| *b > 1.0 - crate::cpu::IDLE_MIN) {
+            notes.push(format!(
+                "CPU-bound: during the {strategy} test's load the CPU was busy {:.0} % of the time (less than {:.0} % idle, \
+                 seed 001's sign of a CPU limit): its latency and goodput reflect this machine, not only the strategy",
+                b * 100.0,
+                crate::cpu::IDLE_MIN * 100.0
+            ));
+        }
         if row.partial {
             notes.push(format!(
                 "the {strategy} test ended early: {}",
@@ -439,12 +448,12 @@ fn run_strategy(
     duration: &str,
     dir: &Path,
     exe: &Path,
-) -> Result<(Results, Vec<String>), LabError> {
+) -> Result<(Results, Option<f64>, Vec<String>), LabError> {
     let runner = SystemRunner::from_env();
     let mut live = LiveTopology::build(Topology::new(profile), &runner)?;
     let cmds = strategies::commands(strategy, profile, &live.topo.router_devs(), &ShaperPlanner)?;
     live.apply(Node::Router, &cmds)?;
-    let results = measure(
+    let (results, busy) = measure(
         &mut live,
         strategy.name(),
         &["--profile", test, "--duration", duration],
@@ -452,18 +461,19 @@ fn run_strategy(
         exe,
     )?;
     live.teardown()?;
-    Ok((results, cmds.iter().map(|c| c.display()).collect()))
+    Ok((results, busy, cmds.iter().map(|c| c.display()).collect()))
 }
 
 /// Starts `unbloat serve` on the server, runs `unbloat test` from the LAN host with `extra`
-/// arguments and `--out dir`, stops the server, and reads the results file.
+/// arguments and `--out dir`, stops the server, and reads the results file. Also returns how
+/// busy the CPU was during the load ([`crate::cpu`]).
 fn measure(
     live: &mut LiveTopology,
     label: &str,
     extra: &[&str],
     dir: &Path,
     exe: &Path,
-) -> Result<Results, LabError> {
+) -> Result<(Results, Option<f64>), LabError> {
     // An earlier run's files in the same report directory must not pass for this run's.
     if dir.exists() {
         std::fs::remove_dir_all(dir).map_err(io("cannot clear", dir))?;
@@ -504,6 +514,7 @@ fn measure(
         dir.display().to_string(),
         "--json".to_string(),
     ]);
+    let cpu = crate::cpu::Sampler::start();
     let out = live.run_in(Node::Lan, &cmd)?;
     live.stop(serve);
     // Exit status 3: the test ran but ended early; its results are saved and marked partial.
@@ -526,10 +537,14 @@ fn measure(
     }
     let path = results_file_in(dir)?;
     let text = std::fs::read_to_string(&path).map_err(io("cannot read", &path))?;
-    Results::from_json(&text).map_err(|e| LabError::Results {
+    let results = Results::from_json(&text).map_err(|e| LabError::Results {
         strategy: label.into(),
         detail: e.to_string(),
-    })
+    })?;
+    // The load phase, with a second's margin for the test's start-up and its streams' set-up.
+    let p = &results.phases;
+    let busy = cpu.finish(p.idle_before_s + 1.0, p.idle_before_s + p.load_s);
+    Ok((results, busy))
 }
 
 /// The one results file (`*.json`) `unbloat test --out DIR` wrote into `dir`.
@@ -553,7 +568,7 @@ fn calibrate(profile: &LinkProfile, out: &Path, exe: &Path) -> Result<Calibratio
     let base = out.join("calibration");
     let mut got = [None, None];
     for (i, test) in ["download", "upload"].into_iter().enumerate() {
-        let r = measure(
+        let (r, _busy) = measure(
             &mut live,
             "calibration",
             &[

@@ -15,6 +15,7 @@
 
 pub mod bench;
 pub mod cleanup;
+pub mod cpu;
 pub mod lab;
 pub mod profile;
 pub mod strategies;

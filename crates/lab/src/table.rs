@@ -41,6 +41,10 @@ pub struct Row {
     pub grade: Option<Grade>,
     /// The test ended early; its numbers cover less than the planned run.
     pub partial: bool,
+    /// The share of time the CPU was busy during the load (see [`crate::cpu`]); above
+    /// 1 - [`crate::cpu::IDLE_MIN`] the run is CPU-bound.
+    #[serde(default)]
+    pub cpu_busy: Option<f64>,
 }
 
 impl Row {
@@ -77,6 +81,7 @@ impl Row {
             up_share: share(up_bps, profile.up),
             grade: summary.grade,
             partial: summary.partial,
+            cpu_busy: None,
         }
     }
 

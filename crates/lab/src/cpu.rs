@@ -1,0 +1,135 @@
+//! Is the machine, rather than the link, the limit? The share of time the CPUs were busy while
+//! a test's load ran, from `/proc/stat` sampled beside the test.
+//!
+//! OpenWrt's SQM guide (seed 001) gives the rule of thumb: if the CPU "rarely falls idle" under
+//! load (an observed minimum of ~10 % idle already "indicates CPU limitations"), shaping and
+//! measuring are CPU-bound, and goodput and latency say more about the machine than about the
+//! link. The lab reports a run whose load phase left less than [`IDLE_MIN`] idle as CPU-bound.
+//! In User-Mode Linux `/proc/stat` is the guest's single CPU, which is exactly the one that counts.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Below this idle share during the load, a run is CPU-bound (seed 001's "10 % idle").
+pub const IDLE_MIN: f64 = 0.10;
+const PERIOD: Duration = Duration::from_millis(200);
+
+/// (busy, total) jiffies of all CPUs, from the `cpu` line of `/proc/stat`.
+pub fn parse_proc_stat(text: &str) -> Option<(u64, u64)> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    if v.len() < 4 {
+        return None;
+    }
+    // user nice system idle iowait irq softirq steal ...; guest time is already in user.
+    let total: u64 = v.iter().take(8).sum();
+    let idle = v[3] + v.get(4).copied().unwrap_or(0);
+    Some((total - idle, total))
+}
+
+fn read() -> Option<(u64, u64)> {
+    parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// Samples `/proc/stat` every 200 ms from [`Sampler::start`] until [`Sampler::finish`].
+pub struct Sampler {
+    started: Instant,
+    samples: Arc<Mutex<Vec<(f64, u64, u64)>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Sampler {
+    pub fn start() -> Sampler {
+        let started = Instant::now();
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (s, st) = (Arc::clone(&samples), Arc::clone(&stop));
+        let thread = std::thread::spawn(move || {
+            while !st.load(Ordering::Relaxed) {
+                if let Some((busy, total)) = read() {
+                    let t = started.elapsed().as_secs_f64();
+                    s.lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push((t, busy, total));
+                }
+                std::thread::sleep(PERIOD);
+            }
+        });
+        Sampler {
+            started,
+            samples,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops sampling; the busy share between `from` and `to` seconds after the start, if at
+    /// least two samples fall in that window.
+    pub fn finish(mut self, from: f64, to: f64) -> Option<f64> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = self.started;
+        let samples = self
+            .samples
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        busy_share(&samples, from, to)
+    }
+}
+
+/// The busy share between the first and last sample inside [from, to].
+pub fn busy_share(samples: &[(f64, u64, u64)], from: f64, to: f64) -> Option<f64> {
+    let inside: Vec<_> = samples
+        .iter()
+        .filter(|(t, _, _)| *t >= from && *t <= to)
+        .collect();
+    let (first, last) = (inside.first()?, inside.last()?);
+    let total = last.2.checked_sub(first.2)?;
+    if total == 0 {
+        return None;
+    }
+    Some(last.1.saturating_sub(first.1) as f64 / total as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_line_gives_busy_and_total() {
+        let text = "cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 100 0 50 800 50 0 0 0 0 0\n";
+        assert_eq!(parse_proc_stat(text), Some((150, 1000)));
+        assert_eq!(parse_proc_stat("intr 1 2 3"), None);
+    }
+
+    #[test]
+    fn the_share_covers_only_the_window() {
+        // Idle before 5 s, fully busy from 5 to 10 s.
+        let samples = [
+            (4.0, 0, 400),
+            (5.0, 0, 500),
+            (7.5, 250, 750),
+            (10.0, 500, 1000),
+            (12.0, 500, 1200),
+        ];
+        assert_eq!(busy_share(&samples, 5.0, 10.0), Some(1.0));
+        assert_eq!(busy_share(&samples, 4.0, 12.0), Some(500.0 / 800.0));
+        assert_eq!(busy_share(&samples, 20.0, 30.0), None);
+    }
+
+    #[test]
+    fn this_machine_reports_its_cpu() {
+        let (busy, total) = read().expect("/proc/stat has a cpu line");
+        assert!(total > 0 && busy <= total);
+    }
+}
