@@ -8,34 +8,14 @@ use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::plan::Plan;
 use unbloat_shaper::spec::Spec;
 
-/// (file name, interface, options as the TOML table of a config file would say them).
-/// The cases, shared with the kernel tests of the binary (crates/cli/tests): `[NAME]`, an `iface`
-/// line, then the options exactly as written (kept as text, in the file's order, because the
-/// golden files quote them).
-fn cases() -> Vec<(String, String, String)> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/cases.toml");
-    let text = std::fs::read_to_string(&path).expect("tests/golden/cases.toml");
-    let _: toml::Table = toml::from_str(&text).expect("cases.toml is TOML");
-    let mut out: Vec<(String, String, String)> = Vec::new();
-    for line in text
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-    {
-        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            out.push((name.to_string(), String::new(), String::new()));
-        } else if let Some(case) = out.last_mut() {
-            match line.strip_prefix("iface = ") {
-                Some(iface) => case.1 = iface.trim_matches('"').to_string(),
-                None => {
-                    if !case.2.is_empty() {
-                        case.2.push('\n');
-                    }
-                    case.2.push_str(line);
-                }
-            }
-        }
-    }
-    out
+#[path = "golden/cases.rs"]
+mod cases;
+use cases::{cases, CASES_TOML};
+
+#[test]
+fn the_cases_file_is_toml() {
+    let table: toml::Table = toml::from_str(CASES_TOML).expect("cases.toml is TOML");
+    assert_eq!(table.len(), cases().len(), "every [case] is parsed");
 }
 
 fn render(iface: &str, table: &str) -> String {

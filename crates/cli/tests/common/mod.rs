@@ -152,26 +152,7 @@ pub fn text(out: &Output) -> String {
 }
 
 /// The golden configurations of the shaper (crates/shaper/tests/golden/cases.toml):
-/// (name, interface, TOML table).
-pub fn golden_cases() -> Vec<(String, String, String)> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shaper/tests/golden/cases.toml");
-    let text = std::fs::read_to_string(&path).expect("the shaper's golden cases");
-    let mut out: Vec<(String, String, String)> = Vec::new();
-    for line in text
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-    {
-        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            out.push((name.to_string(), String::new(), String::new()));
-        } else if let Some(case) = out.last_mut() {
-            match line.strip_prefix("iface = ") {
-                Some(iface) => case.1 = iface.trim_matches('"').to_string(),
-                None => {
-                    case.2.push_str(line);
-                    case.2.push('\n');
-                }
-            }
-        }
-    }
-    out
-}
+/// (name, interface, TOML table), read by the shaper's own parser of that file.
+#[path = "../../../shaper/tests/golden/cases.rs"]
+mod cases;
+pub use cases::cases as golden_cases;
