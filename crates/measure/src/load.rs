@@ -5,10 +5,12 @@
 //! - A stream is connected, marked with its DSCP before the SYN leaves, and attached to the
 //!   test (the server said `Attached`) before [`LoadStream::start`] moves any data.
 //! - The load costs little CPU: 128 KiB reads and writes of a buffer filled once, no per-byte
-//!   work, so a run measures the link and not this process.
-//! - [`LoadStream::bytes`] is the stream's goodput counter: for downloads the bytes this side
-//!   read, for uploads the bytes the server's TCP acknowledged (`tcpi_bytes_acked`), i.e. what
-//!   arrived; both are read at any time without stopping the stream.
+//!   work, and a reader that wakes per 64 KiB arrived rather than per packet (`SO_RCVLOWAT`),
+//!   so a run measures the link and not this process.
+//! - [`LoadStream::bytes`] is the stream's goodput counter: for downloads the bytes this side's
+//!   TCP received in order (`tcpi_bytes_received`), for uploads the bytes the server's TCP
+//!   acknowledged (`tcpi_bytes_acked`), i.e. what arrived either way; both are read at any time
+//!   without stopping the stream, and neither depends on how the reads are batched.
 //! - [`LoadStream::stop`] ends the stream with a reset (SO_LINGER 0), which throws away what
 //!   still sits in the send buffer: after the load phase the link must go idle at once, not
 //!   drain seconds of buffered upload into the idle tail.
@@ -25,7 +27,7 @@ use unbloat_report::Direction;
 
 use crate::profile::StreamPlan;
 use crate::protocol::{self, ClientMsg, ProtocolError, ServerMsg, PROTOCOL_VERSION};
-use crate::server::{fill_pattern, is_timeout, BULK_BUFFER};
+use crate::server::{fill_pattern, is_timeout, BULK_BUFFER, BULK_LOWAT};
 use crate::{sockopt, MeasureError};
 
 /// Connects to `addr`, marking the connection with `dscp` from its first packet.
@@ -163,8 +165,9 @@ impl LoadStream {
     /// Goodput bytes so far (see the module doc for what is counted).
     pub fn bytes(&self) -> u64 {
         match self.plan.direction {
-            Direction::Down => self.moved.load(Ordering::Relaxed),
-            // Fall back to bytes written where TCP_INFO lacks bytes_acked (Linux < 4.1).
+            // Fall back to bytes read or written where TCP_INFO lacks the counters (Linux < 4.1).
+            Direction::Down => sockopt::tcp_bytes_received(&*self.sock)
+                .unwrap_or_else(|_| self.moved.load(Ordering::Relaxed)),
             Direction::Up => sockopt::tcp_bytes_acked(&*self.sock)
                 .unwrap_or_else(|_| self.moved.load(Ordering::Relaxed)),
         }
@@ -203,6 +206,8 @@ fn upload(sock: &TcpStream, moved: &AtomicU64, stop: &AtomicBool) -> Result<(), 
 
 fn download(sock: &TcpStream, moved: &AtomicU64, stop: &AtomicBool) -> Result<(), String> {
     let mut buf = vec![0u8; BULK_BUFFER];
+    // Best effort: a kernel without SO_RCVLOWAT for TCP only costs more wakeups.
+    let _ = sockopt::set_rcvlowat(sock, BULK_LOWAT);
     let mut r = sock;
     while !stop.load(Ordering::Relaxed) {
         match r.read(&mut buf) {

@@ -27,6 +27,41 @@ pub fn set_dscp<S: AsFd>(sock: &S, dscp: u8, ipv6: bool) -> io::Result<()> {
 /// Bytes of payload the peer's TCP has acknowledged on this socket (`tcpi_bytes_acked`, Linux
 /// 4.1+): what reached the receiving host, which is what an upload's goodput means.
 pub fn tcp_bytes_acked<S: AsRawFd>(sock: &S) -> io::Result<u64> {
+    let (info, len) = tcp_info(sock)?;
+    need(len, std::mem::offset_of!(libc::tcp_info, tcpi_bytes_acked))?;
+    Ok(info.tcpi_bytes_acked)
+}
+
+/// Bytes of payload this socket's TCP has received in order (`tcpi_bytes_received`, Linux
+/// 4.1+), read or not: a download's goodput, exact at any moment however the reads are batched.
+pub fn tcp_bytes_received<S: AsRawFd>(sock: &S) -> io::Result<u64> {
+    let (info, len) = tcp_info(sock)?;
+    need(len, std::mem::offset_of!(libc::tcp_info, tcpi_bytes_received))?;
+    Ok(info.tcpi_bytes_received)
+}
+
+/// Wakes a blocked read only when `bytes` are waiting (`SO_RCVLOWAT`; a read still returns
+/// what there is when its timeout expires). Without it a paced stream wakes its reader for every
+/// packet or two, thousands of times a second, which is what a single emulated CPU cannot carry.
+pub fn set_rcvlowat<S: AsRawFd>(sock: &S, bytes: usize) -> io::Result<()> {
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: passes a pointer to a live c_int and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<(libc::tcp_info, usize)> {
     // SAFETY: tcp_info is plain old data; getsockopt writes at most `len` bytes into it and
     // reports how many it wrote.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
@@ -43,12 +78,16 @@ pub fn tcp_bytes_acked<S: AsRawFd>(sock: &S) -> io::Result<u64> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    let needed = std::mem::offset_of!(libc::tcp_info, tcpi_bytes_acked) + 8;
-    if (len as usize) < needed {
+    Ok((info, len as usize))
+}
+
+/// Fails unless the kernel filled the 8-byte field at `offset`.
+fn need(len: usize, offset: usize) -> io::Result<()> {
+    if len < offset + 8 {
         return Err(io::Error::new(
             io::ErrorKind::Unsupported,
-            "this kernel's TCP_INFO has no tcpi_bytes_acked (needs Linux 4.1)",
+            "this kernel's TCP_INFO lacks the byte counters (needs Linux 4.1)",
         ));
     }
-    Ok(info.tcpi_bytes_acked)
+    Ok(())
 }
