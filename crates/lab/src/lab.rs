@@ -22,7 +22,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use unbloat_report::model::Results;
-use unbloat_system::kernel::{in_guest, is_root, GuestOptions, Kernel, KernelError};
+use unbloat_system::kernel::{
+    describe_current, in_guest, is_root, GuestOptions, Kernel, KernelError,
+};
 use unbloat_system::runner::SystemRunner;
 use unbloat_units::Time;
 
@@ -254,7 +256,7 @@ pub fn run_lab(args: &LabArgs, unbloat_exe: &Path) -> Result<LabReport, LabError
     let out = std::path::absolute(&args.out).map_err(io("cannot resolve", &args.out))?;
     std::fs::create_dir_all(&out).map_err(io("cannot create the report directory", &out))?;
     if args.in_kernel || in_guest() {
-        return run_here(&req, args, &out, unbloat_exe, "host");
+        return run_here(&req, args, &out, unbloat_exe, &describe_current());
     }
     let needs = kernel_needs(&req.strategies);
     let kernel = Kernel::detect(&needs).map_err(|source| LabError::Kernel {

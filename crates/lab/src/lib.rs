@@ -8,6 +8,7 @@
 //!   server), built from a profile, and removed again whatever happens ([`cleanup`]: drop guards
 //!   and the SIGINT/SIGTERM handler).
 //! - [`table`]: one comparison row per strategy from its results file; text, JSON, HTML.
+//! - [`theory`]: the best goodput each direction of a test could reach (the table's yardstick).
 //! - [`lab`]: `unbloat lab` ([`LabArgs`], [`run_lab`]): where it runs (host kernel or UML),
 //!   calibration, one fresh network per strategy, the report directory.
 //! - [`bench`]: `unbloat bench lab` ([`run_benchmark`]): every profile x every strategy, with the
@@ -20,6 +21,7 @@ pub mod lab;
 pub mod profile;
 pub mod strategies;
 pub mod table;
+pub mod theory;
 pub mod topology;
 
 pub use bench::{render_benchmark, run_benchmark, BenchLabArgs};

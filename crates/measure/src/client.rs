@@ -476,10 +476,28 @@ fn timeline(
     }
 
     // Connect and attach every stream before any moves data: a stream connecting while the
-    // others already fill the queue could lose its SYN and start seconds late.
-    for (i, plan_stream) in plan.profile.streams.iter().enumerate() {
-        let stream =
-            LoadStream::open(server, test_id, i as u16, plan_stream, plan.connect_timeout)?;
+    // others already fill the queue could lose its SYN and start seconds late. All at once: one
+    // after the other, eight streams' handshakes would take a second of the load phase on a slow
+    // link, and the goodput would be divided by time in which nothing could move.
+    let opened: Vec<Result<LoadStream, MeasureError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = plan
+            .profile
+            .streams
+            .iter()
+            .enumerate()
+            .map(|(i, plan_stream)| {
+                scope.spawn(move || {
+                    LoadStream::open(server, test_id, i as u16, plan_stream, plan.connect_timeout)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    for (plan_stream, stream) in plan.profile.streams.iter().zip(opened) {
+        let stream = stream?;
         run.series.push(StreamSeries {
             name: plan_stream.name.clone(),
             direction: plan_stream.direction,

@@ -36,7 +36,10 @@ pub fn tcp_bytes_acked<S: AsRawFd>(sock: &S) -> io::Result<u64> {
 /// 4.1+), read or not: a download's goodput, exact at any moment however the reads are batched.
 pub fn tcp_bytes_received<S: AsRawFd>(sock: &S) -> io::Result<u64> {
     let (info, len) = tcp_info(sock)?;
-    need(len, std::mem::offset_of!(libc::tcp_info, tcpi_bytes_received))?;
+    need(
+        len,
+        std::mem::offset_of!(libc::tcp_info, tcpi_bytes_received),
+    )?;
     Ok(info.tcpi_bytes_received)
 }
 

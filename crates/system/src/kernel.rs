@@ -211,6 +211,17 @@ impl Kernel {
     }
 }
 
+/// What [`Kernel::describe`] says of the kernel this process runs on: "host", or inside a UML
+/// guest started by this module "User-Mode Linux <release>" (reports written in the guest must
+/// say where they were measured).
+pub fn describe_current() -> String {
+    if !in_guest() {
+        return Kernel::Host.describe();
+    }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!("User-Mode Linux {}", release.trim())
+}
+
 /// True in a UML guest started by this module.
 pub fn in_guest() -> bool {
     std::env::var(IN_GUEST_ENV).is_ok_and(|v| v == "1")
