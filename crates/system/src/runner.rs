@@ -253,7 +253,8 @@ impl SystemRunner {
     /// Starts `cmd` with the given stdout and stderr and returns the child without waiting.
     /// `env` is added to our environment. Stdin is `/dev/null` (stdin text is not supported here). With `new_group`, the child leads a
     /// process group of its own, so that the whole group can be signalled (the UML kernel runner
-    /// uses this: linux.uml starts helper processes).
+    /// uses this: linux.uml starts helper processes), and is killed if the calling thread ends
+    /// first, so the caller must wait for it in that thread.
     pub(crate) fn spawn(
         &self,
         cmd: &Cmd,
@@ -271,6 +272,20 @@ impl SystemRunner {
         if new_group {
             use std::os::unix::process::CommandExt;
             command.process_group(0);
+            // A child in its own group misses the terminal's Ctrl-C, and nothing reaches it when
+            // this process is killed outright (a CI timeout, `kill -9`): have the kernel send it
+            // SIGTERM when the thread that started it goes (that thread waits for it), so a
+            // User-Mode Linux never outlives the run that booted it. SIGTERM, not SIGKILL:
+            // linux.uml ends its helper processes on SIGTERM, and they would outlive a SIGKILL.
+            // SAFETY: prctl is async-signal-safe and touches only the child's own state.
+            unsafe {
+                command.pre_exec(|| {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
         }
         command.spawn().map_err(|e| self.spawn_error(cmd, e))
     }
