@@ -14,7 +14,8 @@
 //! Heads up: an ACK filter (cake's `ack-filter`) sends fewer ACKs than one per two segments, so a
 //! strategy that uses one can show a little over 100 %.
 
-use unbloat_report::{Direction, Phase, ProbeKind, Results};
+use unbloat_measure::probe::ipv4_probe_bytes;
+use unbloat_report::{Direction, Phase, Results};
 use unbloat_shaper::goodput::{GoodputModel, LinkFraming};
 use unbloat_units::Rate;
 
@@ -25,10 +26,6 @@ pub const ACK_IP_BYTES: u64 = 20 + 32;
 /// Full-size segments per ACK a Linux receiver sends in a bulk transfer (delayed ACKs, RFC 9293
 /// §3.8.6.3: at least every second segment).
 pub const SEGMENTS_PER_ACK: f64 = 2.0;
-/// IPv4 size of one UDP probe (20 + 8 + unbloat's 44-byte request or reply).
-pub const UDP_PROBE_IP_BYTES: u64 = 20 + 8 + 44;
-/// IPv4 size of one ICMP echo probe (20 + 8 + unbloat's 12-byte payload).
-pub const ICMP_PROBE_IP_BYTES: u64 = 20 + 8 + 12;
 
 /// The best TCP goodput of direction `dir` in `results`, given the probes the test sent and the
 /// other direction's measured goodput (`reverse_bps`).
@@ -83,11 +80,7 @@ fn probe_rates(results: &Results) -> Vec<(f64, u64)> {
                 .iter()
                 .filter(|s| results.phases.phase_of(s.t) == Phase::Loaded)
                 .count();
-            let bytes = match p.kind {
-                ProbeKind::Udp => UDP_PROBE_IP_BYTES,
-                ProbeKind::Icmp => ICMP_PROBE_IP_BYTES,
-            };
-            (sent as f64 / load_s, bytes)
+            (sent as f64 / load_s, ipv4_probe_bytes(p.kind))
         })
         .collect()
 }
@@ -95,6 +88,7 @@ fn probe_rates(results: &Results) -> Vec<(f64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use unbloat_report::ProbeKind;
 
     fn profile(name: &str) -> LinkProfile {
         LinkProfile::shipped(name).expect("shipped profile")
@@ -123,11 +117,13 @@ mod tests {
 
     #[test]
     fn probes_cost_their_framed_size_too() {
-        // 20 UDP probes a second: 72 + 10 = 82 bytes = 2 cells = 106 bytes each.
+        // 20 UDP probes a second: 20 + 8 + 44 = 72 bytes, + 10 = 82 bytes = 2 cells = 106
+        // bytes each.
         let p = profile("dsl-2002");
+        assert_eq!(ipv4_probe_bytes(ProbeKind::Udp), 72);
         let want = p.theoretical_goodput(Rate::from_bits_per_sec(220_000 - 20 * 106 * 8));
         assert_eq!(
-            theoretical_with_competition(&p, p.up, 0.0, &[(20.0, UDP_PROBE_IP_BYTES)]),
+            theoretical_with_competition(&p, p.up, 0.0, &[(20.0, 72)]),
             want
         );
     }

@@ -459,6 +459,16 @@ const ICMPV6_ECHO_REPLY: u8 = 129;
 /// ICMP sequence wrapping and without trusting the identifier (which ping sockets rewrite).
 const ICMP_PAYLOAD: usize = 12;
 
+/// The IPv4 size of one probe of `kind`, header included; its reply is the same size. What a
+/// probe costs on the link (the lab subtracts it from the goodput a link could carry).
+pub const fn ipv4_probe_bytes(kind: ProbeKind) -> u64 {
+    let payload = match kind {
+        ProbeKind::Udp => 8 + crate::protocol::PROBE_REQUEST_LEN,
+        ProbeKind::Icmp => 8 + ICMP_PAYLOAD,
+    };
+    20 + payload as u64
+}
+
 /// RFC 1071 Internet checksum.
 fn checksum(data: &[u8]) -> u16 {
     let mut sum: u32 = 0;
