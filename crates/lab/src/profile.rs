@@ -26,6 +26,10 @@
 //! [modem]                        # optional; default 1000 packets
 //! fifo_packets = 1000            # the modem's drop-tail buffer in packets (pfifo), or
 //! fifo_bytes = "1.5m"            #   in bytes (bfifo); not both
+//!
+//! [unbloat]                      # optional: what the `unbloat` strategy sets beyond its defaults,
+//! diffserv = "besteffort"        #   in `unbloat start`'s config-file words (`unbloat.toml`), so a
+//! rtt = "50ms"                   #   variant of unbloat can be compared on the same link
 //! ```
 //!
 //! Unknown keys are errors (`deny_unknown_fields`): a misspelt `jiter` must not silently mean
@@ -38,6 +42,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use unbloat_shaper::goodput::{self, LinkFraming};
 use unbloat_shaper::linklayer::{LinkLayer, LinkPreset};
+use unbloat_shaper::options::ShapeOptions;
+use unbloat_shaper::spec::{parse_iface, Spec};
 use unbloat_units::{Rate, Size, Time};
 
 /// The profiles shipped with unbloat, by name, as embedded TOML text.
@@ -133,6 +139,10 @@ pub struct LinkProfile {
     pub link: LinkSection,
     #[serde(default)]
     pub modem: Option<ModemSection>,
+    /// Options of `unbloat start` the lab's `unbloat` strategy applies over its defaults and over
+    /// what the link section implies (absent: unbloat exactly as shipped).
+    #[serde(default)]
+    pub unbloat: Option<ShapeOptions>,
 }
 
 /// Why a profile could not be loaded.
@@ -253,10 +263,32 @@ impl LinkProfile {
                 _ => {}
             }
         }
-        self.link
-            .resolve()
-            .map(|_| ())
-            .map_err(|e| format!("[link] {e}"))
+        self.link.resolve().map_err(|e| format!("[link] {e}"))?;
+        if self.unbloat.is_some() {
+            // Checked now, with the real rates, so a bad option fails before any namespace exists.
+            let iface = parse_iface("wan0").expect("a valid interface name");
+            Spec::new(iface, &self.unbloat_options(self.down, self.up))
+                .map_err(|e| format!("[unbloat] {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// What the `unbloat` strategy asks `unbloat start` for: the rates, the link's compensation
+    /// in `--link/--overhead/--mpu/--vlan` words, then the profile's `[unbloat]` options over them.
+    pub fn unbloat_options(&self, down: Rate, up: Rate) -> ShapeOptions {
+        let base = ShapeOptions {
+            down: Some(down),
+            up: Some(up),
+            link: Some(self.link.preset),
+            overhead: self.link.overhead.map(i64::from),
+            mpu: self.link.mpu.map(i64::from),
+            vlan: self.link.vlan.then_some(1),
+            ..ShapeOptions::default()
+        };
+        match &self.unbloat {
+            Some(over) => ShapeOptions::merge(&base, over),
+            None => base,
+        }
     }
 
     pub fn base_rtt(&self) -> Time {
@@ -317,6 +349,7 @@ impl fmt::Display for LinkProfile {
 mod tests {
     use super::*;
     use unbloat_shaper::linklayer::Framing;
+    use unbloat_shaper::plan::Diffserv;
 
     #[test]
     fn every_shipped_profile_loads_and_is_what_issue_4_asks_for() {
@@ -424,6 +457,44 @@ mod tests {
         ];
         for (text, needle) in cases {
             let err = LinkProfile::from_toml(&text, "t").expect_err(needle);
+            assert!(err.to_string().contains(needle), "{needle}: {err}");
+        }
+    }
+
+    #[test]
+    fn an_unbloat_section_overrides_the_defaults_and_is_checked_at_load() {
+        let base = r#"
+            name = "x"
+            description = "d"
+            down = "10mbit"
+            up = "1mbit"
+            [link]
+            preset = "bridged-ptm"
+        "#;
+        let p = LinkProfile::from_toml(base, "t").expect("valid");
+        let plain = p.unbloat_options(Rate::from_mbit(9), Rate::from_kbit(950));
+        assert_eq!((plain.diffserv, plain.rtt), (None, None));
+        let text = format!("{base}\n[unbloat]\ndiffserv = \"besteffort\"\nrtt = \"metro\"\n");
+        let p = LinkProfile::from_toml(&text, "t").expect("valid");
+        let o = p.unbloat_options(Rate::from_mbit(9), Rate::from_kbit(950));
+        assert_eq!(o.diffserv, Some(Diffserv::Besteffort));
+        assert_eq!(o.rtt, Some(Time::from_millis(10)));
+        assert_eq!(o.down, Some(Rate::from_mbit(9)), "the lab's rates stay");
+        assert_eq!(
+            o.link,
+            Some(LinkPreset::BridgedPtm),
+            "the link section stays"
+        );
+        // Unknown keys, and options unbloat start would refuse, fail the load.
+        for (bad, needle) in [
+            ("difserv = \"besteffort\"", "difserv"),
+            (
+                "qdisc = \"fq_codel\"\ndiffserv = \"diffserv4\"",
+                "[unbloat]",
+            ),
+        ] {
+            let err =
+                LinkProfile::from_toml(&format!("{base}\n[unbloat]\n{bad}\n"), "t").expect_err(bad);
             assert!(err.to_string().contains(needle), "{needle}: {err}");
         }
     }

@@ -30,7 +30,6 @@ use std::fmt;
 use std::str::FromStr;
 
 use unbloat_shaper::linklayer::Framing;
-use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::plan::Plan;
 use unbloat_shaper::spec::{parse_iface, Spec};
 use unbloat_system::runner::Cmd;
@@ -166,15 +165,7 @@ impl UnbloatPlanner for ShaperPlanner {
         down: Rate,
         up: Rate,
     ) -> Result<Vec<Cmd>, String> {
-        let opts = ShapeOptions {
-            down: Some(down),
-            up: Some(up),
-            link: Some(profile.link.preset),
-            overhead: profile.link.overhead.map(i64::from),
-            mpu: profile.link.mpu.map(i64::from),
-            vlan: profile.link.vlan.then_some(1),
-            ..ShapeOptions::default()
-        };
+        let opts = profile.unbloat_options(down, up);
         let wan = parse_iface(&devs.wan).map_err(|e| e.to_string())?;
         let spec = Spec::new(wan, &opts).map_err(|e| e.to_string())?;
         Ok(unbloat_system::apply::script_commands(

@@ -257,3 +257,36 @@ fn the_shaper_planner_gives_unbloats_own_plan_for_the_link() {
         "{ingress}"
     );
 }
+
+/// A profile's `[unbloat]` table reaches the plan: the variant, not the shipped defaults, is run.
+#[test]
+fn a_profiles_unbloat_table_changes_the_unbloat_strategy_only() {
+    let shipped = LinkProfile::shipped("adsl").expect("adsl");
+    let mut variant = shipped.clone();
+    variant.unbloat =
+        Some(toml::from_str("diffserv = \"diffserv4\"\nack-filter = true").expect("options"));
+    let batch = |p: &LinkProfile, s: Strategy| -> String {
+        commands(s, p, &RouterDevs::new("wan0"), &ShaperPlanner)
+            .expect("plan")
+            .iter()
+            .map(|c| c.stdin.clone().unwrap_or_else(|| c.display()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (plain, varied) = (
+        batch(&shipped, Strategy::Unbloat),
+        batch(&variant, Strategy::Unbloat),
+    );
+    assert!(
+        plain.contains("besteffort") && !plain.contains(" ack-filter "),
+        "{plain}"
+    );
+    assert!(
+        varied.contains("diffserv4") && varied.contains(" ack-filter "),
+        "{varied}"
+    );
+    assert_eq!(
+        batch(&shipped, Strategy::SqmPieceOfCake),
+        batch(&variant, Strategy::SqmPieceOfCake)
+    );
+}
