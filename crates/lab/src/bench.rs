@@ -66,15 +66,19 @@ pub fn checks(report: &LabReport) -> Vec<String> {
         let bound = latency_bound_ms(&report.profile);
         match be_p99(u) {
             Some(p) if p <= bound => {}
-            p => failed.push(format!(
-                "{name}: unbloat UDP BE induced p99 {p:?} ms above {bound:.1} ms"
+            Some(p) => failed.push(format!(
+                "{name}: unbloat UDP BE induced p99 {p:.1} ms above {bound:.1} ms"
             )),
+            None => failed.push(format!("{name}: unbloat has no UDP BE induced p99")),
         }
         for (dir, share) in [("down", u.down_share), ("up", u.up_share)] {
-            if !share.is_some_and(|s| s >= 0.90) {
-                failed.push(format!(
-                    "{name}: unbloat {dir} goodput {share:?} below 90 % of theoretical"
-                ));
+            match share {
+                Some(s) if s >= 0.90 => {}
+                Some(s) => failed.push(format!(
+                    "{name}: unbloat {dir} goodput {:.0} % below 90 % of theoretical",
+                    s * 100.0
+                )),
+                None => failed.push(format!("{name}: unbloat has no {dir} goodput")),
             }
         }
         if let Some(c) = row(Strategy::SqmPieceOfCake) {
