@@ -28,7 +28,7 @@ pub struct ShapeFlags {
     /// fq_codel only: 1 class, or 3 classes by DSCP (priority, best effort, bulk) like simple.qos.
     #[arg(long, value_name = "1|3", help_heading = "Queueing")]
     pub tiers: Option<u8>,
-    /// cake's DSCP tins: besteffort, diffserv3 (default), diffserv4, diffserv8, precedence.
+    /// cake's DSCP tins: besteffort (default: one tin), diffserv3, diffserv4, diffserv8, precedence.
     #[arg(long, value_name = "MODE", help_heading = "Queueing")]
     pub diffserv: Option<Diffserv>,
     /// Flow isolation: triple-isolate (default), dual-host (fair per LAN host: dual-srchost up,
@@ -41,13 +41,14 @@ pub struct ShapeFlags {
     /// Clear DSCP marks of incoming traffic (the ISP's marks mean nothing on your LAN).
     #[arg(long, help_heading = "Queueing")]
     pub wash: bool,
-    /// Drop redundant TCP ACKs on egress (helps very asymmetric links); `--ack-filter=aggressive`.
+    /// Drop redundant TCP ACKs on egress (more upload on very asymmetric links, burstier
+    /// downloads); `--ack-filter=aggressive`.
     #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "enabled", help_heading = "Queueing")]
     pub ack_filter: Option<String>,
     /// cake's rtt: a time (100ms) or internet, regional, metro, lan, oceanic, satellite...
     #[arg(long, value_name = "TIME", value_parser = parse_rtt, help_heading = "Queueing")]
     pub rtt: Option<Time>,
-    /// Do not set cake's `ingress` mode on the download side (it is on by default).
+    /// Do not set cake's `ingress` mode on the download side (on by default from 4 Mbit/s).
     #[arg(long, help_heading = "Queueing")]
     pub no_ingress_keyword: bool,
 

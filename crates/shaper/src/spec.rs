@@ -138,9 +138,18 @@ impl Spec {
                 Direction::Egress => (&opts.extra_egress, "extra-egress"),
                 Direction::Ingress => (&opts.extra_ingress, "extra-ingress"),
             };
+            // `ack-filter` is an upload option (the download's ACKs go up); the download qdisc
+            // filters only when extra-ingress says so.
+            let base = match dir {
+                Direction::Egress => opts.clone(),
+                Direction::Ingress => ShapeOptions {
+                    ack_filter: None,
+                    ..opts.clone()
+                },
+            };
             let merged = match extra {
-                Some(text) => ShapeOptions::merge(opts, &parse_extra(text, qdisc, dir, key)?),
-                None => opts.clone(),
+                Some(text) => ShapeOptions::merge(&base, &parse_extra(text, qdisc, dir, key)?),
+                None => base,
             };
             let (rate, flag) = match dir {
                 Direction::Egress => (merged.up, "up"),
@@ -459,11 +468,35 @@ mod tests {
         let (ShaperSpec::Cake(e), ShaperSpec::Cake(i)) = (&e.shaper, &i.shaper) else {
             panic!("cake")
         };
-        assert_eq!(e.diffserv, Diffserv::Diffserv3);
+        assert_eq!(e.diffserv, Diffserv::Besteffort);
         assert_eq!(e.ack_filter, AckFilter::Disabled);
         assert!(!e.nat && !e.ingress && i.ingress);
         assert_eq!(s.ifb.as_str(), "ifb4eth0");
         assert!(s.warnings.is_empty());
+    }
+
+    #[test]
+    fn ack_filter_is_an_upload_option() {
+        let filters = |text: &str| {
+            let s = Spec::new("eth0".parse().expect("name"), &toml_opts(text)).expect("valid");
+            let f = |d: &Option<DirectionSpec>| match d.as_ref().map(|d| &d.shaper) {
+                Some(ShaperSpec::Cake(c)) => Some(c.ack_filter),
+                _ => None,
+            };
+            (f(&s.egress), f(&s.ingress))
+        };
+        use AckFilter::{Disabled, Enabled};
+        let rates = "down = \"95mbit\"\nup = \"9500kbit\"";
+        assert_eq!(filters(rates), (Some(Disabled), Some(Disabled)));
+        // The download filters only through extra-ingress.
+        assert_eq!(
+            filters(&format!("{rates}\nack-filter = true")),
+            (Some(Enabled), Some(Disabled))
+        );
+        assert_eq!(
+            filters(&format!("{rates}\nextra-ingress = \"ack-filter\"")),
+            (Some(Disabled), Some(Enabled))
+        );
     }
 
     #[test]

@@ -4,13 +4,13 @@
 # options: mpu = 64
 # options: framing = "none"
 # unbloat plan for eth0
-#   egress  eth0: cake 10mbit diffserv3 triple-isolate link (ethernet: overhead 44 mpu 64 none)
-#   ingress eth0 via ifb4eth0: cake 50mbit diffserv3 triple-isolate link (ethernet: overhead 44 mpu 64 none)
+#   egress  eth0: cake 10mbit besteffort triple-isolate link (ethernet: overhead 44 mpu 64 none)
+#   ingress eth0 via ifb4eth0: cake 50mbit besteffort triple-isolate link (ethernet: overhead 44 mpu 64 none)
 ip link add name ifb4eth0 type ifb
 ip link set dev ifb4eth0 up
 tc -batch - <<'EOF'
-qdisc add dev eth0 root cake bandwidth 10mbit rtt 100ms diffserv3 triple-isolate nonat nowash egress no-ack-filter split-gso overhead 44 mpu 64 noatm
-qdisc add dev ifb4eth0 root cake bandwidth 50mbit rtt 100ms diffserv3 triple-isolate nonat nowash ingress no-ack-filter split-gso overhead 44 mpu 64 noatm
+qdisc add dev eth0 root cake bandwidth 10mbit rtt 100ms besteffort triple-isolate nonat nowash egress no-ack-filter split-gso overhead 44 mpu 64 noatm
+qdisc add dev ifb4eth0 root cake bandwidth 50mbit rtt 100ms besteffort triple-isolate nonat nowash ingress no-ack-filter split-gso overhead 44 mpu 64 noatm
 qdisc add dev eth0 handle ffff: ingress
 filter add dev eth0 parent ffff: protocol all prio 10 u32 match u32 0 0 action mirred egress redirect dev ifb4eth0
 EOF
