@@ -351,6 +351,16 @@ mod tests {
     use unbloat_shaper::linklayer::Framing;
     use unbloat_shaper::plan::Diffserv;
 
+    /// The smallest valid profile: the required keys only.
+    const MINIMAL: &str = r#"
+            name = "x"
+            description = "d"
+            down = "10mbit"
+            up = "1mbit"
+            [link]
+            preset = "ethernet"
+        "#;
+
     #[test]
     fn every_shipped_profile_loads_and_is_what_issue_4_asks_for() {
         let words = |p: &LinkProfile| {
@@ -434,14 +444,7 @@ mod tests {
 
     #[test]
     fn invalid_values_are_refused_with_the_field_named() {
-        let base = r#"
-            name = "x"
-            description = "d"
-            down = "10mbit"
-            up = "1mbit"
-            [link]
-            preset = "ethernet"
-        "#;
+        let base = MINIMAL;
         let cases = [
             (base.replace("1mbit", "1kbit"), "up"),
             (format!("{base}\n[modem]\nfifo_packets = 0"), "fifo_packets"),
@@ -463,14 +466,7 @@ mod tests {
 
     #[test]
     fn an_unbloat_section_overrides_the_defaults_and_is_checked_at_load() {
-        let base = r#"
-            name = "x"
-            description = "d"
-            down = "10mbit"
-            up = "1mbit"
-            [link]
-            preset = "bridged-ptm"
-        "#;
+        let base = &MINIMAL.replace("ethernet", "bridged-ptm");
         let p = LinkProfile::from_toml(base, "t").expect("valid");
         let plain = p.unbloat_options(Rate::from_mbit(9), Rate::from_kbit(950));
         assert_eq!((plain.diffserv, plain.rtt), (None, None));

@@ -16,10 +16,16 @@
 
 use unbloat_measure::probe::ipv4_probe_bytes;
 use unbloat_report::{Direction, Phase, Results};
-use unbloat_shaper::goodput::{GoodputModel, LinkFraming, ACK_IP_BYTES, SEGMENTS_PER_ACK};
+use unbloat_shaper::goodput::{GoodputModel, LinkFraming};
 use unbloat_units::Rate;
 
 use crate::profile::LinkProfile;
+
+/// IPv4 + TCP with timestamps, no payload: one pure ACK.
+pub const ACK_IP_BYTES: u64 = 20 + 32;
+/// Full-size segments per ACK a Linux receiver sends in a bulk transfer (delayed ACKs, RFC 9293
+/// §3.8.6.3: at least every second segment).
+pub const SEGMENTS_PER_ACK: f64 = 2.0;
 
 /// The best TCP goodput of direction `dir` in `results`, given the probes the test sent and the
 /// other direction's measured goodput (`reverse_bps`).
@@ -48,7 +54,7 @@ pub fn theoretical_with_competition(
     let model = GoodputModel::ipv4_timestamps(LinkFraming::from(&profile.link_layer()));
     let mss = model.payload_bytes().unwrap_or(1448) as f64;
     let wire = |ip_bytes: u64| model.link.wire_bytes(ip_bytes) as f64 * 8.0;
-    let acks_per_s = reverse_bps.max(0.0) / 8.0 / mss / SEGMENTS_PER_ACK as f64;
+    let acks_per_s = reverse_bps.max(0.0) / 8.0 / mss / SEGMENTS_PER_ACK;
     let taken: f64 = acks_per_s * wire(ACK_IP_BYTES)
         + probes
             .iter()

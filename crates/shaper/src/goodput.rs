@@ -233,12 +233,6 @@ pub fn theoretical_tcp_goodput(rate: Rate, link: &LinkLayer) -> Rate {
         .unwrap_or(Rate::ZERO)
 }
 
-/// IPv4 + TCP with timestamps, no payload: one pure ACK.
-pub const ACK_IP_BYTES: u64 = 20 + 32;
-/// Full-size segments per ACK a Linux receiver sends in a bulk transfer (delayed ACKs, RFC 9293
-/// §3.8.6.3: at least every second segment).
-pub const SEGMENTS_PER_ACK: u64 = 2;
-
 impl fmt::Display for GoodputModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
