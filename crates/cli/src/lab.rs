@@ -4,7 +4,7 @@ use crate::Failure;
 use anyhow::anyhow;
 use clap::Args;
 use std::time::Duration;
-use unbloat_lab::bench::{render_benchmark, run_benchmark, BenchLabArgs};
+use unbloat_lab::bench::{render_benchmark, render_json, run_benchmark, BenchLabArgs};
 use unbloat_lab::lab::{print_report, run_lab, LabArgs};
 use unbloat_measure::bench::{self, IdleRtt, Part};
 use unbloat_system::kernel::{GuestOptions, Kernel};
@@ -43,8 +43,12 @@ pub fn lab(cmd: &LabCmd) -> Result<(), Failure> {
 
 pub fn lab_bench(cmd: &LabBenchCmd) -> Result<(), Failure> {
     let exe = std::env::current_exe()?;
-    let reports = run_benchmark(&cmd.args, &exe)?;
-    print!("{}", render_benchmark(&reports));
+    let benches = run_benchmark(&cmd.args, &exe)?;
+    if cmd.args.json {
+        println!("{}", render_json(&benches)?);
+    } else {
+        print!("{}", render_benchmark(&benches));
+    }
     Ok(())
 }
 

@@ -163,6 +163,8 @@ pub enum LabError {
     TestName(String),
     #[error("--duration {0}: give at least 2s")]
     Duration(Time),
+    #[error("--runs 0: give at least 1")]
+    Runs,
     #[error(transparent)]
     Profile(#[from] ProfileError),
     #[error(transparent)]

@@ -12,13 +12,14 @@
 //! - [`lab`]: `unbloat lab` ([`LabArgs`], [`run_lab`]): where it runs (host kernel or UML),
 //!   calibration, one fresh network per strategy, the report directory.
 //! - [`bench`]: `unbloat bench lab` ([`run_benchmark`]): every profile x every strategy, with the
-//!   checks of issue 4 §7.
+//!   checks of issue 4 §7; [`spread`]: medians and ranges over repeated runs.
 
 pub mod bench;
 pub mod cleanup;
 pub mod cpu;
 pub mod lab;
 pub mod profile;
+pub mod spread;
 pub mod strategies;
 pub mod table;
 pub mod theory;
