@@ -3,7 +3,7 @@
 # options: link = "pppoe-llcsnap"
 # unbloat plan for eth0
 #   egress  eth0: cake 700kbit besteffort triple-isolate link (pppoe-llcsnap: overhead 40 mpu 0 atm)
-#   ingress eth0 via ifb4eth0: cake 6mbit besteffort triple-isolate link (pppoe-llcsnap: overhead 40 mpu 0 atm)
+#   ingress eth0 via ifb4eth0: cake 6mbit besteffort triple-isolate ingress link (pppoe-llcsnap: overhead 40 mpu 0 atm)
 ip link add name ifb4eth0 type ifb
 ip link set dev ifb4eth0 up
 tc -batch - <<'EOF'

@@ -5,7 +5,7 @@
 # options: ack-filter = true
 # unbloat plan for eth0
 #   egress  eth0: cake 10mbit diffserv4 triple-isolate ack-filter link (docsis: overhead 18 mpu 64 none)
-#   ingress eth0 via ifb4eth0: cake 100mbit diffserv4 triple-isolate link (docsis: overhead 18 mpu 64 none)
+#   ingress eth0 via ifb4eth0: cake 100mbit diffserv4 triple-isolate ingress link (docsis: overhead 18 mpu 64 none)
 ip link add name ifb4eth0 type ifb
 ip link set dev ifb4eth0 up
 tc -batch - <<'EOF'

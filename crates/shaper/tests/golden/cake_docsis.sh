@@ -3,7 +3,7 @@
 # options: link = "docsis"
 # unbloat plan for eth0
 #   egress  eth0: cake 20mbit besteffort triple-isolate link (docsis: overhead 18 mpu 64 none)
-#   ingress eth0 via ifb4eth0: cake 200mbit besteffort triple-isolate link (docsis: overhead 18 mpu 64 none)
+#   ingress eth0 via ifb4eth0: cake 200mbit besteffort triple-isolate ingress link (docsis: overhead 18 mpu 64 none)
 ip link add name ifb4eth0 type ifb
 ip link set dev ifb4eth0 up
 tc -batch - <<'EOF'

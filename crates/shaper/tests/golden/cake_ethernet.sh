@@ -3,7 +3,7 @@
 # options: link = "ethernet"
 # unbloat plan for eth0
 #   egress  eth0: cake 500mbit besteffort triple-isolate link (ethernet: overhead 38 mpu 84 none)
-#   ingress eth0 via ifb4eth0: cake 500mbit besteffort triple-isolate link (ethernet: overhead 38 mpu 84 none)
+#   ingress eth0 via ifb4eth0: cake 500mbit besteffort triple-isolate ingress link (ethernet: overhead 38 mpu 84 none)
 ip link add name ifb4eth0 type ifb
 ip link set dev ifb4eth0 up
 tc -batch - <<'EOF'

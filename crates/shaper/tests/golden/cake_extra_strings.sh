@@ -4,7 +4,7 @@
 # options: extra-ingress = "nat dual-dsthost wash besteffort"
 # unbloat plan for eth0
 #   egress  eth0: cake 19950kbit besteffort dual-srchost nat ack-filter link (ethernet: overhead 38 mpu 64 none)
-#   ingress eth0 via ifb4eth0: cake 78mbit besteffort dual-dsthost nat link (ethernet: overhead 38 mpu 84 none)
+#   ingress eth0 via ifb4eth0: cake 78mbit besteffort dual-dsthost nat ingress link (ethernet: overhead 38 mpu 84 none)
 ip link add name ifb4eth0 type ifb
 ip link set dev ifb4eth0 up
 tc -batch - <<'EOF'

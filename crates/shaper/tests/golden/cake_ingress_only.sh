@@ -1,6 +1,6 @@
 # options: down = "50mbit"
 # unbloat plan for eth0
-#   ingress eth0 via ifb4eth0: cake 50mbit besteffort triple-isolate link (ethernet: overhead 38 mpu 84 none)
+#   ingress eth0 via ifb4eth0: cake 50mbit besteffort triple-isolate ingress link (ethernet: overhead 38 mpu 84 none)
 ip link add name ifb4eth0 type ifb
 ip link set dev ifb4eth0 up
 tc -batch - <<'EOF'

@@ -7,7 +7,7 @@
 # options: nat = true
 # unbloat plan for eth0
 #   egress  eth0: cake 19950kbit besteffort dual-srchost nat link (bridged-ptm: overhead 26 mpu 72 ptm)
-#   ingress eth0 via ifb4eth0: cake 78mbit besteffort dual-dsthost nat link (bridged-ptm: overhead 26 mpu 72 ptm)
+#   ingress eth0 via ifb4eth0: cake 78mbit besteffort dual-dsthost nat ingress link (bridged-ptm: overhead 26 mpu 72 ptm)
 ip link add name ifb4eth0 type ifb
 ip link set dev ifb4eth0 up
 tc -batch - <<'EOF'

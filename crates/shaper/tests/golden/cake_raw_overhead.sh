@@ -5,7 +5,7 @@
 # options: mpu = 64
 # unbloat plan for eth0
 #   egress  eth0: cake 10mbit besteffort triple-isolate link (raw: raw overhead 18 mpu 64 none)
-#   ingress eth0 via ifb4eth0: cake 50mbit besteffort triple-isolate link (raw: raw overhead 18 mpu 64 none)
+#   ingress eth0 via ifb4eth0: cake 50mbit besteffort triple-isolate ingress link (raw: raw overhead 18 mpu 64 none)
 ip link add name ifb4eth0 type ifb
 ip link set dev ifb4eth0 up
 tc -batch - <<'EOF'

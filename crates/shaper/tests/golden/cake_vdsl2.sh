@@ -3,7 +3,7 @@
 # options: link = "vdsl2"
 # unbloat plan for eth0
 #   egress  eth0: cake 19950kbit besteffort triple-isolate link (vdsl2: overhead 26 mpu 64 ptm)
-#   ingress eth0 via ifb4eth0: cake 78mbit besteffort triple-isolate link (vdsl2: overhead 26 mpu 64 ptm)
+#   ingress eth0 via ifb4eth0: cake 78mbit besteffort triple-isolate ingress link (vdsl2: overhead 26 mpu 64 ptm)
 ip link add name ifb4eth0 type ifb
 ip link set dev ifb4eth0 up
 tc -batch - <<'EOF'

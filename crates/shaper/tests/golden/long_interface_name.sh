@@ -3,7 +3,7 @@
 # options: link = "docsis"
 # unbloat plan for enx00e04c680123
 #   egress  enx00e04c680123: cake 40mbit besteffort triple-isolate link (docsis: overhead 18 mpu 64 none)
-#   ingress enx00e04c680123 via ifb4enx0-c675a4: cake 100mbit besteffort triple-isolate link (docsis: overhead 18 mpu 64 none)
+#   ingress enx00e04c680123 via ifb4enx0-c675a4: cake 100mbit besteffort triple-isolate ingress link (docsis: overhead 18 mpu 64 none)
 ip link add name ifb4enx0-c675a4 type ifb
 ip link set dev ifb4enx0-c675a4 up
 tc -batch - <<'EOF'

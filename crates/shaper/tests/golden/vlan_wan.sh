@@ -3,7 +3,7 @@
 # options: link = "vdsl2"
 # unbloat plan for eth0.2
 #   egress  eth0.2: cake 19950kbit besteffort triple-isolate link (vdsl2: overhead 26 mpu 64 ptm)
-#   ingress eth0.2 via ifb4eth0.2: cake 78mbit besteffort triple-isolate link (vdsl2: overhead 26 mpu 64 ptm)
+#   ingress eth0.2 via ifb4eth0.2: cake 78mbit besteffort triple-isolate ingress link (vdsl2: overhead 26 mpu 64 ptm)
 ip link add name ifb4eth0.2 type ifb
 ip link set dev ifb4eth0.2 up
 tc -batch - <<'EOF'
