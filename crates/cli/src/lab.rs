@@ -4,7 +4,9 @@ use crate::Failure;
 use anyhow::anyhow;
 use clap::Args;
 use std::time::Duration;
-use unbloat_lab::bench::{render_benchmark, render_json, run_benchmark, BenchLabArgs};
+use unbloat_lab::bench::{
+    load_benchmark, render_benchmark, render_json, run_benchmark, BenchLabArgs,
+};
 use unbloat_lab::lab::{print_report, run_lab, LabArgs};
 use unbloat_measure::bench::{self, IdleRtt, Part};
 use unbloat_system::kernel::{GuestOptions, Kernel};
@@ -43,7 +45,10 @@ pub fn lab(cmd: &LabCmd) -> Result<(), Failure> {
 
 pub fn lab_bench(cmd: &LabBenchCmd) -> Result<(), Failure> {
     let exe = std::env::current_exe()?;
-    let benches = run_benchmark(&cmd.args, &exe)?;
+    let benches = match &cmd.args.from {
+        Some(dir) => load_benchmark(dir)?,
+        None => run_benchmark(&cmd.args, &exe)?,
+    };
     if cmd.args.json {
         println!("{}", render_json(&benches)?);
     } else {

@@ -49,6 +49,10 @@ pub struct BenchLabArgs {
     /// Print every run's comparison, the spreads and the failed checks as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Run nothing: check and print a finished benchmark again from its report directory
+    /// (every `PROFILE/lab.json` or `PROFILE/run-K/lab.json` in DIR).
+    #[arg(long, value_name = "DIR")]
+    pub from: Option<PathBuf>,
 }
 
 /// One profile of the benchmark: its runs, their spread and the checks that failed.
@@ -264,6 +268,71 @@ pub fn run_benchmark(
     Ok(benches)
 }
 
+/// Reads a finished benchmark back from `dir`: one profile per subdirectory, its runs from
+/// `lab.json` there or from `run-K/lab.json` (in the order of K).
+pub fn load_benchmark(dir: &Path) -> Result<Vec<ProfileBench>, LabError> {
+    let read = |path: &Path| -> Result<LabReport, LabError> {
+        let text = std::fs::read_to_string(path).map_err(|source| LabError::Io {
+            what: "cannot read",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        serde_json::from_str(&text).map_err(|e| LabError::Results {
+            strategy: "-".into(),
+            detail: format!("{}: {e}", path.display()),
+        })
+    };
+    let subdirs = |d: &Path| -> Result<Vec<PathBuf>, LabError> {
+        let entries = std::fs::read_dir(d).map_err(|source| LabError::Io {
+            what: "cannot list",
+            path: d.to_path_buf(),
+            source,
+        })?;
+        let mut v: Vec<PathBuf> = entries
+            .filter_map(|e| Some(e.ok()?.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        v.sort();
+        Ok(v)
+    };
+    let mut benches = Vec::new();
+    for profile_dir in subdirs(dir)? {
+        let mut runs = Vec::new();
+        if profile_dir.join("lab.json").is_file() {
+            runs.push(read(&profile_dir.join("lab.json"))?);
+        } else {
+            let mut numbered: Vec<(u32, PathBuf)> = subdirs(&profile_dir)?
+                .into_iter()
+                .filter_map(|p| {
+                    let k = p
+                        .file_name()?
+                        .to_str()?
+                        .strip_prefix("run-")?
+                        .parse()
+                        .ok()?;
+                    Some((k, p.join("lab.json")))
+                })
+                .filter(|(_, p)| p.is_file())
+                .collect();
+            numbered.sort();
+            for (_, path) in numbered {
+                runs.push(read(&path)?);
+            }
+        }
+        benches.extend(ProfileBench::new(runs));
+    }
+    if benches.is_empty() {
+        return Err(LabError::Results {
+            strategy: "-".into(),
+            detail: format!(
+                "{} holds no PROFILE/lab.json or PROFILE/run-K/lab.json",
+                dir.display()
+            ),
+        });
+    }
+    Ok(benches)
+}
+
 /// A profile's report subdirectory: its name, or a file's stem (`my/adsl-x.toml` -> `adsl-x`).
 fn dir_name(profile: &str) -> String {
     Path::new(profile)
@@ -376,6 +445,7 @@ mod tests {
             duration: Time::from_secs(30),
             out: "unused".into(),
             json: false,
+            from: None,
         };
         let err = |a: BenchLabArgs| plan(&a).expect_err("must fail").to_string();
         assert!(err(args("adsl", "none", 0)).contains("--runs"));
@@ -386,6 +456,46 @@ mod tests {
             (names, strategies.as_str()),
             (vec!["adsl".to_string(), "vdsl2".into()], "none,unbloat")
         );
+    }
+
+    #[test]
+    fn a_finished_benchmark_is_checked_again_from_its_lab_json_files() {
+        // Two real adsl runs of `bench lab --runs 5` (session 4), laid out as bench lab writes them.
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bench-adsl");
+        let dir = std::env::temp_dir().join(format!("unbloat-bench-from-{}", std::process::id()));
+        for k in [1, 2] {
+            let run = dir.join("adsl").join(format!("run-{k}"));
+            std::fs::create_dir_all(&run).expect("mkdir");
+            std::fs::copy(fixtures.join(format!("run-{k}.json")), run.join("lab.json"))
+                .expect("copy");
+        }
+        let loaded = load_benchmark(&dir);
+        let empty = load_benchmark(&dir.join("adsl/run-1"));
+        std::fs::remove_dir_all(&dir).expect("cleanup");
+        let benches = loaded.expect("loads");
+        assert_eq!(benches.len(), 1);
+        let b = &benches[0];
+        assert_eq!((b.profile.name.as_str(), b.runs.len()), ("adsl", 2));
+        let u = b
+            .spread
+            .iter()
+            .find(|s| s.strategy == Strategy::Unbloat)
+            .expect("unbloat");
+        let p99 = u.be_p99_ms.as_ref().expect("p99");
+        // The two runs' UDP BE p99: 92.0 and 113.5 ms.
+        assert_eq!(p99.n, 2);
+        assert!(
+            (p99.min - 92.0).abs() < 0.1 && (p99.max - 113.5).abs() < 0.1,
+            "{p99:?}"
+        );
+        assert!(b
+            .failed
+            .iter()
+            .any(|f| f.starts_with("adsl: unbloat UDP BE induced p99")));
+        let err = empty
+            .expect_err("no lab.json below a run directory")
+            .to_string();
+        assert!(err.contains("holds no PROFILE/lab.json"), "{err}");
     }
 
     #[test]
