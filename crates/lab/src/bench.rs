@@ -51,7 +51,7 @@ pub struct BenchLabArgs {
     pub json: bool,
     /// Run nothing: check and print a finished benchmark again from its report directory
     /// (every `PROFILE/lab.json` or `PROFILE/run-K/lab.json` in DIR).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["profiles", "strategies", "runs", "test", "duration", "out"])]
     pub from: Option<PathBuf>,
 }
 
@@ -496,6 +496,27 @@ mod tests {
             .expect_err("no lab.json below a run directory")
             .to_string();
         assert!(err.contains("holds no PROFILE/lab.json"), "{err}");
+    }
+
+    #[test]
+    fn from_runs_nothing_so_it_refuses_the_options_of_a_run() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            bench: BenchLabArgs,
+        }
+        let ok = Cli::try_parse_from(["bench", "--from", "d", "--json"]).expect("parse");
+        assert_eq!((ok.bench.from, ok.bench.runs), (Some("d".into()), 1));
+        for extra in [
+            ["--runs", "3"],
+            ["--profiles", "adsl"],
+            ["--duration", "10s"],
+        ] {
+            let argv = ["bench", "--from", "d"].into_iter().chain(extra);
+            let err = Cli::try_parse_from(argv).err().expect("conflict");
+            assert!(err.to_string().contains("cannot be used with"), "{err}");
+        }
     }
 
     #[test]
