@@ -17,10 +17,10 @@ use serde::Serialize;
 use unbloat_report::stats::Grade;
 use unbloat_units::Time;
 
-use crate::lab::{run_lab, LabArgs, LabError, LabReport};
+use crate::lab::{io, run_lab, validate, LabArgs, LabError, LabReport};
 use crate::profile::{shipped_names, LinkProfile};
 use crate::spread::{self, p_larger, Spread, StrategySpread};
-use crate::strategies::{self, Strategy};
+use crate::strategies::Strategy;
 
 /// `unbloat bench lab` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -211,9 +211,9 @@ pub fn render_json(benches: &[ProfileBench]) -> Result<String, serde_json::Error
     }))
 }
 
-/// What a benchmark run will do, checked before the first lab starts so that a typo in the last
-/// profile does not surface half an hour in.
-fn plan(args: &BenchLabArgs) -> Result<(Vec<String>, String), LabError> {
+/// Each profile's lab request, checked (by the lab's own validation) before the first lab starts,
+/// so that a typo in the last profile does not surface half an hour in.
+fn plan(args: &BenchLabArgs) -> Result<Vec<LabArgs>, LabError> {
     if args.runs == 0 {
         return Err(LabError::Runs);
     }
@@ -221,20 +221,25 @@ fn plan(args: &BenchLabArgs) -> Result<(Vec<String>, String), LabError> {
         Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
         None => shipped_names().iter().map(|s| s.to_string()).collect(),
     };
-    for name in &names {
-        LinkProfile::load(name)?;
-    }
-    let strategies = match &args.strategies {
-        Some(list) => {
-            strategies::parse_list(list).map_err(LabError::Strategies)?;
-            list.clone()
-        }
-        None => {
-            let all: Vec<&str> = Strategy::ALL.iter().map(|s| s.name()).collect();
-            all.join(",")
-        }
-    };
-    Ok((names, strategies))
+    let strategies = args.strategies.clone().unwrap_or_else(|| {
+        let all: Vec<&str> = Strategy::ALL.iter().map(|s| s.name()).collect();
+        all.join(",")
+    });
+    names
+        .into_iter()
+        .map(|name| {
+            let lab = LabArgs {
+                out: args.out.join(dir_name(&name)),
+                profile: name,
+                strategies: strategies.clone(),
+                test: args.test.clone(),
+                duration: args.duration,
+                ..LabArgs::default()
+            };
+            validate(&lab)?;
+            Ok(lab)
+        })
+        .collect()
 }
 
 /// Runs every profile (or those asked) with every strategy (or those asked), `runs` times each.
@@ -243,25 +248,16 @@ pub fn run_benchmark(
     args: &BenchLabArgs,
     unbloat_exe: &Path,
 ) -> Result<Vec<ProfileBench>, LabError> {
-    let (names, strategies) = plan(args)?;
     let mut benches = Vec::new();
-    for name in names {
+    for lab in plan(args)? {
         let mut runs = Vec::new();
         for i in 1..=args.runs {
-            let mut out = args.out.join(dir_name(&name));
+            let mut run = lab.clone();
             if args.runs > 1 {
-                eprintln!("bench lab: {name}, run {i} of {}", args.runs);
-                out = out.join(format!("run-{i}"));
+                eprintln!("bench lab: {}, run {i} of {}", lab.profile, args.runs);
+                run.out = lab.out.join(format!("run-{i}"));
             }
-            let lab = LabArgs {
-                profile: name.clone(),
-                strategies: strategies.clone(),
-                test: args.test.clone(),
-                duration: args.duration,
-                out,
-                ..LabArgs::default()
-            };
-            runs.push(run_lab(&lab, unbloat_exe)?);
+            runs.push(run_lab(&run, unbloat_exe)?);
         }
         benches.extend(ProfileBench::new(runs));
     }
@@ -271,23 +267,8 @@ pub fn run_benchmark(
 /// Reads a finished benchmark back from `dir`: one profile per subdirectory, its runs from
 /// `lab.json` there or from `run-K/lab.json` (in the order of K).
 pub fn load_benchmark(dir: &Path) -> Result<Vec<ProfileBench>, LabError> {
-    let read = |path: &Path| -> Result<LabReport, LabError> {
-        let text = std::fs::read_to_string(path).map_err(|source| LabError::Io {
-            what: "cannot read",
-            path: path.to_path_buf(),
-            source,
-        })?;
-        serde_json::from_str(&text).map_err(|e| LabError::Results {
-            strategy: "-".into(),
-            detail: format!("{}: {e}", path.display()),
-        })
-    };
     let subdirs = |d: &Path| -> Result<Vec<PathBuf>, LabError> {
-        let entries = std::fs::read_dir(d).map_err(|source| LabError::Io {
-            what: "cannot list",
-            path: d.to_path_buf(),
-            source,
-        })?;
+        let entries = std::fs::read_dir(d).map_err(io("cannot list", d))?;
         let mut v: Vec<PathBuf> = entries
             .filter_map(|e| Some(e.ok()?.path()))
             .filter(|p| p.is_dir())
@@ -297,9 +278,9 @@ pub fn load_benchmark(dir: &Path) -> Result<Vec<ProfileBench>, LabError> {
     };
     let mut benches = Vec::new();
     for profile_dir in subdirs(dir)? {
-        let mut runs = Vec::new();
-        if profile_dir.join("lab.json").is_file() {
-            runs.push(read(&profile_dir.join("lab.json"))?);
+        let single = profile_dir.join("lab.json");
+        let paths: Vec<PathBuf> = if single.is_file() {
+            vec![single]
         } else {
             let mut numbered: Vec<(u32, PathBuf)> = subdirs(&profile_dir)?
                 .into_iter()
@@ -315,20 +296,16 @@ pub fn load_benchmark(dir: &Path) -> Result<Vec<ProfileBench>, LabError> {
                 .filter(|(_, p)| p.is_file())
                 .collect();
             numbered.sort();
-            for (_, path) in numbered {
-                runs.push(read(&path)?);
-            }
-        }
+            numbered.into_iter().map(|(_, p)| p).collect()
+        };
+        let runs = paths
+            .iter()
+            .map(|p| LabReport::read(p, "cannot read"))
+            .collect::<Result<Vec<_>, _>>()?;
         benches.extend(ProfileBench::new(runs));
     }
     if benches.is_empty() {
-        return Err(LabError::Results {
-            strategy: "-".into(),
-            detail: format!(
-                "{} holds no PROFILE/lab.json or PROFILE/run-K/lab.json",
-                dir.display()
-            ),
-        });
+        return Err(LabError::NoBenchmark(dir.to_path_buf()));
     }
     Ok(benches)
 }
@@ -451,11 +428,15 @@ mod tests {
         assert!(err(args("adsl", "none", 0)).contains("--runs"));
         assert!(err(args("adsl,nosuch", "none", 1)).contains("nosuch"));
         assert!(err(args("adsl", "none,cake", 1)).contains("unknown strategy \"cake\""));
-        let (names, strategies) = plan(&args("adsl, vdsl2", "none,unbloat", 2)).expect("valid");
-        assert_eq!(
-            (names, strategies.as_str()),
-            (vec!["adsl".to_string(), "vdsl2".into()], "none,unbloat")
-        );
+        let mut short = args("adsl", "none", 1);
+        short.duration = Time::from_secs(1);
+        assert!(err(short).contains("--duration"));
+        let labs = plan(&args("adsl, vdsl2", "none,unbloat", 2)).expect("valid");
+        let got: Vec<(&str, &str)> = labs
+            .iter()
+            .map(|l| (l.profile.as_str(), l.strategies.as_str()))
+            .collect();
+        assert_eq!(got, [("adsl", "none,unbloat"), ("vdsl2", "none,unbloat")]);
     }
 
     #[test]

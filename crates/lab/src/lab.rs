@@ -117,6 +117,15 @@ pub struct LabReport {
 }
 
 impl LabReport {
+    /// A report as `lab.json` holds it; `what` says whose, in the error.
+    pub fn read(path: &Path, what: &'static str) -> Result<LabReport, LabError> {
+        let text = std::fs::read_to_string(path).map_err(io(what, path))?;
+        serde_json::from_str(&text).map_err(|e| LabError::Results {
+            strategy: "lab.json".into(),
+            detail: format!("{}: {e}", path.display()),
+        })
+    }
+
     pub fn rows(&self) -> Vec<Row> {
         self.runs.iter().map(|r| r.row.clone()).collect()
     }
@@ -165,6 +174,8 @@ pub enum LabError {
     Duration(Time),
     #[error("--runs 0: give at least 1")]
     Runs,
+    #[error("{0} holds no PROFILE/lab.json or PROFILE/run-K/lab.json: give the --out of a finished bench lab")]
+    NoBenchmark(PathBuf),
     #[error(transparent)]
     Profile(#[from] ProfileError),
     #[error(transparent)]
@@ -202,7 +213,10 @@ pub enum LabError {
     },
 }
 
-fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> LabError + 'a {
+pub(crate) fn io<'a>(
+    what: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(std::io::Error) -> LabError + 'a {
     move |source| LabError::Io {
         what,
         path: path.to_path_buf(),
@@ -224,12 +238,12 @@ pub fn kernel_needs(strategies: &[Strategy]) -> Vec<&'static str> {
 }
 
 /// A validated lab request.
-struct Request {
+pub(crate) struct Request {
     profile: LinkProfile,
     strategies: Vec<Strategy>,
 }
 
-fn validate(args: &LabArgs) -> Result<Request, LabError> {
+pub(crate) fn validate(args: &LabArgs) -> Result<Request, LabError> {
     let profile = LinkProfile::load(&args.profile)?;
     let strategies = strategies::parse_list(&args.strategies).map_err(LabError::Strategies)?;
     if args.test.is_empty()
@@ -355,12 +369,7 @@ fn run_in_kernel(
             detail,
         });
     }
-    let text = std::fs::read_to_string(&lab_json)
-        .map_err(io("cannot read the guest's report", &lab_json))?;
-    let mut report: LabReport = serde_json::from_str(&text).map_err(|e| LabError::Results {
-        strategy: "lab.json".into(),
-        detail: e.to_string(),
-    })?;
+    let mut report = LabReport::read(&lab_json, "cannot read the guest's report")?;
     report.kernel = kernel.describe();
     Ok(report)
 }

@@ -8,7 +8,7 @@
 //! strategy's numbers are larger than another's by more than chance ([`p_larger`]).
 
 use serde::{Deserialize, Serialize};
-use unbloat_report::stats::Grade;
+use unbloat_report::stats::{Grade, Sorted};
 
 use crate::lab::LabReport;
 use crate::strategies::Strategy;
@@ -30,23 +30,16 @@ impl Spread {
     /// The spread of the finite values, or `None` when there are none. The median of an even
     /// count is the mean of the middle two.
     pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
-        let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
+        let values: Vec<f64> = values.into_iter().collect();
+        let sorted = Sorted::new(&values);
+        let median = sorted.median()?;
+        let values = sorted.values().to_vec();
         Some(Spread {
             median,
-            min: v[0],
-            max: v[n - 1],
-            n,
-            values: v,
+            min: values[0],
+            max: values[values.len() - 1],
+            n: values.len(),
+            values,
         })
     }
 }
