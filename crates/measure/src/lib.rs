@@ -29,6 +29,7 @@ pub mod netns;
 pub mod probe;
 pub mod profile;
 pub mod protocol;
+pub mod rxtime;
 pub mod server;
 mod sockopt;
 

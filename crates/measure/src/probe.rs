@@ -13,9 +13,12 @@
 //!   `net.ipv4.ping_group_range`) when it can, a raw socket otherwise (root); when neither is
 //!   possible the class is skipped with a note, never an error.
 //!
-//! Threads: one sender for all classes, one receiver per socket. Receive times are taken when
-//! `recv` returns (user space), which on an idle host is within tens of microseconds of the
-//! kernel's.
+//! - A UDP probe's round trip leaves out the time the server held it (between its receive and
+//!   send stamps), as irtt's does: the server's scheduling is not the path's delay.
+//!
+//! Threads: one sender for all classes, one receiver per socket. Receive times are the kernel's
+//! arrival stamps (see [`crate::rxtime`]), so a receiver that waited for a CPU does not add its
+//! wait to the round trip.
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,8 +31,8 @@ use unbloat_report::{ProbeKind, ProbeSample, ProbeSeries};
 
 use crate::profile::ProbePlan;
 use crate::protocol::{ProbeReply, ProbeRequest, PROBE_MAX_LEN};
-use crate::sockopt;
 use crate::MeasureError;
+use crate::{rxtime, sockopt};
 
 /// One probe as sent and (maybe) answered. Times are ns since the run's epoch (client clock),
 /// server stamps on the server's clock.
@@ -43,8 +46,14 @@ pub struct Record {
 }
 
 impl Record {
+    /// Receive minus send, less the server's holding time when it stamped both.
     fn rtt_ns(&self) -> Option<u64> {
-        self.recv_ns.map(|r| r.saturating_sub(self.sent_ns))
+        let hold = match (self.server_recv_ns, self.server_send_ns) {
+            (Some(r), Some(s)) => s.saturating_sub(r),
+            _ => 0,
+        };
+        self.recv_ns
+            .map(|r| r.saturating_sub(self.sent_ns).saturating_sub(hold))
     }
 }
 
@@ -300,6 +309,8 @@ fn udp_socket(target: SocketAddr, dscp: u8) -> Result<UdpSocket, MeasureError> {
         .map_err(|e| MeasureError::io("marking UDP probes with DSCP", e))?;
     sock.set_read_timeout(Some(Duration::from_millis(100)))
         .map_err(|e| MeasureError::io("UDP probe socket", e))?;
+    // Without kernel stamps the receive times are user space's, as rxtime documents.
+    let _ = rxtime::enable(&sock);
     Ok(sock)
 }
 
@@ -401,11 +412,8 @@ fn note_reply(
     }
     r.recv_ns = Some(recv_ns);
     class.replies.fetch_add(1, Ordering::Relaxed);
-    if let Some(l) = latest {
-        l.store(
-            (recv_ns.saturating_sub(r.sent_ns) / 1000).max(1),
-            Ordering::Relaxed,
-        );
+    if let (Some(l), Some(rtt)) = (latest, r.rtt_ns()) {
+        l.store((rtt / 1000).max(1), Ordering::Relaxed);
     }
 }
 
@@ -421,12 +429,12 @@ fn udp_receiver(
     raise_priority();
     let mut buf = [0u8; PROBE_MAX_LEN + 1];
     while !stop.load(Ordering::Relaxed) {
-        let n = match sock.recv(&mut buf) {
-            Ok(n) => n,
+        let got = match rxtime::recv(sock, &mut buf) {
+            Ok(got) => got,
             Err(_) => continue,
         };
-        let recv_ns = now_ns(epoch);
-        let Ok(reply) = ProbeReply::decode(&buf[..n]) else {
+        let recv_ns = now_ns(epoch).saturating_sub(got.lag.as_nanos() as u64);
+        let Ok(reply) = ProbeReply::decode(&buf[..got.len]) else {
             continue;
         };
         if reply.request.test_id != test_id || reply.request.class != class_id {
@@ -519,6 +527,8 @@ impl IcmpSocket {
         marked.map_err(|e| format!("cannot mark ICMP probes with DSCP {dscp}: {e}"))?;
         sock.set_read_timeout(Some(Duration::from_millis(100)))
             .map_err(|e| format!("ICMP socket: {e}"))?;
+        // Without kernel stamps the receive times are user space's, as rxtime documents.
+        let _ = rxtime::enable(&sock);
         let ident = (std::process::id() as u16) ^ 0x5a5a;
         Ok(IcmpSocket {
             sock,
@@ -581,19 +591,14 @@ fn icmp_receiver(
     latest: Option<&AtomicU64>,
 ) {
     raise_priority();
-    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 2048];
+    let mut buf = [0u8; 2048];
     while !stop.load(Ordering::Relaxed) {
-        let n = match sock.sock.recv(&mut buf) {
-            Ok(n) => n,
+        let got = match rxtime::recv(&sock.sock, &mut buf) {
+            Ok(got) => got,
             Err(_) => continue,
         };
-        let recv_ns = now_ns(epoch);
-        // SAFETY: recv initialised the first n bytes.
-        let data: Vec<u8> = buf[..n]
-            .iter()
-            .map(|b| unsafe { b.assume_init() })
-            .collect();
-        if let Some(seq) = sock.parse_reply(&data, test_id) {
+        let recv_ns = now_ns(epoch).saturating_sub(got.lag.as_nanos() as u64);
+        if let Some(seq) = sock.parse_reply(&buf[..got.len], test_id) {
             note_reply(class, seq, recv_ns, None, latest);
         }
     }
@@ -627,7 +632,22 @@ mod tests {
         let s = to_sample(&records[1], Some(est));
         assert!((s.owd_up_ms.expect("up") - 30.0).abs() < 1e-9, "{s:?}");
         assert!((s.owd_down_ms.expect("down") - 10.0).abs() < 1e-9, "{s:?}");
-        assert!((s.rtt_ms.expect("rtt") - 40.05).abs() < 1e-9);
+        // The 50 us the server held it are not the path's.
+        assert!((s.rtt_ms.expect("rtt") - 40.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_server_that_held_a_probe_does_not_lengthen_its_round_trip() {
+        // 10 ms each way; the server's thread waited 80 ms for a CPU before answering.
+        let held = answered(0, 10_000_000, 80_000_000, 10_000_000, 7);
+        assert_eq!(held.rtt_ns(), Some(20_000_000));
+        // ICMP has no server stamps: the round trip is receive minus send.
+        let icmp = Record {
+            recv_ns: Some(100_000_000),
+            sent_ns: 40_000_000,
+            ..Record::default()
+        };
+        assert_eq!(icmp.rtt_ns(), Some(60_000_000));
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //! - One line per test on stderr (when `log` is on): who, what, how much, how it ended.
 //!
 //! Design: one thread per TCP connection (a test has at most a few dozen) and one UDP thread;
-//! plain blocking sockets with timeouts. Timestamps are nanoseconds since the server started.
+//! plain blocking sockets with timeouts. Timestamps are nanoseconds since the server started;
+//! a probe's receive stamp is the kernel's arrival time (see [`crate::rxtime`]).
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -34,8 +35,8 @@ use crate::protocol::{
     self, ClientMsg, ProbeReply, ProbeRequest, ProtocolError, ServerMsg, StreamSpec, TestRequest,
     PROBE_MAX_LEN, PROTOCOL_VERSION,
 };
-use crate::sockopt;
 use crate::{parse_duration, MeasureError};
+use crate::{rxtime, sockopt};
 
 /// The port `unbloat serve` listens on by default, TCP and UDP.
 pub const DEFAULT_PORT: u16 = 4420;
@@ -222,6 +223,8 @@ impl Server {
             .map_err(|e| MeasureError::io("listener address", e))?;
         udp.set_read_timeout(Some(Duration::from_millis(200)))
             .map_err(|e| MeasureError::io("UDP socket", e))?;
+        // Without kernel stamps the receive times are user space's, as rxtime documents.
+        let _ = rxtime::enable(&udp);
         let shared = Arc::new(Shared {
             opts,
             epoch: Instant::now(),
@@ -663,11 +666,17 @@ fn udp_responder(udp: &UdpSocket, shared: &Shared) {
     let mut current_dscp: Option<u8> = None;
     let ipv6 = udp.local_addr().map(|a| a.is_ipv6()).unwrap_or(false);
     while !shared.stop.load(Ordering::Relaxed) {
-        let (n, from) = match udp.recv_from(&mut buf) {
-            Ok(r) => r,
-            Err(_) => continue,
+        let (n, from, lag) = match rxtime::recv(udp, &mut buf) {
+            Ok(rxtime::Received {
+                len,
+                from: Some(from),
+                lag,
+            }) => (len, from, lag),
+            _ => continue,
         };
-        let recv_ns = shared.epoch.elapsed().as_nanos() as u64;
+        // The kernel's arrival time: the wait for this thread to run then counts as the hold
+        // the client leaves out of the round trip, not as the path's delay.
+        let recv_ns = (shared.epoch.elapsed().saturating_sub(lag)).as_nanos() as u64;
         // Reads longer than PROBE_MAX_LEN fill the extra byte and are refused as too long.
         let request = match ProbeRequest::decode(&buf[..n]) {
             Ok(r) => r,

@@ -173,7 +173,9 @@ pub struct ProbeSeries {
 pub struct ProbeSample {
     /// Send time, seconds since the start of the run.
     pub t: f64,
-    /// Round-trip time; `None` when no reply came (lost).
+    /// Round-trip time; `None` when no reply came (lost). For UDP it leaves out the time the
+    /// server held the probe between its receive and send stamps (as irtt does), so it is
+    /// `owd_up_ms + owd_down_ms` when those are known.
     pub rtt_ms: Option<f64>,
     /// One-way delay tester -> server, when the clocks could be related.
     pub owd_up_ms: Option<f64>,
