@@ -10,7 +10,9 @@
 //!
 //! What callers can rely on:
 //! - Without a kernel stamp (the option could not be set, or the kernel sent none) the lag is
-//!   zero: the receive time is the user-space one, as it was before this module.
+//!   zero: the receive time is the user-space one, as it was before this module. So it is for
+//!   the first datagrams after the first socket enables stamping: the kernel switches arrival
+//!   stamps on from a work queue, and stamps what came before when it is read.
 //! - A lag that is negative or over [`MAX_LAG`] means the wall clock stepped during the read.
 //!   It is taken as zero too, never as a time in the future.
 
@@ -142,6 +144,9 @@ mod tests {
     fn a_datagram_read_late_reports_how_long_it_waited() {
         let rx = UdpSocket::bind("127.0.0.1:0").expect("bind");
         enable(&rx).expect("SO_TIMESTAMPNS");
+        // The kernel turns arrival stamping on from a work queue (net_enable_timestamp); a
+        // datagram that arrives before it runs is stamped when it is read, with no lag.
+        std::thread::sleep(Duration::from_millis(100));
         let tx = UdpSocket::bind("127.0.0.1:0").expect("bind");
         tx.send_to(b"probe", rx.local_addr().unwrap())
             .expect("send");
