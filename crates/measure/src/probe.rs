@@ -433,7 +433,7 @@ fn udp_receiver(
             Ok(got) => got,
             Err(_) => continue,
         };
-        let recv_ns = now_ns(epoch).saturating_sub(got.lag.as_nanos() as u64);
+        let recv_ns = got.since(epoch).as_nanos() as u64;
         let Ok(reply) = ProbeReply::decode(&buf[..got.len]) else {
             continue;
         };
@@ -597,7 +597,7 @@ fn icmp_receiver(
             Ok(got) => got,
             Err(_) => continue,
         };
-        let recv_ns = now_ns(epoch).saturating_sub(got.lag.as_nanos() as u64);
+        let recv_ns = got.since(epoch).as_nanos() as u64;
         if let Some(seq) = sock.parse_reply(&buf[..got.len], test_id) {
             note_reply(class, seq, recv_ns, None, latest);
         }

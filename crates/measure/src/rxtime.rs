@@ -20,28 +20,14 @@ use std::io;
 use std::mem::{size_of, size_of_val, zeroed};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The longest wake-up lag believed. A longer one is a wall-clock step, not a stall.
 pub const MAX_LAG: Duration = Duration::from_secs(10);
 
 /// Asks the kernel to stamp every datagram this socket receives.
 pub fn enable<S: AsRawFd>(sock: &S) -> io::Result<()> {
-    let on: libc::c_int = 1;
-    // SAFETY: passes a pointer to a live c_int and its size.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            (&on as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    crate::sockopt::set_socket_int(sock, libc::SO_TIMESTAMPNS, 1)
 }
 
 /// One datagram read.
@@ -53,6 +39,13 @@ pub struct Received {
     pub from: Option<SocketAddr>,
     /// How long the datagram waited in the socket after the kernel stamped it.
     pub lag: Duration,
+}
+
+impl Received {
+    /// When the datagram arrived, as time since `epoch`: now less the lag.
+    pub fn since(&self, epoch: Instant) -> Duration {
+        epoch.elapsed().saturating_sub(self.lag)
+    }
 }
 
 /// Reads one datagram like `recv_from`, with the wake-up lag (zero without a kernel stamp).

@@ -666,19 +666,17 @@ fn udp_responder(udp: &UdpSocket, shared: &Shared) {
     let mut current_dscp: Option<u8> = None;
     let ipv6 = udp.local_addr().map(|a| a.is_ipv6()).unwrap_or(false);
     while !shared.stop.load(Ordering::Relaxed) {
-        let (n, from, lag) = match rxtime::recv(udp, &mut buf) {
-            Ok(rxtime::Received {
-                len,
-                from: Some(from),
-                lag,
-            }) => (len, from, lag),
-            _ => continue,
+        let Ok(got) = rxtime::recv(udp, &mut buf) else {
+            continue;
+        };
+        let Some(from) = got.from else {
+            continue;
         };
         // The kernel's arrival time: the wait for this thread to run then counts as the hold
         // the client leaves out of the round trip, not as the path's delay.
-        let recv_ns = (shared.epoch.elapsed().saturating_sub(lag)).as_nanos() as u64;
+        let recv_ns = got.since(shared.epoch).as_nanos() as u64;
         // Reads longer than PROBE_MAX_LEN fill the extra byte and are refused as too long.
-        let request = match ProbeRequest::decode(&buf[..n]) {
+        let request = match ProbeRequest::decode(&buf[..got.len]) {
             Ok(r) => r,
             Err(_) => continue,
         };
@@ -697,7 +695,7 @@ fn udp_responder(udp: &UdpSocket, shared: &Shared) {
             server_recv_ns: recv_ns,
             server_send_ns: send_ns,
         };
-        if let Some(len) = reply.encode_into(&mut buf[..n]) {
+        if let Some(len) = reply.encode_into(&mut buf[..got.len]) {
             if udp.send_to(&buf[..len], from).is_ok() {
                 test.probes.fetch_add(1, Ordering::Relaxed);
             }

@@ -48,12 +48,21 @@ pub fn tcp_bytes_received<S: AsRawFd>(sock: &S) -> io::Result<u64> {
 /// packet or two, thousands of times a second, which is what a single emulated CPU cannot carry.
 pub fn set_rcvlowat<S: AsRawFd>(sock: &S, bytes: usize) -> io::Result<()> {
     let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    set_socket_int(sock, libc::SO_RCVLOWAT, value)
+}
+
+/// `setsockopt(SOL_SOCKET, name, value)` for the options whose value is a C int.
+pub(crate) fn set_socket_int<S: AsRawFd>(
+    sock: &S,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: passes a pointer to a live c_int and its size.
     let rc = unsafe {
         libc::setsockopt(
             sock.as_raw_fd(),
             libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
+            name,
             (&value as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
