@@ -112,7 +112,7 @@ pub fn load_goodput(results: &Results, direction: Direction) -> Option<f64> {
 }
 
 /// The `p`th percentile of the loaded RTTs of probe class `name`, minus `idle` (the summary has
-/// p50/p90/p99; the short lab test asserts on p95).
+/// p50/p90/p99; issue 4 states its short-lab bound as a p95).
 fn induced_percentile(results: &Results, name: &str, p: f64, idle: Option<f64>) -> Option<f64> {
     let series = results.probes.iter().find(|s| s.name == name)?;
     let loaded: Vec<f64> = series
