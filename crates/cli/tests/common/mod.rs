@@ -10,6 +10,16 @@ pub const UNBLOAT: &str = env!("CARGO_BIN_EXE_unbloat");
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
+/// Each device ("3: eth0@isp0: <...>" gives `eth0`), then its qdiscs, its HTB classes (cake and
+/// fq_codel list their active flows as classes, which are not configuration) and its filters.
+const SNAPSHOT: &str = r#"ip -o link show | cut -d: -f2 | cut -d@ -f1 | while read -r dev; do
+  echo "link $dev"
+  tc qdisc show dev "$dev"
+  tc class show dev "$dev" | grep '^class htb'
+  tc filter show dev "$dev" ingress
+  tc filter show dev "$dev" root
+done"#;
+
 /// A network namespace with devices named like a router's WAN side, removed on drop.
 pub struct Netns {
     pub name: String,
@@ -43,8 +53,13 @@ impl Netns {
             COUNTER.fetch_add(1, Ordering::SeqCst)
         );
         must(&format!("ip netns add {name}"));
+        // The pid repeats from one User-Mode Linux boot to the next, and every guest shares the
+        // host's /tmp: the clock keeps two guests' state directories apart.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
         let ns = Netns {
-            run_dir: std::env::temp_dir().join(format!("{name}-run")),
+            run_dir: std::env::temp_dir().join(format!("{name}-{nanos}-run")),
             name,
         };
         for cmd in [
@@ -89,36 +104,22 @@ impl Netns {
 
     /// Everything that could change when shaping: qdiscs, filters of every device, the devices.
     pub fn snapshot(&self) -> String {
-        let mut s = String::new();
-        let links = String::from_utf8_lossy(&self.sh("ip -o link show").stdout).to_string();
-        for line in links.lines() {
-            // "3: eth0@isp0: <...>": the name, without the peer.
-            let dev = line
-                .split(':')
-                .nth(1)
-                .unwrap_or("")
-                .trim()
-                .split('@')
-                .next()
-                .unwrap_or("")
-                .to_string();
-            s.push_str(&format!("link {dev}\n"));
-            let qdiscs = self.sh(&format!("tc qdisc show dev {dev}"));
-            s.push_str(&String::from_utf8_lossy(&qdiscs.stdout));
-            // Classes are configuration for HTB; cake and fq_codel list their active flows.
-            let classes = self.sh(&format!("tc class show dev {dev}"));
-            for line in String::from_utf8_lossy(&classes.stdout)
-                .lines()
-                .filter(|l| l.starts_with("class htb"))
-            {
-                s.push_str(line);
-                s.push('\n');
-            }
-            for parent in ["ingress", "root"] {
-                let out = self.sh(&format!("tc filter show dev {dev} {parent}"));
-                s.push_str(&String::from_utf8_lossy(&out.stdout));
-            }
-        }
+        // One shell in the namespace runs every `tc`: in User-Mode Linux each process costs tens
+        // of milliseconds and each `ip netns exec` far more, and a snapshot per command made the
+        // golden test spend two thirds of its time here.
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.name, "sh", "-c", SNAPSHOT])
+            .output()
+            .expect("sh runs");
+        let s = String::from_utf8_lossy(&out.stdout);
+        // Two failed snapshots would be equal: an empty one must not prove "unchanged".
+        assert!(
+            s.contains("link lo\n"),
+            "the snapshot of {} failed: {}{}",
+            self.name,
+            s,
+            String::from_utf8_lossy(&out.stderr)
+        );
         // Handles the kernel picked itself (8001: ...) differ between equal setups, and HTB counts
         // the packets (IPv6 router solicitations) it sent before classes existed.
         let words: Vec<&str> = s.split_whitespace().collect();
