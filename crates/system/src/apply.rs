@@ -6,10 +6,11 @@
 //! must have for them, and a verifier that compares the live `tc -j` output with the plan. The
 //! sequence of a start:
 //!
-//! 1. lock the interface; check that it exists; probe the kernel for every qdisc and feature;
-//! 2. snapshot the device's qdiscs and whether the IFB exists; refuse a root or ingress qdisc, or
-//!    an IFB, that unbloat did not create (it would be destroyed by a replace);
-//! 3. if the same script is already applied and still verifies: nothing to do (idempotent);
+//! 1. lock the interface; check that it exists;
+//! 2. if the same script is already applied and still verifies: nothing to do (idempotent);
+//! 3. probe the kernel for every qdisc and feature; snapshot the device's qdiscs and whether the
+//!    IFB exists; refuse a root or ingress qdisc, or an IFB, that unbloat did not create (it
+//!    would be destroyed by a replace);
 //! 4. remove the previous unbloat setup, run the new commands; read the kernel's state back and
 //!    verify it;
 //! 5. on any failure: remove what was created, re-apply the previous setup if there was one, and
@@ -141,22 +142,24 @@ impl<'r> Shaper<'r> {
     pub fn start(&self, req: &ApplyRequest) -> Result<StartOutcome, ApplyError> {
         let _lock = IfaceLock::acquire(self.state.path(), &req.iface)?;
         self.check_interface(&req.iface)?;
-        let caps = probe(self.runner, &req.needs)?;
-        let missing = caps.missing(&req.needs);
-        if !missing.is_empty() {
-            return Err(ApplyError::Missing(missing));
-        }
         let previous = self.state.load(&req.iface)?;
-        let before = Snapshot::take(self.runner, &req.iface, req.ifb.as_deref())?;
-        if previous.is_none() {
-            self.refuse_foreign(req, &before)?;
-        }
+        // A setup that is in place and verifies proves the kernel has what it needs: the
+        // idempotent start (a hotplug script's, say) skips the probe's throw-away namespace.
         if let Some(prev) = &previous {
             if prev.script == req.script
                 && (req.verify)(&self.read_live(&req.iface, req.ifb.as_deref())?).is_empty()
             {
                 return Ok(StartOutcome::Unchanged);
             }
+        }
+        let caps = probe(self.runner, &req.needs)?;
+        let missing = caps.missing(&req.needs);
+        if !missing.is_empty() {
+            return Err(ApplyError::Missing(missing));
+        }
+        let before = Snapshot::take(self.runner, &req.iface, req.ifb.as_deref())?;
+        if previous.is_none() {
+            self.refuse_foreign(req, &before)?;
         }
         let prev_cmds = |f: fn(&ShapedState) -> &Vec<StoredCmd>| -> Vec<Cmd> {
             previous
