@@ -413,12 +413,14 @@ fn run_here(
             exe,
         )?;
         let mut row = Row::from_results(strategy, &results, profile);
-        row.cpu_busy = busy;
-        if let Some(b) = busy.filter(|b| *b > 1.0 - crate::cpu::IDLE_MIN) {
+        row.cpu_busy = busy.map(|c| c.mean);
+        row.cpu_peak_busy = busy.map(|c| c.peak);
+        if let Some(c) = busy.filter(|c| c.bound()) {
             notes.push(format!(
-                "CPU-bound: during the {strategy} test's load the CPU was busy {:.0} % of the time (less than {:.0} % idle, \
-                 seed 001's sign of a CPU limit): its latency and goodput reflect this machine, not only the strategy",
-                b * 100.0,
+                "CPU-bound: during the {strategy} test's load the CPU was busy {:.0} % of its busiest second ({:.0} % on average; \
+                 less than {:.0} % idle is seed 001's sign of a CPU limit): its latency and goodput reflect this machine, not only the strategy",
+                c.peak * 100.0,
+                c.mean * 100.0,
                 crate::cpu::IDLE_MIN * 100.0
             ));
         }
@@ -461,7 +463,7 @@ fn run_strategy(
     duration: &str,
     dir: &Path,
     exe: &Path,
-) -> Result<(Results, Option<f64>, Vec<String>), LabError> {
+) -> Result<(Results, Option<crate::cpu::CpuUse>, Vec<String>), LabError> {
     let runner = SystemRunner::from_env();
     let mut live = LiveTopology::build(Topology::new(profile), &runner)?;
     let cmds = strategies::commands(strategy, profile, &live.topo.router_devs(), &ShaperPlanner)?;
@@ -486,7 +488,7 @@ fn measure(
     extra: &[&str],
     dir: &Path,
     exe: &Path,
-) -> Result<(Results, Option<f64>), LabError> {
+) -> Result<(Results, Option<crate::cpu::CpuUse>), LabError> {
     // An earlier run's files in the same report directory must not pass for this run's.
     if dir.exists() {
         std::fs::remove_dir_all(dir).map_err(io("cannot clear", dir))?;

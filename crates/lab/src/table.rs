@@ -43,10 +43,13 @@ pub struct Row {
     pub grade: Option<Grade>,
     /// The test ended early; its numbers cover less than the planned run.
     pub partial: bool,
-    /// The share of time the CPU was busy during the load (see [`crate::cpu`]); above
-    /// 1 - [`crate::cpu::IDLE_MIN`] the run is CPU-bound.
+    /// The share of time the CPU was busy during the load (see [`crate::cpu`]).
     #[serde(default)]
     pub cpu_busy: Option<f64>,
+    /// The busy share of the load's busiest second; above 1 - [`crate::cpu::IDLE_MIN`] the run
+    /// is CPU-bound ([`Row::cpu_bound`]).
+    #[serde(default)]
+    pub cpu_peak_busy: Option<f64>,
 }
 
 impl Row {
@@ -85,7 +88,13 @@ impl Row {
             grade: summary.grade,
             partial: summary.partial,
             cpu_busy: None,
+            cpu_peak_busy: None,
         }
+    }
+
+    /// Seed 001's sign of a CPU limit in this run's load (see [`crate::cpu`]); unknown is not.
+    pub fn cpu_bound(&self) -> bool {
+        self.cpu_peak_busy.is_some_and(crate::cpu::is_bound)
     }
 
     /// The probe class named `name` ("UDP BE", "ICMP", ...).

@@ -8,7 +8,8 @@
 //! a probe every 200 ms, the whole load's p95 is its third-worst of 50 samples, so it passed or
 //! failed on whether the burst touched two probes or three (CI once saw 32 ms). The cure's steady
 //! state is what the shaper controls, so that is what must be under 30 ms; the burst must still
-//! stay below the unshaped link's median.
+//! stay below the unshaped link's median. A run the lab itself calls CPU-bound is redone (see
+//! [`ATTEMPTS`]).
 //!
 //! It needs the `unbloat` binary (it runs `unbloat serve` and `unbloat test` in the namespaces):
 //! `UNBLOAT_EXE` when set, else `target/<profile>/unbloat` beside this test binary, which a
@@ -17,7 +18,7 @@
 
 use std::path::PathBuf;
 
-use unbloat_lab::lab::{run_lab, LabArgs, StrategyRun};
+use unbloat_lab::lab::{run_lab, LabArgs, LabReport, StrategyRun};
 use unbloat_lab::strategies::Strategy;
 use unbloat_report::files::read_results;
 use unbloat_report::model::Phase;
@@ -75,11 +76,22 @@ fn unbloat_exe() -> PathBuf {
     path
 }
 
-unbloat_system::real_kernel_test! {
-    fn a_short_lab_shows_the_bloat_and_the_cure() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred", "u32"] {
+/// Runs whose CPU was the limit measure the machine, not the link (the lab says so, by seed
+/// 001's rule: see `unbloat_lab::cpu`); a slowed host once made every such run's shaped latency
+/// 70-100 ms. Those runs are redone, up to this many in all; the test fails if none is valid.
+const ATTEMPTS: usize = 3;
+
+/// The first of [`ATTEMPTS`] lab runs whose calibration passed and whose strategies' loads were
+/// not CPU-bound, with its report directory.
+fn a_valid_run() -> (LabReport, PathBuf) {
+    let mut why = vec![];
+    for attempt in 1..=ATTEMPTS {
         // The pid alone repeats from one UML boot to the next; the clock does not.
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-        let out = std::env::temp_dir().join(format!("unbloat-lab-test-{}-{nanos}", std::process::id()));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let out =
+            std::env::temp_dir().join(format!("unbloat-lab-test-{}-{nanos}", std::process::id()));
         let args = LabArgs {
             profile: "vdsl2".into(),
             strategies: "none,unbloat".into(),
@@ -90,7 +102,41 @@ unbloat_system::real_kernel_test! {
         };
         let report = run_lab(&args, &unbloat_exe()).expect("the lab runs");
         eprint!("{}", report.render_text());
-        assert!(report.calibration.ok, "the emulation cannot carry vdsl2 here: {:?}", report.calibration);
+        let bound: Vec<String> = report
+            .runs
+            .iter()
+            .filter(|r| r.row.cpu_bound())
+            .map(|r| {
+                format!(
+                    "{} (busiest second {:?})",
+                    r.row.strategy, r.row.cpu_peak_busy
+                )
+            })
+            .collect();
+        if report.calibration.ok && bound.is_empty() {
+            return (report, out);
+        }
+        let reason = if report.calibration.ok {
+            format!("CPU-bound: {}", bound.join(", "))
+        } else {
+            format!(
+                "the emulation could not carry vdsl2: {:?}",
+                report.calibration
+            )
+        };
+        eprintln!("attempt {attempt} of {ATTEMPTS} measured this machine, not the link: {reason}");
+        why.push(reason);
+        std::fs::remove_dir_all(&out).expect("remove the report");
+    }
+    panic!(
+        "no valid lab run in {ATTEMPTS} attempts: {}",
+        why.join("; ")
+    );
+}
+
+unbloat_system::real_kernel_test! {
+    fn a_short_lab_shows_the_bloat_and_the_cure() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred", "u32"] {
+        let (report, out) = a_valid_run();
         let run = |s: Strategy| report.runs.iter().find(|r| r.row.strategy == s).expect("run");
         let (none, unbloat) = (run(Strategy::None), run(Strategy::Unbloat));
         let be = |r: &StrategyRun| r.row.probe("UDP BE").cloned().expect("UDP BE probes");
