@@ -117,6 +117,33 @@ pub struct LabReport {
 }
 
 impl LabReport {
+    /// Why this run measured the machine rather than the link, or `None` when it did not: the
+    /// unshaped calibration fell short, or a strategy's load had a second under
+    /// [`crate::cpu::IDLE_MIN`] idle.
+    pub fn machine_bound(&self) -> Option<String> {
+        let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.0} %", v * 100.0));
+        if !self.calibration.ok {
+            return Some(format!(
+                "the unshaped link carried only {} down and {} up of its theoretical goodput",
+                pct(self.calibration.down_share),
+                pct(self.calibration.up_share)
+            ));
+        }
+        let bound: Vec<String> = self
+            .runs
+            .iter()
+            .filter(|r| r.row.cpu_bound())
+            .map(|r| {
+                format!(
+                    "{} (busiest second {} busy)",
+                    r.row.strategy,
+                    pct(r.row.cpu_peak_busy)
+                )
+            })
+            .collect();
+        (!bound.is_empty()).then(|| format!("CPU-bound during the load of {}", bound.join(", ")))
+    }
+
     /// A report as `lab.json` holds it; `what` says whose, in the error.
     pub fn read(path: &Path, what: &'static str) -> Result<LabReport, LabError> {
         let text = std::fs::read_to_string(path).map_err(io(what, path))?;

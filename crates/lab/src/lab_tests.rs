@@ -141,3 +141,37 @@ fn calibration_fails_when_either_direction_falls_short() {
     assert!(!calibration_from(&p, None, Some(full_up)).ok);
     assert!(calibration_line(&c).contains("CPU-BOUND"));
 }
+
+#[test]
+fn a_run_measured_the_machine_when_its_calibration_or_a_busiest_second_says_so() {
+    let p = LinkProfile::shipped("vdsl2").expect("vdsl2");
+    let full_down = p.theoretical_goodput(p.down).bits_per_sec() as f64;
+    let full_up = p.theoretical_goodput(p.up).bits_per_sec() as f64;
+    let row = |peak: f64| {
+        let mut row = Row::from_results(Strategy::Unbloat, &unbloat_report::synthetic::rrul(3), &p);
+        row.cpu_busy = Some(0.5);
+        row.cpu_peak_busy = Some(peak);
+        StrategyRun {
+            row,
+            commands: vec![],
+            results_file: "x.json".into(),
+        }
+    };
+    let report = |calibration: Calibration, peak: f64| LabReport {
+        profile: p.clone(),
+        test: "rrul".into(),
+        duration_s: 10.0,
+        kernel: "host".into(),
+        calibration,
+        runs: vec![row(peak)],
+        out_dir: "out".into(),
+        notes: vec![],
+    };
+    let fine = calibration_from(&p, Some(full_down), Some(full_up));
+    assert_eq!(report(fine.clone(), 0.85).machine_bound(), None);
+    let busy = report(fine, 0.95).machine_bound().expect("CPU-bound");
+    assert!(busy.contains("unbloat") && busy.contains("95 %"), "{busy}");
+    let short = calibration_from(&p, Some(full_down * 0.77), Some(full_up));
+    let why = report(short, 0.4).machine_bound().expect("calibration");
+    assert!(why.contains("77 %"), "{why}");
+}

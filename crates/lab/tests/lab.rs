@@ -102,27 +102,8 @@ fn a_valid_run() -> (LabReport, PathBuf) {
         };
         let report = run_lab(&args, &unbloat_exe()).expect("the lab runs");
         eprint!("{}", report.render_text());
-        let bound: Vec<String> = report
-            .runs
-            .iter()
-            .filter(|r| r.row.cpu_bound())
-            .map(|r| {
-                format!(
-                    "{} (busiest second {:?})",
-                    r.row.strategy, r.row.cpu_peak_busy
-                )
-            })
-            .collect();
-        if report.calibration.ok && bound.is_empty() {
+        let Some(reason) = report.machine_bound() else {
             return (report, out);
-        }
-        let reason = if report.calibration.ok {
-            format!("CPU-bound: {}", bound.join(", "))
-        } else {
-            format!(
-                "the emulation could not carry vdsl2: {:?}",
-                report.calibration
-            )
         };
         eprintln!("attempt {attempt} of {ATTEMPTS} measured this machine, not the link: {reason}");
         why.push(reason);
