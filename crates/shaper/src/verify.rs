@@ -418,7 +418,7 @@ impl Mismatches {
             .filters
             .iter()
             .filter(|f| f.pref == u32::from(want.prio) && f.protocol == want.protocol.to_string())
-            .filter(|f| f.parent.map_or(true, |p| p == want.parent))
+            .filter(|f| f.parent.is_none_or(|p| p == want.parent))
             .filter_map(|f| f.u32_key())
             .collect();
         let expected = format!("DSCP {} to {}", want.dscp, want.flowid);

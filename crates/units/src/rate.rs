@@ -109,7 +109,7 @@ impl fmt::Display for Rate {
             ("kbit", 1_000),
         ];
         for (name, div) in UNITS {
-            if self.0 != 0 && self.0 % div == 0 {
+            if self.0 != 0 && self.0.is_multiple_of(div) {
                 return write!(f, "{}{name}", self.0 / div);
             }
         }

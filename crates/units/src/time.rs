@@ -66,9 +66,9 @@ impl FromStr for Time {
 impl fmt::Display for Time {
     /// `30s`, `5ms` or `14570us`: the largest of s, ms, us that is exact.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 != 0 && self.0 % 1_000_000 == 0 {
+        if self.0 != 0 && self.0.is_multiple_of(1_000_000) {
             write!(f, "{}s", self.0 / 1_000_000)
-        } else if self.0 != 0 && self.0 % 1_000 == 0 {
+        } else if self.0 != 0 && self.0.is_multiple_of(1_000) {
             write!(f, "{}ms", self.0 / 1_000)
         } else {
             write!(f, "{}us", self.0)

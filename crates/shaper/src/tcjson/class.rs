@@ -111,7 +111,7 @@ pub fn tc_text_rate(rate: Rate) -> Rate {
     let mut scale = 1u64;
     // Units "", K, M, G, T: at most four divisions.
     for _ in 0..4 {
-        if value < 1000 || (value % 1000 != 0 && value < 1_000_000) {
+        if value < 1000 || (!value.is_multiple_of(1000) && value < 1_000_000) {
             break;
         }
         value /= 1000;
