@@ -123,14 +123,23 @@ pub fn load_goodput(results: &Results, direction: Direction) -> Option<f64> {
 /// The `p`th percentile of the loaded RTTs of probe class `name`, minus `idle` (the summary has
 /// p50/p90/p99; issue 4 states its short-lab bound as a p95).
 fn induced_percentile(results: &Results, name: &str, p: f64, idle: Option<f64>) -> Option<f64> {
-    let series = results.probes.iter().find(|s| s.name == name)?;
-    let loaded: Vec<f64> = series
-        .samples
-        .iter()
-        .filter(|s| results.phases.phase_of(s.t) == Phase::Loaded)
-        .filter_map(|s| s.rtt_ms)
-        .collect();
+    let loaded = loaded_rtts(results, name, 0.0)?;
     stats::induced_latency(stats::percentile(&loaded, p)?, idle?)
+}
+
+/// The RTTs (ms) of probe class `name`'s answered probes sent during the load, leaving out its
+/// first `skip_s` seconds; `None` when the results have no such class.
+pub fn loaded_rtts(results: &Results, name: &str, skip_s: f64) -> Option<Vec<f64>> {
+    let series = results.probes.iter().find(|s| s.name == name)?;
+    let from = results.phases.load_start() + skip_s;
+    Some(
+        series
+            .samples
+            .iter()
+            .filter(|s| results.phases.phase_of(s.t) == Phase::Loaded && s.t >= from)
+            .filter_map(|s| s.rtt_ms)
+            .collect(),
+    )
 }
 
 fn ms(v: Option<f64>) -> String {
@@ -344,6 +353,26 @@ mod tests {
                 assert!(a <= b && b <= c, "{p:?}");
             }
         }
+    }
+
+    #[test]
+    fn loaded_rtts_can_leave_out_the_start_of_the_load() {
+        let results = synthetic::rrul(3);
+        let all = loaded_rtts(&results, "UDP BE", 0.0).expect("UDP BE");
+        let later = loaded_rtts(&results, "UDP BE", 1.0).expect("UDP BE");
+        let series = results.probes.iter().find(|s| s.name == "UDP BE").unwrap();
+        let (start, end) = (results.phases.load_start(), results.phases.load_end());
+        let count = |from: f64| {
+            series
+                .samples
+                .iter()
+                .filter(|s| s.t >= from && s.t < end && s.rtt_ms.is_some())
+                .count()
+        };
+        assert_eq!(all.len(), count(start));
+        assert_eq!(later.len(), count(start + 1.0));
+        assert!(later.len() < all.len());
+        assert_eq!(loaded_rtts(&results, "nosuch", 0.0), None);
     }
 
     #[test]

@@ -20,8 +20,8 @@ use std::path::PathBuf;
 
 use unbloat_lab::lab::{run_lab, LabArgs, LabReport, StrategyRun};
 use unbloat_lab::strategies::Strategy;
+use unbloat_lab::table::loaded_rtts;
 use unbloat_report::files::read_results;
-use unbloat_report::model::Phase;
 use unbloat_report::stats;
 use unbloat_units::Time;
 
@@ -32,18 +32,7 @@ const START_S: f64 = 1.0;
 /// results file: loaded RTTs minus the idle median the lab's table uses.
 fn p95_after_the_start(out: &std::path::Path, run: &StrategyRun) -> f64 {
     let results = read_results(&out.join(&run.results_file)).expect("the run's results");
-    let phases = &results.phases;
-    let series = results
-        .probes
-        .iter()
-        .find(|s| s.name == "UDP BE")
-        .expect("UDP BE probes");
-    let rtts: Vec<f64> = series
-        .samples
-        .iter()
-        .filter(|s| phases.phase_of(s.t) == Phase::Loaded && s.t >= phases.load_start() + START_S)
-        .filter_map(|s| s.rtt_ms)
-        .collect();
+    let rtts = loaded_rtts(&results, "UDP BE", START_S).expect("UDP BE probes");
     assert!(
         rtts.len() >= 30,
         "only {} UDP BE probes after the start",
@@ -54,7 +43,8 @@ fn p95_after_the_start(out: &std::path::Path, run: &StrategyRun) -> f64 {
         .probe("UDP BE")
         .and_then(|p| p.idle_ms)
         .expect("UDP BE idle median");
-    stats::percentile(&rtts, 95.0).expect("p95") - idle
+    let p95 = stats::percentile(&rtts, 95.0).expect("p95");
+    stats::induced_latency(p95, idle).expect("a finite p95")
 }
 
 fn unbloat_exe() -> PathBuf {
