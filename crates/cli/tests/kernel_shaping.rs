@@ -25,38 +25,20 @@ fn golden_configurations_start_verify_show_and_stop(pick: fn(&str) -> bool) {
         std::fs::write(&config, format!("[interface.\"{iface}\"]\n{table}")).unwrap();
         let config = config.to_str().unwrap();
 
-        let out = ns.unbloat(&["start", &iface, "--config", config]);
-        assert!(
-            out.status.success(),
-            "{name}: start failed:\n{}",
-            text(&out)
-        );
-        assert!(text(&out).contains("verified"), "{name}: {}", text(&out));
+        let run = |what: &str, args: &[&str], says: &str| {
+            let out = ns.unbloat(args);
+            assert!(
+                out.status.success(),
+                "{name}: {what} failed:\n{}",
+                text(&out)
+            );
+            assert!(text(&out).contains(says), "{name}: {what}: {}", text(&out));
+        };
+        let start = ["start", &iface, "--config", config];
+        run("start", &start, "verified");
         assert_ne!(ns.snapshot(), before, "{name}: start changed nothing");
-
-        let again = ns.unbloat(&["start", &iface, "--config", config]);
-        assert!(
-            again.status.success(),
-            "{name}: second start failed:\n{}",
-            text(&again)
-        );
-        assert!(
-            text(&again).contains("nothing changed"),
-            "{name}: {}",
-            text(&again)
-        );
-
-        let status = ns.unbloat(&["status", &iface]);
-        assert!(
-            status.status.success(),
-            "{name}: status failed:\n{}",
-            text(&status)
-        );
-        assert!(
-            text(&status).contains("shaped by unbloat"),
-            "{name}: {}",
-            text(&status)
-        );
+        run("second start", &start, "nothing changed");
+        run("status", &["status", &iface], "shaped by unbloat");
         let json = ns.unbloat(&["status", &iface, "--json"]);
         let v: serde_json::Value = serde_json::from_slice(&json.stdout)
             .unwrap_or_else(|e| panic!("{name}: status --json is not JSON ({e}): {}", text(&json)));
@@ -71,6 +53,7 @@ fn golden_configurations_start_verify_show_and_stop(pick: fn(&str) -> bool) {
         assert_eq!(ns.snapshot(), before, "{name}: stop left something behind");
     }
 }
+
 real_kernel_test! {
     /// The golden configurations of cake. Split from the others so that `make test`'s two
     /// threads for this file share the golden cases evenly.
