@@ -34,6 +34,7 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use crate::probe::{self, ProbeError};
+pub use crate::runner::is_root;
 use crate::runner::{Cmd, RunError, SystemRunner};
 
 /// Forces [`Kernel::detect`]'s choice: `host` or `uml`.
@@ -225,12 +226,6 @@ pub fn describe_current() -> String {
 /// True in a UML guest started by this module.
 pub fn in_guest() -> bool {
     std::env::var(IN_GUEST_ENV).is_ok_and(|v| v == "1")
-}
-
-/// True when this process runs as root (needed to make network namespaces on the host).
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
 }
 
 fn valid_env_name(name: &str) -> bool {

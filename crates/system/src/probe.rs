@@ -332,7 +332,7 @@ impl<'r> ScratchNetns<'r> {
             return Err(ProbeError::Namespace {
                 name,
                 stderr: out.stderr,
-                root: crate::kernel::is_root(),
+                root: crate::runner::is_root(),
             });
         }
         Ok(ScratchNetns {
@@ -563,7 +563,7 @@ mod tests {
     #[test]
     fn on_the_host_the_probe_agrees_with_tc_itself() {
         assert!(
-            crate::kernel::is_root(),
+            crate::runner::is_root(),
             "this test makes network namespaces: run it as root (make test)"
         );
         let runner = SystemRunner::plain();

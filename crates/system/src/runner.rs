@@ -117,6 +117,12 @@ impl fmt::Display for Cmd {
     }
 }
 
+/// True when this process runs as root (needed to make network namespaces and change qdiscs).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Quotes one word for a POSIX shell, only when needed.
 pub fn shell_quote(word: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
