@@ -29,6 +29,7 @@ pub mod plan;
 pub mod script;
 pub mod spec;
 pub mod stab;
+pub mod transition;
 
 pub mod goodput;
 pub mod status;
