@@ -1,20 +1,21 @@
 //! `unbloat bench ...`: benchmarks of unbloat itself, run in a kernel that has every qdisc.
 //!
-//! `bench start` times a full `start` (probe, snapshot, apply, read back, verify, record) of an
-//! egress + ingress setup for cake and for three-tier HTB + fq_codel on a veth in a private
-//! network namespace, the same start again (already in place: read back and verify only), and
-//! `status`, each the median of 10 runs. The alternative it is compared with, in the same run on the same machine, is what sqm-scripts does: the same `ip`/`tc`
-//! commands run one process at a time, with no probe and no verification.
-
+//! `bench start` times whole processes, as a user or a hotplug script runs them, on a veth in a
+//! private network namespace: `unbloat start` of an egress + ingress setup (cake, and three-tier
+//! HTB + fq_codel), the same start again (already in place), `unbloat set-rate`, `unbloat status`
+//! and `unbloat stop`; and beside them, in the same run, the real sqm-scripts' `start-sqm` for the
+//! same link (piece_of_cake.qos, simple.qos) when its source is found (`--sqm-scripts DIR`), and
+//! the same tc commands run one process at a time. `set-rate` is also timed as the library call
+//! autorate makes (no process), over many changes. Medians of `--runs`.
 use crate::kernel::ALL_QDISCS;
 use crate::Failure;
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 use std::time::{Duration, Instant};
 use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::plan::Plan;
 use unbloat_shaper::spec::Spec;
-use unbloat_system::apply::{script_commands_one_by_one, Shaper};
+use unbloat_system::apply::{script_commands_one_by_one, Request, Shaper};
 use unbloat_system::kernel::{in_guest, GuestOptions, Kernel};
 use unbloat_system::runner::{Cmd, Runner, SystemRunner};
 use unbloat_system::state::StateDir;
@@ -37,6 +38,10 @@ pub struct StartBench {
     /// Print the results as JSON.
     #[arg(long)]
     pub json: bool,
+    /// sqm-scripts' source (the directory with src/start-sqm), to time the real `start-sqm`
+    /// beside unbloat; default: ../shared/peers/sqm-scripts from here or from the binary.
+    #[arg(long, value_name = "DIR")]
+    pub sqm_scripts: Option<std::path::PathBuf>,
     /// Internal: we are already in a kernel with every qdisc.
     #[arg(long, hide = true)]
     pub inside: bool,
@@ -70,6 +75,10 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
             if args.json {
                 argv.push("--json".into());
             }
+            if let Some(dir) = find_sqm_scripts(args) {
+                argv.push("--sqm-scripts".into());
+                argv.push(std::path::absolute(dir)?.display().to_string());
+            }
             let opts = GuestOptions {
                 timeout: Duration::from_secs(600),
                 stream: true,
@@ -102,12 +111,28 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
     run(&["link", "set", "benchwan", "up"])?;
     run(&["link", "set", "benchisp", "up"])?;
     let dir = std::env::temp_dir().join(format!("unbloat-bench-{}", std::process::id()));
+    let sqm = find_sqm_scripts(args).map(|d| SqmScripts::install(&d, &dir)).transpose()?;
+    let exe = std::env::current_exe()?;
+    // One `unbloat` process, timed whole, in this namespace and with its own run directory.
+    let unbloat = |argv: &[&str]| -> anyhow::Result<Duration> {
+        let t = Instant::now();
+        let out = std::process::Command::new(&exe)
+            .args(argv)
+            .env("UNBLOAT_RUN_DIR", &dir)
+            .stdin(std::process::Stdio::null())
+            .output()?;
+        let took = t.elapsed();
+        if !out.status.success() {
+            bail!("unbloat {}: {}", argv.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+        }
+        Ok(took)
+    };
     let shaper = Shaper::new(&runner, StateDir::new(&dir));
 
     let mut rows = vec![];
-    for (name, extra) in [
-        ("cake", ShapeOptions::default()),
-        ("fq_codel 3 tiers", fq_codel3()),
+    for (name, extra, flags, sqm_recipe) in [
+        ("cake", ShapeOptions::default(), vec![], ("piece_of_cake.qos", "cake")),
+        ("fq_codel 3 tiers", fq_codel3(), vec!["--qdisc", "fq_codel", "--tiers", "3"], ("simple.qos", "fq_codel")),
     ] {
         let opts = ShapeOptions {
             down: Some("78mbit".parse()?),
@@ -116,46 +141,140 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
             ..extra
         };
         let plan = Plan::build(&Spec::new("benchwan".parse()?, &opts)?);
-        let v = crate::shape::verifier(&plan);
-        let req = crate::shape::request(&plan, &opts, &v);
-        let mut start = vec![];
-        let mut again = vec![];
-        let mut status = vec![];
-        let mut raw = vec![];
-        for _ in 0..args.runs {
-            let t = Instant::now();
-            shaper.start(&req).context("unbloat start")?;
-            start.push(t.elapsed());
-            let t = Instant::now();
-            shaper.start(&req).context("unbloat start, again")?;
-            again.push(t.elapsed());
-            let t = Instant::now();
-            let texts = shaper.read_live("benchwan", req.ifb.as_deref())?;
-            let live = crate::shape::live_state("benchwan", &texts)?;
-            let _ = unbloat_shaper::status::Status::from_live(&live, Some(&plan));
-            status.push(t.elapsed());
-            shaper.stop("benchwan")?;
-            // The sqm-scripts way: each command its own process, nothing checked.
+        let start_argv: Vec<&str> = ["start", "benchwan", "--down", "78mbit", "--up", "19950kbit", "--link", "vdsl2"]
+            .into_iter()
+            .chain(flags.iter().copied())
+            .collect();
+        let mut row = Row::new(name);
+        for run in 0..args.runs {
+            row.start.push(unbloat(&start_argv)?);
+            row.again.push(unbloat(&start_argv)?);
+            let (down, up) = if run % 2 == 0 { ("70mbit", "18mbit") } else { ("78mbit", "19950kbit") };
+            row.set_rate.push(unbloat(&["set-rate", "benchwan", "--down", down, "--up", up])?);
+            row.status.push(unbloat(&["status", "benchwan"])?);
+            row.stop.push(unbloat(&["stop", "benchwan"])?);
+            // The sqm-scripts way by hand: each command its own process, nothing checked.
             let t = Instant::now();
             for cmd in script_commands_one_by_one(&plan.script()) {
                 runner.run(&cmd)?;
             }
-            raw.push(t.elapsed());
-            for cmd in &req.teardown {
-                runner.run(cmd)?;
+            row.sequential.push(t.elapsed());
+            for cmd in script_commands_one_by_one(&plan.teardown()) {
+                runner.run(&cmd)?;
+            }
+            if let Some(sqm) = &sqm {
+                row.sqm.push(sqm.start("benchwan", sqm_recipe.0, sqm_recipe.1)?);
+                sqm.stop("benchwan")?;
             }
         }
-        rows.push(Row {
-            setup: name,
-            start: median(start),
-            again: median(again),
-            status: median(status),
-            sequential: median(raw),
-        });
+        // set-rate as autorate calls it: the library, no process.
+        let opts_json = serde_json::to_value(&opts)?;
+        shaper.start(&[Request { plan: plan.clone(), options: opts_json }])?;
+        let changes = 200;
+        let t = Instant::now();
+        for i in 0..changes {
+            let kbit = 60_000 + (i % 2) * 1000 + i;
+            let o = ShapeOptions {
+                down: Some(unbloat_units::Rate::from_kbit(kbit)),
+                ..opts.clone()
+            };
+            let p = Plan::build(&Spec::new("benchwan".parse()?, &o)?);
+            shaper.set_rate(&Request { plan: p, options: serde_json::to_value(&o)? })?;
+        }
+        row.set_rate_library = Some(t.elapsed() / changes as u32);
+        shaper.stop(&["benchwan".parse()?])?;
+        rows.push(row);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    print_rows(&rows, args)?;
+    print_rows(&rows, args, sqm.is_some())?;
     Ok(())
+}
+
+/// Where sqm-scripts' source is: the flag, or ../shared/peers/sqm-scripts above the current
+/// directory or the binary.
+fn find_sqm_scripts(args: &StartBench) -> Option<std::path::PathBuf> {
+    if let Some(d) = &args.sqm_scripts {
+        return Some(d.clone());
+    }
+    let starts = [std::env::current_dir().ok(), std::env::current_exe().ok()];
+    for start in starts.into_iter().flatten() {
+        for dir in start.ancestors() {
+            let candidate = dir.join("shared/peers/sqm-scripts");
+            if candidate.join("src/start-sqm").is_file() {
+                return Some(candidate);
+            }
+        }
+    }
+    None
+}
+
+/// The real sqm-scripts, run as its ORIGIN.txt says: its src/ copied, start-sqm and stop-sqm
+/// pointed at a sqm.conf of ours, a fresh state directory for every start.
+struct SqmScripts {
+    lib: std::path::PathBuf,
+}
+
+impl SqmScripts {
+    fn install(source: &std::path::Path, under: &std::path::Path) -> anyhow::Result<SqmScripts> {
+        let lib = under.join("sqm-lib");
+        std::fs::create_dir_all(&lib)?;
+        for entry in std::fs::read_dir(source.join("src"))? {
+            let entry = entry?;
+            std::fs::copy(entry.path(), lib.join(entry.file_name()))?;
+        }
+        let conf = lib.join("sqm.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "SQM_LIB_DIR={lib}\nSQM_STATE_DIR={lib}/state\nSQM_QDISC_STATE_DIR={lib}/state/available_qdiscs\nSQM_CHECK_QDISCS=\"fq_codel codel pie sfq cake\"\nSQM_SYSLOG=0\n",
+                lib = lib.display()
+            ),
+        )?;
+        for script in ["start-sqm", "stop-sqm"] {
+            let path = lib.join(script);
+            let text = std::fs::read_to_string(&path)?
+                .replace("/etc/sqm/sqm.conf", &conf.display().to_string());
+            std::fs::write(&path, text)?;
+        }
+        Ok(SqmScripts { lib })
+    }
+
+    fn run(&self, script: &str, env: &[(&str, &str)]) -> anyhow::Result<Duration> {
+        let t = Instant::now();
+        let out = std::process::Command::new("sh")
+            .arg(self.lib.join(script))
+            .envs(env.iter().copied())
+            .current_dir(&self.lib)
+            .stdin(std::process::Stdio::null())
+            .output()?;
+        let took = t.elapsed();
+        if !out.status.success() {
+            bail!("sqm-scripts {script}: {}", String::from_utf8_lossy(&out.stderr).trim());
+        }
+        Ok(took)
+    }
+
+    fn start(&self, iface: &str, recipe: &str, qdisc: &str) -> anyhow::Result<Duration> {
+        // A stale state directory makes start-sqm do nothing and exit 0 (ORIGIN.txt).
+        let _ = std::fs::remove_dir_all(self.lib.join("state"));
+        std::fs::create_dir_all(self.lib.join("state"))?;
+        self.run(
+            "start-sqm",
+            &[
+                ("IFACE", iface),
+                ("SCRIPT", recipe),
+                ("QDISC", qdisc),
+                ("UPLINK", "19950"),
+                ("DOWNLINK", "78000"),
+                ("LINKLAYER", "ethernet"),
+                ("OVERHEAD", "34"),
+            ],
+        )
+    }
+
+    fn stop(&self, iface: &str) -> anyhow::Result<()> {
+        self.run("stop-sqm", &[("IFACE", iface)]).map(|_| ())
+    }
 }
 
 fn fq_codel3() -> ShapeOptions {
@@ -168,14 +287,36 @@ fn fq_codel3() -> ShapeOptions {
 
 struct Row {
     setup: &'static str,
-    start: Duration,
+    start: Vec<Duration>,
     /// A start that finds its setup already in place.
-    again: Duration,
-    status: Duration,
-    sequential: Duration,
+    again: Vec<Duration>,
+    set_rate: Vec<Duration>,
+    status: Vec<Duration>,
+    stop: Vec<Duration>,
+    sequential: Vec<Duration>,
+    sqm: Vec<Duration>,
+    /// Mean of many library calls.
+    set_rate_library: Option<Duration>,
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
+impl Row {
+    fn new(setup: &'static str) -> Row {
+        Row {
+            setup,
+            start: vec![],
+            again: vec![],
+            set_rate: vec![],
+            status: vec![],
+            stop: vec![],
+            sequential: vec![],
+            sqm: vec![],
+            set_rate_library: None,
+        }
+    }
+}
+
+fn median(v: &[Duration]) -> Duration {
+    let mut v = v.to_vec();
     v.sort();
     v.get(v.len() / 2).copied().unwrap_or_default()
 }
@@ -184,15 +325,27 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn print_rows(rows: &[Row], args: &StartBench) -> anyhow::Result<()> {
+fn print_rows(rows: &[Row], args: &StartBench, with_sqm: bool) -> anyhow::Result<()> {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .unwrap_or_default()
         .trim()
         .to_string();
+    let ratio = |r: &Row| with_sqm.then(|| ms(median(&r.sqm)) / ms(median(&r.start)));
     if args.json {
         let v: Vec<_> = rows
             .iter()
-            .map(|r| serde_json::json!({"setup": r.setup, "start_ms": ms(r.start), "again_ms": ms(r.again), "status_ms": ms(r.status), "sqm_style_sequential_ms": ms(r.sequential), "ratio_start_vs_sequential": ms(r.start) / ms(r.sequential)}))
+            .map(|r| serde_json::json!({
+                "setup": r.setup,
+                "start_ms": ms(median(&r.start)),
+                "again_ms": ms(median(&r.again)),
+                "set_rate_ms": ms(median(&r.set_rate)),
+                "set_rate_library_ms": r.set_rate_library.map(ms),
+                "status_ms": ms(median(&r.status)),
+                "stop_ms": ms(median(&r.stop)),
+                "sqm_style_sequential_ms": ms(median(&r.sequential)),
+                "sqm_scripts_start_ms": with_sqm.then(|| ms(median(&r.sqm))),
+                "sqm_scripts_over_unbloat": ratio(r),
+            }))
             .collect();
         println!(
             "{}",
@@ -202,25 +355,34 @@ fn print_rows(rows: &[Row], args: &StartBench) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    println!("unbloat bench start: egress 19950kbit + ingress 78mbit, vdsl2, on a veth; kernel {kernel}; median of {}", args.runs);
+    println!("unbloat bench start: egress 19950kbit + ingress 78mbit, vdsl2, on a veth; kernel {kernel}; whole processes, median of {}", args.runs);
     println!(
-        "{:<18} {:>12} {:>12} {:>12} {:>22} {:>8}",
-        "setup", "start", "again", "status", "sqm-style one by one", "ratio"
+        "{:<17} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>11} {:>12} {:>7}",
+        "setup", "start", "again", "set-rate", "(library)", "status", "stop", "one by one", "sqm-scripts", "sqm/us"
     );
     for r in rows {
         println!(
-            "{:<18} {:>9.1} ms {:>9.1} ms {:>9.1} ms {:>19.1} ms {:>7.2}x",
+            "{:<17} {:>6.1} ms {:>6.1} ms {:>6.1} ms {:>7.2} ms {:>6.1} ms {:>6.1} ms {:>8.1} ms {:>9} {:>7}",
             r.setup,
-            ms(r.start),
-            ms(r.again),
-            ms(r.status),
-            ms(r.sequential),
-            ms(r.start) / ms(r.sequential)
+            ms(median(&r.start)),
+            ms(median(&r.again)),
+            ms(median(&r.set_rate)),
+            r.set_rate_library.map_or(f64::NAN, ms),
+            ms(median(&r.status)),
+            ms(median(&r.stop)),
+            ms(median(&r.sequential)),
+            if with_sqm { format!("{:.1} ms", ms(median(&r.sqm))) } else { "-".into() },
+            ratio(r).map_or("-".into(), |x| format!("{x:.1}x")),
         );
     }
-    println!("start = probe + snapshot + apply (one tc -batch) + read back + verify + record;");
-    println!("again = the same start once more: read back and verify, nothing probed or changed;");
-    println!("sqm-style = the same commands, one tc process each, nothing probed or verified.");
+    println!("start = `unbloat start` as a process: snapshot, journal, apply (one tc -batch), read back, verify, record;");
+    println!("again = the same start once more (read back and verify only); set-rate alternates 70/18 and 78/19.95 Mbit/s;");
+    println!("(library) = Shaper::set_rate in-process, the call autorate makes, mean of 200 changes;");
+    println!("one by one = the same tc/ip commands, one process each, nothing checked;");
+    println!("sqm-scripts = the real start-sqm (piece_of_cake.qos / simple.qos, same rates), fresh state each time.");
+    if !with_sqm {
+        println!("sqm-scripts' source was not found: --sqm-scripts DIR to compare with it.");
+    }
     Ok(())
 }
 

@@ -16,7 +16,8 @@ use clap::{Parser, Subcommand};
 const EXIT_CODES: &str = "\
 Exit status:
   0  success (for start: shaped and verified, or already shaped exactly as asked)
-  1  the operation failed; for start, the interface was left exactly as it was
+  1  the operation failed; for start, stop and set-rate, every interface was left exactly as it
+     was (or the message says ROLLBACK INCOMPLETE and what differs)
   2  invalid input (a flag, a value, a config file): nothing was touched
   3  a test or lab ran but could not measure everything (partial results were saved)
 
@@ -24,6 +25,7 @@ Examples:
   unbloat plan eth0 --down 78mbit --up 19950kbit --link vdsl2
   unbloat start eth0 --down 78mbit --up 19950kbit --link vdsl2 --nat --isolation dual-host
   unbloat status eth0
+  unbloat set-rate eth0 --down 70mbit --up 18mbit
   unbloat stop eth0
   unbloat serve                      (on the far end)
   unbloat test far.example.net --profile rrul --out results/
@@ -56,6 +58,10 @@ enum Command {
     Stop(shape::StopArgs),
     /// Show what the kernel is doing on a shaped interface.
     Status(shape::StatusArgs),
+    /// Change only the shaper rates of a shaped interface, in place (no gap for flows).
+    SetRate(shape::SetRateArgs),
+    /// Finish or undo a change that an unbloat process left when it died.
+    Recover(shape::RecoverArgs),
     /// Work with config files.
     #[command(subcommand)]
     Config(shape::ConfigCommand),
@@ -110,6 +116,8 @@ fn main() {
         Command::Start(a) => shape::start(&a),
         Command::Stop(a) => shape::stop(&a),
         Command::Status(a) => shape::status(&a),
+        Command::SetRate(a) => shape::set_rate(&a),
+        Command::Recover(a) => shape::recover(&a),
         Command::Config(c) => shape::config(&c),
         Command::Test(a) => measure::test(&a),
         Command::Serve(a) => unbloat_measure::run_serve(&a).map_err(Failure::from),

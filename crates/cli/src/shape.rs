@@ -10,16 +10,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use unbloat_shaper::config::ConfigFile;
 use unbloat_shaper::options::ShapeOptions;
-use unbloat_shaper::plan::{Plan, RootQdisc};
+use unbloat_shaper::plan::Plan;
 use unbloat_shaper::spec::{parse_iface, Spec};
 use unbloat_shaper::status::{render_text, Status};
 use unbloat_shaper::tcjson::{LiveState, LiveTexts};
-use unbloat_shaper::verify::verify;
-use unbloat_system::apply::{
-    script_commands, script_commands_one_by_one, ApplyRequest, Shaper, StartOutcome,
-};
+use unbloat_system::apply::{Outcome, Request, Shaper};
+use unbloat_system::recover::Recovery;
 use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::StateDir;
+use unbloat_units::Rate;
 
 pub const DEFAULT_CONFIG: &str = "/etc/unbloat/unbloat.toml";
 
@@ -67,9 +66,48 @@ pub struct StatusArgs {
     /// The status as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Refresh every SECONDS (default 1) until interrupted.
-    #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "1")]
-    pub watch: Option<f64>,
+    /// Refresh every SECONDS (default 1, 0.1 to 3600) until interrupted.
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "1", value_parser = parse_watch)]
+    pub watch: Option<Duration>,
+}
+
+/// `--watch`: finite, and neither a busy loop nor a screen that never refreshes.
+fn parse_watch(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds (1, 0.5, 10)"))?;
+    if !(0.1..=3600.0).contains(&secs) {
+        return Err(format!(
+            "{text} is outside 0.1 to 3600 seconds (a shorter interval only keeps a CPU busy)"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[derive(Debug, Args)]
+pub struct SetRateArgs {
+    /// The shaped interface.
+    pub iface: String,
+    /// The new download rate (tc units: 78mbit, 19950kbit).
+    #[arg(long, value_name = "RATE")]
+    pub down: Option<Rate>,
+    /// The new upload rate.
+    #[arg(long, value_name = "RATE")]
+    pub up: Option<Rate>,
+    /// Report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// Forget an interrupted change that cannot be undone, after fixing the interfaces by hand.
+    #[arg(long)]
+    pub discard: bool,
+    /// Report as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -150,61 +188,8 @@ pub fn plan(args: &PlanArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The system side of a plan: its commands, what it needs, and how to verify it.
-pub fn request<'a>(
-    plan: &'a Plan,
-    opts: &ShapeOptions,
-    verifier: unbloat_system::apply::Verifier<'a>,
-) -> ApplyRequest<'a> {
-    let script = plan.script();
-    ApplyRequest {
-        iface: plan.wan.to_string(),
-        ifb: plan.ingress.as_ref().map(|i| i.ifb.to_string()),
-        needs: needs(plan),
-        apply: script_commands(&script),
-        teardown: script_commands_one_by_one(&plan.teardown()),
-        script: script.render_shell(),
-        options: serde_json::to_value(opts).unwrap_or_default(),
-        verify: verifier,
-    }
-}
-
-/// The qdiscs and features the kernel must have for a plan, probed before anything is touched.
-fn needs(plan: &Plan) -> Vec<&'static str> {
-    let mut needs = vec![];
-    let roots = plan
-        .egress
-        .iter()
-        .map(|e| &e.root)
-        .chain(plan.ingress.iter().map(|i| &i.shaping.root));
-    for root in roots {
-        match root {
-            RootQdisc::Cake(_) => needs.push("cake"),
-            RootQdisc::Htb(tree) => {
-                needs.extend(["htb", "fq_codel"]);
-                if !tree.filters.is_empty() {
-                    needs.push("u32");
-                }
-            }
-        }
-    }
-    if plan.ingress.is_some() {
-        needs.extend(["ingress", "ifb", "mirred", "u32"]);
-    }
-    needs.sort();
-    needs.dedup();
-    needs
-}
-
 pub fn live_state(wan: &str, t: &LiveTexts) -> anyhow::Result<LiveState> {
     Ok(LiveState::parse(&parse_iface(wan)?, t)?)
-}
-
-pub fn verifier(plan: &Plan) -> impl Fn(&LiveTexts) -> Vec<String> + '_ {
-    move |texts| match live_state(plan.wan.as_str(), texts) {
-        Ok(live) => verify(plan, &live).iter().map(|m| m.to_string()).collect(),
-        Err(e) => vec![format!("cannot read what the kernel holds: {e}")],
-    }
 }
 
 pub fn start(args: &StartArgs) -> Result<(), Failure> {
@@ -217,22 +202,33 @@ pub fn start(args: &StartArgs) -> Result<(), Failure> {
     }
     let runner = SystemRunner::from_env();
     let shaper = Shaper::new(&runner, StateDir::from_env());
-    for (plan, opts) in &plans {
-        let v = verifier(plan);
-        let req = request(plan, opts, &v);
-        match shaper
-            .start(&req)
-            .with_context(|| format!("cannot shape {}", plan.wan))?
-        {
-            StartOutcome::Applied { replaced } => {
-                let how = if replaced { "reshaped" } else { "shaped" };
+    let reqs: Vec<Request> = plans
+        .iter()
+        .map(|(plan, opts)| Request {
+            plan: plan.clone(),
+            options: serde_json::to_value(opts).unwrap_or_default(),
+        })
+        .collect();
+    let names: Vec<String> = reqs.iter().map(|r| r.plan.wan.to_string()).collect();
+    // Every interface of the command in one transaction: all are shaped, or none is changed.
+    let outcomes = shaper
+        .start(&reqs)
+        .with_context(|| format!("cannot shape {}", names.join(", ")))?;
+    for ((plan, _), outcome) in plans.iter().zip(&outcomes) {
+        match outcome {
+            Outcome::Applied { replaced, in_place } => {
+                let how = match (replaced, in_place) {
+                    (false, _) => "shaped".to_string(),
+                    (true, 0) => "reshaped".to_string(),
+                    (true, n) => format!("changed in place ({n} qdisc{})", if *n == 1 { "" } else { "s" }),
+                };
                 eprintln!(
                     "unbloat: {} {how} and verified: {}",
                     plan.wan,
                     plan.summary().join("; ")
                 );
             }
-            StartOutcome::Unchanged => eprintln!(
+            Outcome::Unchanged => eprintln!(
                 "unbloat: {} is already shaped exactly so; nothing changed",
                 plan.wan
             ),
@@ -247,24 +243,135 @@ pub fn start(args: &StartArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `unbloat set-rate IFACE --down R --up R`: the recorded options with new rates, re-planned, and
+/// applied in place.
+pub fn set_rate(args: &SetRateArgs) -> Result<(), Failure> {
+    let iface = parse_iface(&args.iface).map_err(invalid)?;
+    if args.down.is_none() && args.up.is_none() {
+        return Err(invalid(anyhow!("give --down, --up or both: set-rate changes only rates")));
+    }
+    let runner = SystemRunner::from_env();
+    let state = StateDir::from_env();
+    let Some(record) = state.load(iface.as_str())? else {
+        return Err(Failure::from(anyhow!(
+            "{iface} is not shaped by unbloat; `unbloat start {iface} --down ... --up ...` shapes it"
+        )));
+    };
+    let mut opts: ShapeOptions =
+        serde_json::from_value(record.options.clone()).context("reading unbloat's record")?;
+    for (new, old, flag, on) in [
+        (args.down, &mut opts.down, "--down", record.plan.ingress.is_some()),
+        (args.up, &mut opts.up, "--up", record.plan.egress.is_some()),
+    ] {
+        if let Some(rate) = new {
+            if !on || rate.bits_per_sec() == 0 {
+                return Err(invalid(anyhow!(
+                    "{flag} {rate}: {iface} does not shape that direction now, or the rate turns it off; set-rate changes rates only (use `unbloat start` to add or remove a direction)"
+                )));
+            }
+            *old = Some(rate);
+        }
+    }
+    let plan = Plan::build(&Spec::new(iface.clone(), &opts).map_err(invalid)?);
+    let shaper = Shaper::new(&runner, state);
+    let req = Request {
+        plan,
+        options: serde_json::to_value(&opts).unwrap_or_default(),
+    };
+    let outcome = shaper
+        .set_rate(&req)
+        .with_context(|| format!("cannot change the rates of {iface}"))?;
+    let changed = !matches!(outcome, Outcome::Unchanged);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({"iface": iface.to_string(), "changed": changed, "down": opts.down, "up": opts.up})
+        );
+    } else if changed {
+        eprintln!("unbloat: {iface}: {}", req.plan.summary().join("; "));
+    } else {
+        eprintln!("unbloat: {iface} already runs at these rates; nothing changed");
+    }
+    Ok(())
+}
+
+/// `unbloat recover`: finish or undo a change a dead process left.
+pub fn recover(args: &RecoverArgs) -> Result<(), Failure> {
+    let runner = SystemRunner::from_env();
+    let shaper = Shaper::new(&runner, StateDir::from_env());
+    let r = shaper.recover(args.discard)?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "undone": r.undone.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+                "finished": r.finished.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+                "namespaces": r.namespaces,
+                "discarded": r.discarded,
+            })
+        );
+    } else {
+        say_recovery(&r);
+    }
+    Ok(())
+}
+
+fn say_recovery(r: &Recovery) {
+    let names = |v: &[unbloat_units::IfName]| v.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    if r.is_empty() {
+        eprintln!("unbloat: nothing to recover");
+    }
+    if !r.undone.is_empty() {
+        eprintln!("unbloat: an interrupted change was undone: {} as before it", names(&r.undone));
+    }
+    if !r.finished.is_empty() {
+        eprintln!("unbloat: an interrupted change was finished: {} recorded", names(&r.finished));
+    }
+    if !r.namespaces.is_empty() {
+        eprintln!("unbloat: removed the probe namespaces of dead processes: {}", r.namespaces.join(", "));
+    }
+    if r.discarded {
+        eprintln!("unbloat: the journal of an interrupted change was discarded");
+    }
+}
+
 pub fn stop(args: &StopArgs) -> Result<(), Failure> {
     let runner = SystemRunner::from_env();
     let state = StateDir::from_env();
     let shaper = Shaper::new(&runner, state.clone());
     let ifaces = match &args.iface {
-        Some(i) => vec![parse_iface(i).map_err(invalid)?.to_string()],
-        None => state.list()?,
+        Some(i) => vec![parse_iface(i).map_err(invalid)?],
+        None => {
+            // Finish or undo an interrupted change first, so the list is what is really shaped.
+            shaper.recover(false)?;
+            state
+                .list()?
+                .iter()
+                .map(|n| parse_iface(n).map_err(invalid))
+                .collect::<Result<_, _>>()?
+        }
     };
-    let mut stopped = vec![];
-    for iface in &ifaces {
+    let stopped = if ifaces.is_empty() {
+        vec![]
+    } else {
+        let names: Vec<String> = ifaces.iter().map(|i| i.to_string()).collect();
         shaper
-            .stop(iface)
-            .with_context(|| format!("cannot stop shaping {iface}"))?;
-        eprintln!("unbloat: {iface} is no longer shaped");
-        stopped.push(iface.clone());
+            .stop(&ifaces)
+            .with_context(|| format!("cannot stop shaping {}", names.join(", ")))?
+    };
+    for s in &stopped {
+        for why in &s.left_alone {
+            eprintln!("unbloat: {}: left alone: {why}", s.iface);
+        }
+        eprintln!("unbloat: {} is no longer shaped", s.iface);
     }
     if args.json {
-        println!("{}", serde_json::json!({ "stopped": stopped }));
+        let names: Vec<String> = stopped.iter().map(|s| s.iface.to_string()).collect();
+        let left: Vec<_> = stopped
+            .iter()
+            .flat_map(|s| s.left_alone.iter().map(move |w| serde_json::json!({"iface": s.iface.to_string(), "left_alone": w})))
+            .collect();
+        println!("{}", serde_json::json!({ "stopped": names, "left_alone": left }));
     } else if ifaces.is_empty() {
         eprintln!("unbloat: no interface is shaped by unbloat");
     }
@@ -275,6 +382,17 @@ pub fn status(args: &StatusArgs) -> Result<(), Failure> {
     let runner = SystemRunner::from_env();
     let state = StateDir::from_env();
     let shaper = Shaper::new(&runner, state.clone());
+    // Like every command, status first finishes or undoes a change a dead process left, so it
+    // shows a whole setup; reading needs no root, so without root it only reads.
+    if unbloat_system::runner::is_root() {
+        match shaper.recover(false) {
+            Ok(r) if !r.is_empty() => say_recovery(&r),
+            Ok(_) => {}
+            // Another unbloat is changing shaping right now: show what is there.
+            Err(unbloat_system::apply::ApplyError::Lock(_)) => {}
+            Err(e) => eprintln!("unbloat: warning: {e}"),
+        }
+    }
     let ifaces = match &args.iface {
         Some(i) => {
             let name = parse_iface(i).map_err(invalid)?.to_string();
@@ -303,28 +421,20 @@ pub fn status(args: &StatusArgs) -> Result<(), Failure> {
             }
         }
         match args.watch {
-            Some(secs) if secs > 0.0 => std::thread::sleep(Duration::from_secs_f64(secs)),
-            _ => return Ok(()),
+            Some(every) => std::thread::sleep(every),
+            None => return Ok(()),
         }
     }
 }
 
 fn status_of(shaper: &Shaper, state: &StateDir, iface: &str) -> Result<Status, Failure> {
     let record = state.load(iface)?;
-    let plan = match &record {
-        Some(r) => {
-            let opts: ShapeOptions =
-                serde_json::from_value(r.options.clone()).context("reading unbloat's record")?;
-            Some(Plan::build(
-                &Spec::new(parse_iface(iface).map_err(invalid)?, &opts).map_err(invalid)?,
-            ))
-        }
-        None => None,
-    };
-    let ifb = record.as_ref().and_then(|r| r.created.ifb_device.clone());
-    let texts = shaper.read_live(iface, ifb.as_deref())?;
+    let plan = record.as_ref().map(|r| &r.plan);
+    let ifb = plan.and_then(|p| p.ingress.as_ref()).map(|i| i.ifb.clone());
+    let name = parse_iface(iface).map_err(invalid)?;
+    let texts = shaper.read_live(&name, ifb.as_ref())?;
     let live = live_state(iface, &texts)?;
-    Ok(Status::from_live(&live, plan.as_ref()))
+    Ok(Status::from_live(&live, plan))
 }
 
 pub fn config(cmd: &ConfigCommand) -> Result<(), Failure> {

@@ -245,19 +245,20 @@ real_kernel_test! {
     }
 }
 
-/// An `ip` that, right after unbloat brings the IFB up, deletes it again, as a concurrent
-/// administrator (or a hot-unplug) might: the IFB's `qdisc add ... root cake` in the middle of
-/// the real `tc -batch` then fails in the kernel ("Cannot find device"), after the egress qdisc
-/// has been created. That is a genuine half-applied setup for the rollback to undo.
-fn fault_injecting_ip(dir: &std::path::Path) -> String {
-    let path = dir.join("ip-with-fault");
+/// A `tc` that, before unbloat's apply batch (`tc -batch -`) runs, deletes the IFB unbloat just
+/// created and brought up, as a concurrent administrator (or a hot-unplug) might: the IFB's
+/// `qdisc add ... root cake` in the middle of the real batch then fails in the kernel ("Cannot
+/// find device"), after the egress qdisc has been created. That is a genuine half-applied setup
+/// for the rollback to undo.
+fn fault_injecting_tc(dir: &std::path::Path) -> String {
+    let path = dir.join("tc-with-fault");
     // Once only (a marker file), so that the rollback's own re-apply is not sabotaged too.
     let marker = dir.join("fault-fired");
     let _ = std::fs::remove_file(&marker);
     std::fs::write(
         &path,
         format!(
-            "#!/bin/sh\nip \"$@\" || exit $?\nif [ \"$1 $2 $3\" = \"link set dev\" ] && [ \"$5\" = up ] && [ ! -e {m} ]; then\n  touch {m}\n  ip link del dev \"$4\"\nfi\n",
+            "#!/bin/sh\nif [ \"$1\" = -batch ] && [ ! -e {m} ]; then\n  touch {m}\n  ip link del dev ifb4eth0\nfi\nexec tc \"$@\"\n",
             m = marker.display()
         ),
     )
@@ -272,12 +273,12 @@ real_kernel_test! {
     fn a_tc_failure_half_way_is_rolled_back_exactly() needs ["cake", "ingress"] {
         let ns = Netns::new();
         std::fs::create_dir_all(&ns.run_dir).unwrap();
-        let ip = fault_injecting_ip(&ns.run_dir);
+        let tc = fault_injecting_tc(&ns.run_dir);
         let args = ["start", "eth0", "--down", "50mbit", "--up", "10mbit"];
 
         // From an unshaped interface.
         let before = ns.snapshot();
-        let out = ns.unbloat_env(&args, &[("UNBLOAT_IP", &ip)]);
+        let out = ns.unbloat_env(&args, &[("UNBLOAT_TC", &tc)]);
         let msg = text(&out);
         assert_eq!(out.status.code(), Some(1), "{msg}");
         assert!(msg.contains("tc qdisc add dev ifb4eth0 root cake"), "names the failing command: {msg}");
@@ -290,8 +291,8 @@ real_kernel_test! {
         let ok = ns.unbloat(&["start", "eth0", "--down", "20mbit", "--up", "5mbit", "--link", "docsis"]);
         assert!(ok.status.success(), "{}", text(&ok));
         let shaped = ns.snapshot();
-        let ip = fault_injecting_ip(&ns.run_dir);
-        let out = ns.unbloat_env(&args, &[("UNBLOAT_IP", &ip)]);
+        let tc = fault_injecting_tc(&ns.run_dir);
+        let out = ns.unbloat_env(&args, &[("UNBLOAT_TC", &tc)]);
         assert_eq!(out.status.code(), Some(1), "{}", text(&out));
         assert!(text(&out).contains("exactly as it was"), "{}", text(&out));
         assert_eq!(ns.snapshot(), shaped, "the previous setup is restored");

@@ -1,66 +1,74 @@
-//! Start and stop, atomically: a start either fully applies and verifies, or leaves the interface
-//! exactly as it was; a stop removes exactly what a start created.
+//! Start, stop and set-rate as transactions: every interface of one command changes, verifies
+//! and is recorded, or every interface is left exactly as it was, even across a crash.
 //!
-//! This module knows nothing about qdiscs. The caller hands it an [`ApplyRequest`]: the commands
-//! that build the setup and those that remove it (rendered by the pure planner), what the kernel
-//! must have for them, and a verifier that compares the live `tc -j` output with the plan. The
-//! sequence of a start:
+//! The sequence of a start (one or many interfaces):
 //!
-//! 1. lock the interface; check that it exists;
-//! 2. if the same script is already applied and still verifies: nothing to do (idempotent);
-//! 3. probe the kernel for every qdisc and feature; snapshot the device's qdiscs and whether the
-//!    IFB exists; refuse a root or ingress qdisc, or an IFB, that unbloat did not create (it
-//!    would be destroyed by a replace);
-//! 4. remove the previous unbloat setup, run the new commands; read the kernel's state back and
-//!    verify it;
-//! 5. on any failure: remove what was created, re-apply the previous setup if there was one, and
-//!    check that the device's snapshot is what it was before, then report the failing command and
-//!    tc's own message; on success, record what was created under the run directory.
+//! 1. Take the transaction lock; finish or undo a transaction a dead process left
+//!    ([`crate::recover`]).
+//! 2. For each interface: it exists; what unbloat has there (its record) is still there as
+//!    unbloat left it, or gone, but not replaced by someone else's; the same plan that still
+//!    verifies is "unchanged"; a snapshot of the device and its IFB ([`Snapshot`], over
+//!    rtnetlink); without a record, a root or ingress qdisc or an IFB that unbloat did not create
+//!    is refused.
+//! 3. Write the journal ([`crate::journal`]): if it cannot be written, nothing is changed.
+//! 4. For each interface, the commands of [`transition::between`] the old plan and the new: IFB
+//!    links over rtnetlink, one `tc -batch -`. Then read everything back (one `tc -batch` per
+//!    interface) and verify it against the plans.
+//! 5. On any failure, undo every interface to its snapshot and say whether that worked; if a
+//!    command failed, probe the kernel to name a missing module. On success, mark the journal
+//!    committed, write the records, remove the journal.
+//!
+//! No process is started per step, and the probe's throw-away namespace is only made to
+//! explain a failure: in User-Mode Linux each process costs 50-100 ms.
 
-use crate::lock::{IfaceLock, LockError};
+use crate::journal::{Entry, Journal, Phase};
+use crate::live::{self, Found};
+use crate::lock::{LockError, TxLock};
 use crate::probe::{probe, Missing, ProbeError};
+use crate::rtnl::{Link, Rtnl, RtnlError};
 use crate::runner::{Cmd, CmdOutput, RunError, Runner};
-use crate::snapshot::{link_exists, link_names, summary, Snapshot};
-use crate::state::{
-    now_unix, Created, ShapedState, StateDir, StateError, StoredCmd, STATE_VERSION,
-};
-use unbloat_shaper::script::Script;
-use unbloat_shaper::tcjson::{IfbTexts, LiveTexts};
+use crate::snapshot::Snapshot;
+use crate::state::{ShapedState, StateDir, StateError};
+use unbloat_shaper::plan::{Plan, RootQdisc, Shaping, Step};
+use unbloat_shaper::script::{argv, Script};
+use unbloat_shaper::tcjson::{LiveState, LiveTexts};
+use unbloat_shaper::transition::{self, Transition};
+use unbloat_shaper::verify::verify;
 use unbloat_units::IfName;
 
-/// Compares the live state with the plan and returns what differs, one line per mismatch.
-pub type Verifier<'a> = &'a dyn Fn(&LiveTexts) -> Vec<String>;
-
-/// Everything a start needs, prepared by the caller from a plan.
-pub struct ApplyRequest<'a> {
-    pub iface: String,
-    /// The IFB the plan creates, if it shapes ingress.
-    pub ifb: Option<String>,
-    /// Qdisc kinds and features (`ifb`, `mirred`, `u32`) the commands need.
-    pub needs: Vec<&'a str>,
-    pub apply: Vec<Cmd>,
-    pub teardown: Vec<Cmd>,
-    /// The script as `unbloat plan` prints it (compared for idempotence, kept in the record).
-    pub script: String,
+/// One interface to shape: the plan, and the options it came from (kept in the record).
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub plan: Plan,
     pub options: serde_json::Value,
-    pub verify: Verifier<'a>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StartOutcome {
-    /// The setup was applied and verified; `replaced` says whether an earlier unbloat setup was
-    /// removed first.
-    Applied { replaced: bool },
+pub enum Outcome {
+    /// Applied and verified. `replaced`: unbloat had a setup there before; `in_place`: pieces
+    /// changed with tc's `change` (no gap for flows).
+    Applied { replaced: bool, in_place: usize },
     /// The same setup was already in place and still verified: nothing was changed.
     Unchanged,
+}
+
+/// What a stop did on one interface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    pub iface: IfName,
+    /// unbloat's pieces that someone else replaced since start: left alone, and why.
+    pub left_alone: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     #[error("there is no network interface {iface} here (interfaces: {}); check the name with `ip link`", .known.join(", "))]
     NoSuchInterface { iface: String, known: Vec<String> },
-    #[error("this kernel cannot do what was asked:\n  - {}", .0.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("\n  - "))]
-    Missing(Vec<Missing>),
+    #[error("this kernel cannot do what was asked:\n  - {}\n{rollback}", .missing.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("\n  - "))]
+    Missing {
+        missing: Vec<Missing>,
+        rollback: Rollback,
+    },
     #[error("{iface} already has {what}, which unbloat did not create; remove it first (`tc qdisc del dev {iface} {place}`) if unbloat should replace it")]
     Foreign {
         iface: String,
@@ -69,6 +77,13 @@ pub enum ApplyError {
     },
     #[error("the device {ifb} already exists and unbloat did not create it; remove it (`ip link del {ifb}`) or shape another interface")]
     ForeignIfb { ifb: String },
+    #[error("unbloat's {piece} shaping on {iface} has been replaced by something else since it started ({what}); unbloat leaves it alone: remove it by hand (`tc qdisc del dev {iface} {place}`), then start again")]
+    Replaced {
+        iface: String,
+        piece: &'static str,
+        place: &'static str,
+        what: String,
+    },
     #[error("`{command}` failed: {}\n{rollback}", .message.trim())]
     CommandFailed {
         command: String,
@@ -82,8 +97,14 @@ pub enum ApplyError {
     },
     #[error("{iface} is not shaped by unbloat (there is no record of it in {dir}); `unbloat status {iface}` shows what is there")]
     NotShaped { iface: String, dir: String },
-    #[error("stopping {iface} did not remove everything:\n  - {}", .0.join("\n  - "), iface = .1)]
-    StopIncomplete(Vec<String>, String),
+    #[error("set-rate changes rates only, in place, and this change is more than that on {iface}: {why}; use `unbloat start` for it")]
+    NotARateChange { iface: String, why: String },
+    #[error("{0}; nothing was changed")]
+    Journal(StateError),
+    #[error("an interrupted change (journal of process {pid}) could not be undone: {why}\nfix the interfaces by hand, then `unbloat recover --discard` forgets it")]
+    RecoveryIncomplete { pid: u32, why: String },
+    #[error("cannot read what the kernel holds on {iface}: {why}")]
+    Read { iface: String, why: String },
     #[error(transparent)]
     Lock(#[from] LockError),
     #[error(transparent)]
@@ -92,12 +113,14 @@ pub enum ApplyError {
     Run(#[from] RunError),
     #[error(transparent)]
     Probe(#[from] ProbeError),
+    #[error(transparent)]
+    Netlink(#[from] RtnlError),
 }
 
-/// How a failed start was undone.
+/// How a failed change was undone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rollback {
-    /// Everything is as it was before the start (checked against the snapshot).
+    /// Everything is as it was before (checked against the snapshots).
     Restored,
     /// Something could not be put back; the text says what differs.
     Incomplete(String),
@@ -107,17 +130,56 @@ impl std::fmt::Display for Rollback {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Rollback::Restored => {
-                write!(f, "nothing was changed: the interface is exactly as it was")
+                write!(f, "nothing was changed: every interface is exactly as it was")
             }
             Rollback::Incomplete(why) => write!(
                 f,
-                "ROLLBACK INCOMPLETE, the interface is not as it was: {why}"
+                "ROLLBACK INCOMPLETE, an interface is not as it was: {why}"
             ),
         }
     }
 }
 
-/// Starts, stops and reads shaping through one [`Runner`], with records in one [`StateDir`].
+/// Why an apply failed, before the rollback is known.
+pub(crate) enum Failed {
+    Command { command: String, message: String },
+    Verify(Vec<String>),
+}
+
+impl Failed {
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Failed::Command { command, message } => format!("`{command}` failed: {}", message.trim()),
+            Failed::Verify(m) => m.join("; "),
+        }
+    }
+}
+
+/// A test hook: `UNBLOAT_CRASH_AT=<point>` kills this process with SIGKILL at that point of a
+/// transaction, so the tests can prove that every later command finds the old or the new setup
+/// whole. The points, in order: `journal`, `links`, `tc`, `committed`, `recorded`.
+pub fn crash_point(at: &str) {
+    if std::env::var("UNBLOAT_CRASH_AT").is_ok_and(|v| v == at) {
+        // SAFETY: raising a signal has no memory-safety preconditions.
+        unsafe {
+            libc::raise(libc::SIGKILL);
+        }
+    }
+}
+
+/// One interface's part of a transaction, prepared.
+struct Work {
+    req: Request,
+    previous: Option<ShapedState>,
+    /// What of the previous plan is still there (pieces found gone are left out).
+    effective: Option<Plan>,
+    /// unbloat's own IFB, left behind without its redirect: deleted before the change.
+    orphan_ifb: Option<u32>,
+    before: Snapshot,
+}
+
+/// Starts, stops and reads shaping through one [`Runner`] (for `tc`) and rtnetlink, with
+/// records and the journal in one [`StateDir`].
 pub struct Shaper<'r> {
     pub runner: &'r dyn Runner,
     pub state: StateDir,
@@ -128,228 +190,648 @@ impl<'r> Shaper<'r> {
         Shaper { runner, state }
     }
 
+    /// The lock, after any interrupted transaction was finished or undone.
+    pub(crate) fn begin(&self) -> Result<(TxLock, Rtnl), ApplyError> {
+        self.state.ensure()?;
+        let lock = TxLock::acquire(self.state.path())?;
+        let rtnl = Rtnl::open()?;
+        self.recover_locked(&rtnl, false)?;
+        Ok((lock, rtnl))
+    }
+
+    /// The interface's link, or an error naming the ones that exist.
+    pub fn link(&self, rtnl: &Rtnl, iface: &str) -> Result<Link, ApplyError> {
+        match rtnl.link(iface)? {
+            Some(l) => Ok(l),
+            None => Err(ApplyError::NoSuchInterface {
+                iface: iface.to_string(),
+                known: rtnl.links()?.into_iter().map(|l| l.name).collect(),
+            }),
+        }
+    }
+
     /// Checks that `iface` exists, naming the ones that do when it does not.
     pub fn check_interface(&self, iface: &str) -> Result<(), ApplyError> {
-        if link_exists(self.runner, iface)? {
-            return Ok(());
-        }
-        Err(ApplyError::NoSuchInterface {
-            iface: iface.to_string(),
-            known: link_names(self.runner)?,
-        })
+        self.link(&Rtnl::open()?, iface).map(|_| ())
     }
 
-    pub fn start(&self, req: &ApplyRequest) -> Result<StartOutcome, ApplyError> {
-        let _lock = IfaceLock::acquire(self.state.path(), &req.iface)?;
-        self.check_interface(&req.iface)?;
-        let previous = self.state.load(&req.iface)?;
-        // A setup that is in place and verifies proves the kernel has what it needs: the
-        // idempotent start (a hotplug script's, say) skips the probe's throw-away namespace.
+    pub fn start(&self, reqs: &[Request]) -> Result<Vec<Outcome>, ApplyError> {
+        let (_lock, rtnl) = self.begin()?;
+        let mut outcomes = vec![Outcome::Unchanged; reqs.len()];
+        let mut work = vec![];
+        let mut which = vec![];
+        for (i, req) in reqs.iter().enumerate() {
+            if let Some(w) = self.prepare(&rtnl, req)? {
+                work.push(w);
+                which.push(i);
+            }
+        }
+        if work.is_empty() {
+            return Ok(outcomes);
+        }
+        let entries = work
+            .iter()
+            .map(|w| Entry {
+                iface: w.req.plan.wan.clone(),
+                before: w.before.clone(),
+                previous: w.previous.clone(),
+                next: Some(ShapedState::new(w.req.plan.clone(), w.req.options.clone())),
+            })
+            .collect();
+        let in_place = self.run(
+            &rtnl,
+            Journal::new(entries),
+            |w| self.apply_one(&rtnl, w),
+            |work| self.verify_all(&rtnl, work),
+            &work,
+        )?;
+        for ((i, w), n) in which.into_iter().zip(&work).zip(in_place) {
+            outcomes[i] = Outcome::Applied {
+                replaced: w.previous.is_some(),
+                in_place: n,
+            };
+        }
+        Ok(outcomes)
+    }
+
+    /// The journal, the change, the verification and the commit, or the undo of all of it.
+    fn run(
+        &self,
+        rtnl: &Rtnl,
+        mut journal: Journal,
+        apply: impl Fn(&Work) -> Result<usize, Failed>,
+        check: impl Fn(&[Work]) -> Result<(), Failed>,
+        work: &[Work],
+    ) -> Result<Vec<usize>, ApplyError> {
+        self.state
+            .write_journal(&journal)
+            .map_err(ApplyError::Journal)?;
+        crash_point("journal");
+        let mut in_place = vec![];
+        let mut result = Ok(());
+        for w in work {
+            match apply(w) {
+                Ok(n) => in_place.push(n),
+                Err(f) => {
+                    result = Err(f);
+                    break;
+                }
+            }
+        }
+        if result.is_ok() {
+            result = check(work);
+        }
+        if let Err(failed) = result {
+            let rollback = self.undo(rtnl, &journal);
+            if rollback == Rollback::Restored {
+                self.state.remove_journal()?;
+            }
+            return Err(self.explain(failed, rollback, work));
+        }
+        journal.phase = Phase::Committed;
+        if let Err(e) = self.state.write_journal(&journal) {
+            journal.phase = Phase::Applying;
+            let rollback = self.undo(rtnl, &journal);
+            if rollback == Rollback::Restored {
+                self.state.remove_journal()?;
+                return Err(ApplyError::Journal(e));
+            }
+            return Err(ApplyError::RecoveryIncomplete {
+                pid: journal.pid,
+                why: format!("{e}; {rollback}"),
+            });
+        }
+        crash_point("committed");
+        self.finish(&journal)?;
+        Ok(in_place)
+    }
+
+    /// Step 2 for one interface: None when it is already shaped exactly so.
+    fn prepare(&self, rtnl: &Rtnl, req: &Request) -> Result<Option<Work>, ApplyError> {
+        let wan = &req.plan.wan;
+        let link = self.link(rtnl, wan.as_str())?;
+        let previous = self.state.load(wan.as_str())?;
+        let mut effective = None;
+        let mut orphan_ifb = None;
         if let Some(prev) = &previous {
-            if prev.script == req.script
-                && (req.verify)(&self.read_live(&req.iface, req.ifb.as_deref())?).is_empty()
-            {
-                return Ok(StartOutcome::Unchanged);
+            let live = self.live(rtnl, &prev.plan)?;
+            let (egress, ingress) = live::pieces(&prev.plan, &live);
+            let ours = |f: &Option<Found>| f.as_ref().is_none_or(|f| *f == Found::Ours);
+            if prev.plan == req.plan && ours(&egress) && ours(&ingress) {
+                return Ok(None);
             }
+            for (found, piece, place) in [(&egress, "upload", "root"), (&ingress, "download", "ingress")] {
+                if let Some(Found::Foreign(what)) = found {
+                    return Err(ApplyError::Replaced {
+                        iface: wan.to_string(),
+                        piece,
+                        place,
+                        what: what.clone(),
+                    });
+                }
+            }
+            let mut plan = prev.plan.clone();
+            if egress == Some(Found::Gone) {
+                plan.egress = None;
+            }
+            if ingress == Some(Found::Gone) {
+                if let Some(i) = &plan.ingress {
+                    orphan_ifb = rtnl
+                        .link(i.ifb.as_str())?
+                        .filter(|l| l.kind.as_deref() == Some("ifb"))
+                        .map(|l| l.index);
+                }
+                plan.ingress = None;
+            }
+            effective = Some(plan);
         }
-        let caps = probe(self.runner, &req.needs)?;
-        let missing = caps.missing(&req.needs);
-        if !missing.is_empty() {
-            return Err(ApplyError::Missing(missing));
-        }
-        let before = Snapshot::take(self.runner, &req.iface, req.ifb.as_deref())?;
+        let ifb = ifb_of(previous.as_ref().map(|p| &p.plan)).or(ifb_of(Some(&req.plan)));
+        let before = Snapshot::take(rtnl, &link, ifb.as_ref().map(IfName::as_str))?;
         if previous.is_none() {
-            self.refuse_foreign(req, &before)?;
+            refuse_foreign(&req.plan, &before)?;
         }
-        let prev_cmds = |f: fn(&ShapedState) -> &Vec<StoredCmd>| -> Vec<Cmd> {
-            previous
-                .as_ref()
-                .map(|p| f(p).iter().map(Cmd::from).collect())
-                .unwrap_or_default()
-        };
-        let (prev_apply, prev_teardown) = (prev_cmds(|p| &p.apply), prev_cmds(|p| &p.teardown));
-        let undo = |extra_teardown: &[Cmd]| {
-            self.undo(
-                extra_teardown,
-                &prev_apply,
-                &req.iface,
-                req.ifb.as_deref(),
-                &before,
-            )
-        };
-
-        // Remove the previous setup: its teardown only deletes what it created.
-        for cmd in &prev_teardown {
-            self.runner.run(cmd)?;
-        }
-        for cmd in &req.apply {
-            let out = self.runner.run(cmd)?;
-            if !out.success() {
-                let rollback = undo(&req.teardown);
-                return Err(ApplyError::CommandFailed {
-                    command: failing_command(cmd, &out),
-                    message: tc_message(&out.stderr),
-                    rollback,
-                });
-            }
-        }
-        let mismatches = (req.verify)(&self.read_live(&req.iface, req.ifb.as_deref())?);
-        if !mismatches.is_empty() {
-            let rollback = undo(&req.teardown);
-            return Err(ApplyError::Verify {
-                mismatches,
-                rollback,
-            });
-        }
-        let created = Created {
-            root_qdisc: req
-                .teardown
-                .iter()
-                .any(|c| c.args.iter().any(|a| a == "root")),
-            ingress_qdisc: req
-                .teardown
-                .iter()
-                .any(|c| c.args.iter().any(|a| a == "ingress")),
-            ifb_device: req.ifb.clone(),
-        };
-        self.state.save(&ShapedState {
-            version: STATE_VERSION,
-            iface: req.iface.clone(),
-            created,
-            options: req.options.clone(),
-            script: req.script.clone(),
-            apply: req.apply.iter().map(StoredCmd::from).collect(),
-            teardown: req.teardown.iter().map(StoredCmd::from).collect(),
-            applied_at_unix: now_unix(),
-        })?;
-        Ok(StartOutcome::Applied {
-            replaced: previous.is_some(),
-        })
+        Ok(Some(Work {
+            req: req.clone(),
+            previous,
+            effective,
+            orphan_ifb,
+            before,
+        }))
     }
 
-    fn refuse_foreign(&self, req: &ApplyRequest, before: &Snapshot) -> Result<(), ApplyError> {
-        if let Some(root) = before.custom_root() {
-            return Err(ApplyError::Foreign {
-                iface: req.iface.clone(),
-                what: format!("a root qdisc ({})", summary(root)),
-                place: "root",
-            });
+    /// Step 4 for one interface; the number of pieces changed in place.
+    fn apply_one(&self, rtnl: &Rtnl, w: &Work) -> Result<usize, Failed> {
+        if let Some(index) = w.orphan_ifb {
+            rtnl.delete_link(index).map_err(netlink)?;
         }
-        if req.ifb.is_some() {
-            if let Some(ing) = before.ingress() {
-                return Err(ApplyError::Foreign {
-                    iface: req.iface.clone(),
-                    what: format!("an ingress qdisc ({})", summary(ing)),
-                    place: "ingress",
+        let t = transition::between(w.effective.as_ref(), Some(&w.req.plan));
+        self.execute(rtnl, &t)?;
+        Ok(t.changed_in_place)
+    }
+
+    /// Runs a transition: links before, one `tc -batch`, links after.
+    pub(crate) fn execute(&self, rtnl: &Rtnl, t: &Transition) -> Result<(), Failed> {
+        for step in &t.links_before {
+            link_step(rtnl, step)?;
+        }
+        crash_point("links");
+        if !t.tc.is_empty() {
+            let cmd = Cmd::tc(["-batch", "-"]).stdin(t.batch_text());
+            let out = self.runner.run(&cmd).map_err(|e| Failed::Command {
+                command: cmd.display(),
+                message: e.to_string(),
+            })?;
+            if !out.success() {
+                return Err(Failed::Command {
+                    command: failing_command(&cmd, &out),
+                    message: tc_message(&out.stderr),
                 });
             }
         }
-        if before.ifb_exists {
-            return Err(ApplyError::ForeignIfb {
-                ifb: req.ifb.clone().unwrap_or_default(),
-            });
+        crash_point("tc");
+        for step in &t.links_after {
+            link_step(rtnl, step)?;
         }
         Ok(())
     }
 
-    /// Removes what a failed start created, re-applies the previous setup, and checks the result
-    /// against the snapshot taken before anything was touched.
-    fn undo(
-        &self,
-        teardown: &[Cmd],
-        prev_apply: &[Cmd],
-        iface: &str,
-        ifb: Option<&str>,
-        before: &Snapshot,
-    ) -> Rollback {
-        let mut problems = vec![];
-        // Errors here are expected ("nothing to delete" for steps that never ran); the snapshot
-        // comparison below is what tells whether the rollback worked.
-        for cmd in teardown {
-            let _ = self.runner.run(cmd);
-        }
-        for cmd in prev_apply {
-            match self.runner.run(cmd) {
-                Ok(out) if out.success() => {}
-                Ok(out) => problems.push(format!(
-                    "re-applying the previous setup: `{}`: {}",
-                    cmd.display(),
-                    out.stderr.trim()
-                )),
-                Err(e) => problems.push(e.to_string()),
+    fn verify_all(&self, rtnl: &Rtnl, work: &[Work]) -> Result<(), Failed> {
+        let mut mismatches = vec![];
+        for w in work {
+            match self.live(rtnl, &w.req.plan) {
+                Ok(live) => mismatches.extend(verify(&w.req.plan, &live).iter().map(|m| {
+                    format!("{}: {m}", w.req.plan.wan)
+                })),
+                Err(e) => mismatches.push(e.to_string()),
             }
         }
-        match Snapshot::take(self.runner, iface, ifb) {
-            Ok(after) if after == *before && problems.is_empty() => Rollback::Restored,
-            Ok(after) => {
-                if after != *before {
-                    problems.push(before.describe_difference(&after));
-                }
-                Rollback::Incomplete(problems.join("; "))
-            }
-            Err(e) => Rollback::Incomplete(format!("cannot read the interface back: {e}")),
+        if mismatches.is_empty() {
+            Ok(())
+        } else {
+            Err(Failed::Verify(mismatches))
         }
     }
 
-    /// Removes exactly what `start` created on `iface`, and its record.
-    pub fn stop(&self, iface: &str) -> Result<ShapedState, ApplyError> {
-        let _lock = IfaceLock::acquire(self.state.path(), iface)?;
-        let Some(prev) = self.state.load(iface)? else {
+    /// The error of a failed apply, with its rollback; a failed command is explained by a probe
+    /// of the kernel when something the plans need is missing.
+    fn explain(&self, failed: Failed, rollback: Rollback, work: &[Work]) -> ApplyError {
+        match failed {
+            Failed::Command { command, message } => {
+                let mut needs: Vec<&str> = work.iter().flat_map(|w| needs(&w.req.plan)).collect();
+                needs.sort();
+                needs.dedup();
+                if let Ok(caps) = probe(self.runner, &needs) {
+                    let missing = caps.missing(&needs);
+                    if !missing.is_empty() {
+                        return ApplyError::Missing { missing, rollback };
+                    }
+                }
+                ApplyError::CommandFailed {
+                    command,
+                    message,
+                    rollback,
+                }
+            }
+            Failed::Verify(mismatches) => ApplyError::Verify {
+                mismatches,
+                rollback,
+            },
+        }
+    }
+
+    /// Writes the records of a committed journal and removes it.
+    pub(crate) fn finish(&self, journal: &Journal) -> Result<(), StateError> {
+        for e in &journal.entries {
+            match &e.next {
+                Some(next) => self.state.save(next)?,
+                None => self.state.remove(e.iface.as_str())?,
+            }
+        }
+        crash_point("recorded");
+        self.state.remove_journal()
+    }
+
+    /// Removes what unbloat created on each interface, as far as it is still unbloat's.
+    pub fn stop(&self, ifaces: &[IfName]) -> Result<Vec<Stopped>, ApplyError> {
+        let (_lock, rtnl) = self.begin()?;
+        let mut work = vec![];
+        let mut stopped = vec![];
+        for iface in ifaces {
+            let Some(prev) = self.state.load(iface.as_str())? else {
+                return Err(ApplyError::NotShaped {
+                    iface: iface.to_string(),
+                    dir: self.state.path().display().to_string(),
+                });
+            };
+            let mut left_alone = vec![];
+            let mut remove = prev.plan.clone();
+            let mut orphan_ifb = None;
+            let link = rtnl.link(iface.as_str())?;
+            if link.is_some() {
+                let live = self.live(&rtnl, &prev.plan)?;
+                let (egress, ingress) = live::pieces(&prev.plan, &live);
+                if let Some(Found::Foreign(what)) = &egress {
+                    left_alone.push(format!("the root qdisc of {iface} is no longer unbloat's ({what})"));
+                }
+                if !matches!(egress, Some(Found::Ours)) {
+                    remove.egress = None;
+                }
+                if let Some(Found::Foreign(what)) = &ingress {
+                    left_alone.push(format!("the ingress qdisc of {iface} is no longer unbloat's ({what})"));
+                }
+                if ingress == Some(Found::Gone) {
+                    orphan_ifb = self.own_ifb(&rtnl, &prev.plan)?;
+                }
+                if !matches!(ingress, Some(Found::Ours)) {
+                    remove.ingress = None;
+                }
+            } else {
+                // The device is gone with its qdiscs; an IFB unbloat made for it may remain.
+                orphan_ifb = self.own_ifb(&rtnl, &prev.plan)?;
+                remove.egress = None;
+                remove.ingress = None;
+            }
+            let before = match &link {
+                Some(l) => Snapshot::take(&rtnl, l, ifb_of(Some(&prev.plan)).as_ref().map(IfName::as_str))?,
+                None => Snapshot { wan: vec![], ifb: None },
+            };
+            stopped.push(Stopped {
+                iface: iface.clone(),
+                left_alone,
+            });
+            work.push(Work {
+                req: Request {
+                    plan: remove,
+                    options: serde_json::Value::Null,
+                },
+                previous: Some(prev),
+                effective: None,
+                orphan_ifb,
+                before,
+            });
+        }
+        let entries = work
+            .iter()
+            .map(|w| Entry {
+                iface: w.req.plan.wan.clone(),
+                before: w.before.clone(),
+                previous: w.previous.clone(),
+                next: None,
+            })
+            .collect();
+        let teardown = |w: &Work| -> Result<usize, Failed> {
+            if let Some(index) = w.orphan_ifb {
+                rtnl.delete_link(index).map_err(netlink)?;
+            }
+            self.execute(&rtnl, &transition::between(Some(&w.req.plan), None))?;
+            Ok(0)
+        };
+        self.run(
+            &rtnl,
+            Journal::new(entries),
+            teardown,
+            |work| self.check_removed(&rtnl, work),
+            &work,
+        )?;
+        Ok(stopped)
+    }
+
+    /// After a stop: the pieces it removed are gone (the kernel's default root, no ingress
+    /// qdisc, no IFB).
+    fn check_removed(&self, rtnl: &Rtnl, work: &[Work]) -> Result<(), Failed> {
+        let mut left = vec![];
+        for w in work {
+            let plan = &w.req.plan;
+            let Some(link) = rtnl.link(plan.wan.as_str()).map_err(netlink)? else {
+                continue;
+            };
+            let ifb = ifb_of(Some(plan));
+            let now = Snapshot::take(rtnl, &link, ifb.as_ref().map(IfName::as_str)).map_err(netlink)?;
+            if plan.egress.is_some() {
+                if let Some(q) = now.custom_root() {
+                    left.push(format!("{}: {} is still there", plan.wan, q.summary()));
+                }
+            }
+            if plan.ingress.is_some() {
+                if let Some(q) = now.ingress() {
+                    left.push(format!("{}: {} is still there", plan.wan, q.summary()));
+                }
+                if let Some((name, _)) = &now.ifb {
+                    left.push(format!("{}: the IFB {name} is still there", plan.wan));
+                }
+            }
+        }
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(Failed::Verify(left))
+        }
+    }
+
+    /// unbloat's IFB of `plan`, if it still exists as an IFB.
+    fn own_ifb(&self, rtnl: &Rtnl, plan: &Plan) -> Result<Option<u32>, ApplyError> {
+        Ok(match &plan.ingress {
+            Some(i) => rtnl
+                .link(i.ifb.as_str())?
+                .filter(|l| l.kind.as_deref() == Some("ifb"))
+                .map(|l| l.index),
+            None => None,
+        })
+    }
+
+    /// Changes only the shaper rates of a running setup, in place. `req.plan` must differ from
+    /// the recorded plan in rates (and what follows from them) only. cake's bandwidth alone goes
+    /// over rtnetlink, with no process at all.
+    pub fn set_rate(&self, req: &Request) -> Result<Outcome, ApplyError> {
+        let (_lock, rtnl) = self.begin()?;
+        let wan = &req.plan.wan;
+        let Some(prev) = self.state.load(wan.as_str())? else {
             return Err(ApplyError::NotShaped {
-                iface: iface.to_string(),
+                iface: wan.to_string(),
                 dir: self.state.path().display().to_string(),
             });
         };
-        let mut problems = vec![];
-        for stored in &prev.teardown {
-            let cmd = Cmd::from(stored);
-            let out = self.runner.run(&cmd)?;
-            // Already gone (the device was removed, someone deleted the qdisc) is what stop wants.
-            if !out.success() && !already_gone(&out.stderr) {
-                problems.push(format!("`{}`: {}", cmd.display(), out.stderr.trim()));
+        if prev.plan == req.plan {
+            return Ok(Outcome::Unchanged);
+        }
+        let t = transition::between(Some(&prev.plan), Some(&req.plan));
+        if t.replaced > 0 || !t.links_before.is_empty() || !t.links_after.is_empty() {
+            return Err(ApplyError::NotARateChange {
+                iface: wan.to_string(),
+                why: "a qdisc would have to be replaced".into(),
+            });
+        }
+        let link = self.link(&rtnl, wan.as_str())?;
+        let before = Snapshot::take(&rtnl, &link, ifb_of(Some(&prev.plan)).as_ref().map(IfName::as_str))?;
+        let fast = bandwidth_only(&prev.plan, &req.plan);
+        if let Some(changes) = &fast {
+            // The cheap ownership check of the fast path: cake is still at the roots it changes.
+            for (dev, _) in changes {
+                let root = if dev == wan { before.root() } else { before.ifb_root() };
+                if root.is_none_or(|q| q.kind != "cake") {
+                    return Err(ApplyError::Replaced {
+                        iface: wan.to_string(),
+                        piece: if dev == wan { "upload" } else { "download" },
+                        place: if dev == wan { "root" } else { "ingress" },
+                        what: format!("{dev} has {}", root.map_or("no root qdisc".into(), |q| q.summary())),
+                    });
+                }
             }
         }
-        if !problems.is_empty() {
-            return Err(ApplyError::StopIncomplete(problems, iface.to_string()));
+        let work = [Work {
+            req: req.clone(),
+            previous: Some(prev.clone()),
+            effective: Some(prev.plan.clone()),
+            orphan_ifb: None,
+            before: before.clone(),
+        }];
+        let journal = Journal::new(vec![Entry {
+            iface: wan.clone(),
+            before,
+            previous: Some(prev),
+            next: Some(ShapedState::new(req.plan.clone(), req.options.clone())),
+        }]);
+        match fast {
+            Some(changes) => {
+                let apply = |_: &Work| -> Result<usize, Failed> {
+                    for (dev, bytes_per_sec) in &changes {
+                        let index = rtnl
+                            .link(dev.as_str())
+                            .map_err(netlink)?
+                            .map(|l| l.index)
+                            .ok_or_else(|| Failed::Command {
+                                command: format!("netlink: change cake on {dev}"),
+                                message: "the device is gone".into(),
+                            })?;
+                        rtnl.change_cake_bandwidth(index, *bytes_per_sec)
+                            .map_err(netlink)?;
+                    }
+                    crash_point("tc");
+                    Ok(changes.len())
+                };
+                // The kernel's acknowledgement of each change is the check: reading back with
+                // tc would cost a process per call.
+                self.run(&rtnl, journal, apply, |_| Ok(()), &work)?;
+            }
+            None => {
+                self.run(
+                    &rtnl,
+                    journal,
+                    |w| self.apply_one(&rtnl, w),
+                    |work| self.verify_all(&rtnl, work),
+                    &work,
+                )?;
+            }
         }
-        self.state.remove(iface)?;
-        Ok(prev)
+        Ok(Outcome::Applied {
+            replaced: true,
+            in_place: t.changed_in_place,
+        })
     }
 
-    /// Reads what the kernel holds for `iface` and its IFB (`tc -j -s -d`), in the shape
-    /// [`LiveTexts`] documents.
-    pub fn read_live(&self, iface: &str, ifb: Option<&str>) -> Result<LiveTexts, RunError> {
-        let tc = |args: &[&str]| -> Result<String, RunError> {
-            let out = self.runner.run(&Cmd::tc(args.iter().copied()))?;
-            // A device without classes or filters makes tc fail or print nothing: both "none".
-            Ok(if out.success() {
-                out.stdout
-            } else {
-                String::new()
-            })
-        };
-        let show = |what: &str, dev: &str| tc(&["-j", "-s", "-d", what, "show", "dev", dev]);
-        let ifb = match ifb.map(|d| (d, d.parse::<IfName>())) {
-            Some((d, Ok(name))) if link_exists(self.runner, d)? => Some(IfbTexts {
-                name,
-                qdisc: show("qdisc", d)?,
-                class: show("class", d)?,
-                filter: show("filter", d)?,
-            }),
+    /// What the kernel holds for a plan's devices, parsed.
+    pub(crate) fn live(&self, rtnl: &Rtnl, plan: &Plan) -> Result<LiveState, ApplyError> {
+        let texts = self.read_live_with(rtnl, &plan.wan, ifb_of(Some(plan)).as_ref(), live::has_htb(plan))?;
+        LiveState::parse(&plan.wan, &texts).map_err(|e| ApplyError::Read {
+            iface: plan.wan.to_string(),
+            why: e.to_string(),
+        })
+    }
+
+    fn read_live_with(
+        &self,
+        rtnl: &Rtnl,
+        wan: &IfName,
+        ifb: Option<&IfName>,
+        classes: bool,
+    ) -> Result<LiveTexts, ApplyError> {
+        let ifb = match ifb {
+            Some(name) if rtnl.link(name.as_str())?.is_some() => Some(name),
             _ => None,
         };
-        Ok(LiveTexts {
-            qdisc: show("qdisc", iface)?,
-            class: show("class", iface)?,
-            filter: show("filter", iface)?,
-            filter_ingress: tc(&["-j", "-s", "-d", "filter", "show", "dev", iface, "ingress"])?,
-            ifb,
-        })
+        Ok(live::read(self.runner, wan, ifb, classes)?)
+    }
+
+    /// Reads what the kernel holds for `iface` and its IFB (`tc -j -s -d`, classes included), in
+    /// the shape [`LiveTexts`] documents.
+    pub fn read_live(&self, iface: &IfName, ifb: Option<&IfName>) -> Result<LiveTexts, ApplyError> {
+        self.read_live_with(&Rtnl::open()?, iface, ifb, true)
+    }
+}
+
+/// The IFB a plan uses, if it shapes the download.
+fn ifb_of(plan: Option<&Plan>) -> Option<IfName> {
+    plan.and_then(|p| p.ingress.as_ref()).map(|i| i.ifb.clone())
+}
+
+/// For a start without a record: refuse to replace what someone else put there.
+fn refuse_foreign(plan: &Plan, before: &Snapshot) -> Result<(), ApplyError> {
+    let iface = plan.wan.to_string();
+    if plan.egress.is_some() {
+        if let Some(root) = before.custom_root() {
+            return Err(ApplyError::Foreign {
+                iface,
+                what: format!("a root qdisc ({})", root.summary()),
+                place: "root",
+            });
+        }
+    }
+    if let Some(i) = &plan.ingress {
+        if let Some(ing) = before.ingress() {
+            return Err(ApplyError::Foreign {
+                iface,
+                what: format!("an ingress qdisc ({})", ing.summary()),
+                place: "ingress",
+            });
+        }
+        if before.ifb.is_some() {
+            return Err(ApplyError::ForeignIfb {
+                ifb: i.ifb.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// When the only difference between two plans is cake's bandwidth at either root: the devices and
+/// their new rates in bytes per second (cake stores bytes per second: net/sched/sch_cake.c).
+fn bandwidth_only(a: &Plan, b: &Plan) -> Option<Vec<(IfName, u64)>> {
+    let pairs = [
+        (a.egress.as_ref(), b.egress.as_ref()),
+        (
+            a.ingress.as_ref().map(|i| &i.shaping),
+            b.ingress.as_ref().map(|i| &i.shaping),
+        ),
+    ];
+    if a.wan != b.wan || a.ingress.as_ref().map(|i| (&i.ifb, &i.redirect)) != b.ingress.as_ref().map(|i| (&i.ifb, &i.redirect)) {
+        return None;
+    }
+    let mut out = vec![];
+    for (x, y) in pairs {
+        match (x, y) {
+            (None, None) => {}
+            (Some(Shaping { dev: d1, root: RootQdisc::Cake(p) }), Some(Shaping { dev: d2, root: RootQdisc::Cake(q) }))
+                if d1 == d2 =>
+            {
+                let mut same = q.clone();
+                same.bandwidth = p.bandwidth;
+                if same != *p {
+                    return None;
+                }
+                if p.bandwidth != q.bandwidth {
+                    out.push((d2.clone(), q.bandwidth.bits_per_sec() / 8));
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// The qdiscs and features the kernel must have for a plan, probed to explain a failure.
+pub fn needs(plan: &Plan) -> Vec<&'static str> {
+    let mut needs = vec![];
+    let roots = plan
+        .egress
+        .iter()
+        .map(|e| &e.root)
+        .chain(plan.ingress.iter().map(|i| &i.shaping.root));
+    for root in roots {
+        match root {
+            RootQdisc::Cake(_) => needs.push("cake"),
+            RootQdisc::Htb(tree) => {
+                needs.extend(["htb", "fq_codel"]);
+                if !tree.filters.is_empty() {
+                    needs.push("u32");
+                }
+            }
+        }
+    }
+    if plan.ingress.is_some() {
+        needs.extend(["ingress", "ifb", "mirred", "u32"]);
+    }
+    needs.sort();
+    needs.dedup();
+    needs
+}
+
+/// An `ip` step of a transition, over rtnetlink.
+fn link_step(rtnl: &Rtnl, step: &Step) -> Result<(), Failed> {
+    let shown = format!("ip {}", argv(step).join(" "));
+    let fail = |message: String| Failed::Command {
+        command: shown.clone(),
+        message,
+    };
+    match step {
+        Step::AddIfb { name } => rtnl.add_ifb(name.as_str()).map_err(|e| fail(e.to_string())),
+        Step::SetUp { name } | Step::DeleteLink { name } => {
+            let link = rtnl
+                .link(name.as_str())
+                .map_err(|e| fail(e.to_string()))?
+                .ok_or_else(|| fail(format!("Cannot find device \"{name}\"")))?;
+            let done = if matches!(step, Step::SetUp { .. }) {
+                rtnl.set_up(link.index)
+            } else if link.kind.as_deref() == Some("ifb") {
+                rtnl.delete_link(link.index)
+            } else {
+                return Err(fail(format!("{name} is not an IFB; unbloat deletes only its own IFBs")));
+            };
+            done.map_err(|e| fail(e.to_string()))
+        }
+        other => Err(fail(format!("not a link step: {other:?}"))),
+    }
+}
+
+fn netlink(e: RtnlError) -> Failed {
+    Failed::Command {
+        command: "netlink".into(),
+        message: e.to_string(),
     }
 }
 
 /// A plan's script as the commands that run it: the `ip` steps, then one `tc -batch -` with the
-/// batch text on its standard input (fast, and one process), then the `ip` steps after it.
+/// batch text on its standard input, then the `ip` steps after it (the lab's strategies and the
+/// benchmark's "one by one" baseline run scripts this way).
 pub fn script_commands(script: &Script) -> Vec<Cmd> {
     let ip = |argv: &Vec<String>| Cmd::ip(argv.iter().map(String::as_str));
     let mut cmds: Vec<Cmd> = script.ip_before.iter().map(ip).collect();
@@ -360,8 +842,7 @@ pub fn script_commands(script: &Script) -> Vec<Cmd> {
     cmds
 }
 
-/// The same, each `tc` command its own process: a teardown must go on past a step that has
-/// nothing to remove (a `tc -batch` stops at its first failure, leaving the rest in place).
+/// The same, each `tc` command its own process, as a shell script like sqm-scripts runs them.
 pub fn script_commands_one_by_one(script: &Script) -> Vec<Cmd> {
     let ip = |argv: &Vec<String>| Cmd::ip(argv.iter().map(String::as_str));
     let mut cmds: Vec<Cmd> = script.ip_before.iter().map(ip).collect();
@@ -399,23 +880,11 @@ fn failing_command(cmd: &Cmd, out: &CmdOutput) -> String {
     cmd.display()
 }
 
-fn already_gone(stderr: &str) -> bool {
-    let s = stderr.to_ascii_lowercase();
-    [
-        "cannot find device",
-        "cannot find specified qdisc",
-        "no such file",
-        "handle of zero",
-        "invalid handle",
-        "does not exist",
-    ]
-    .iter()
-    .any(|m| s.contains(m))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use unbloat_shaper::options::ShapeOptions;
+    use unbloat_shaper::spec::Spec;
 
     #[test]
     fn the_failing_line_of_a_batch_is_named() {
@@ -426,12 +895,34 @@ mod tests {
         assert_eq!(tc_message(&out.stderr), "Error: Exclusivity flag on.");
     }
 
+    fn plan(down: &str, up: &str, extra: ShapeOptions) -> Plan {
+        let opts = ShapeOptions {
+            down: Some(down.parse().unwrap()),
+            up: Some(up.parse().unwrap()),
+            ..extra
+        };
+        Plan::build(&Spec::new("eth0".parse().unwrap(), &opts).unwrap())
+    }
+
     #[test]
-    fn already_removed_things_do_not_fail_a_stop() {
-        assert!(already_gone("Cannot find device \"ifb4eth0\""));
-        assert!(already_gone(
-            "Error: Cannot delete qdisc with handle of zero."
-        ));
-        assert!(!already_gone("RTNETLINK answers: Operation not permitted"));
+    fn a_cake_rate_change_is_bandwidth_only_and_anything_more_is_not() {
+        let a = plan("50mbit", "10mbit", Default::default());
+        let b = plan("60mbit", "10mbit", Default::default());
+        assert_eq!(
+            bandwidth_only(&a, &b),
+            Some(vec![("ifb4eth0".parse().unwrap(), 60_000_000 / 8)])
+        );
+        // Crossing 4 Mbit/s turns cake's ingress mode off: more than the bandwidth.
+        let slow = plan("3mbit", "10mbit", Default::default());
+        assert_eq!(bandwidth_only(&a, &slow), None);
+        let nat = plan(
+            "60mbit",
+            "10mbit",
+            ShapeOptions {
+                nat: Some(true),
+                ..Default::default()
+            },
+        );
+        assert_eq!(bandwidth_only(&a, &nat), None);
     }
 }

@@ -7,12 +7,20 @@
 //!   namespace, and what to do about what is missing.
 //! - [`kernel`]: a kernel that has every qdisc a piece of work needs (the host's, or User-Mode
 //!   Linux), to run commands and tests in.
-//! - [`apply`]: start and stop, atomically, with rollback to a [`snapshot`] and verification;
-//!   one [`lock`] per interface; the [`state`] records of what start created.
+//! - [`rtnl`]: links, qdisc snapshots and cake's rate over rtnetlink, without a process.
+//! - [`apply`]: start, stop and set-rate as transactions over every interface of a command:
+//!   the [`transition`](unbloat_shaper::transition) between plans, [`live`] read-back and
+//!   verification, undo to a [`snapshot`]; the [`journal`] written before any change and
+//!   [`recover`]y from it after a crash; one transaction [`lock`]; the [`state`] records (typed
+//!   plans) of what unbloat created.
 pub mod apply;
+pub mod journal;
 pub mod kernel;
+pub mod live;
 pub mod lock;
 pub mod probe;
+pub mod recover;
+pub mod rtnl;
 pub mod runner;
 pub mod snapshot;
 pub mod state;

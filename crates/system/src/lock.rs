@@ -1,44 +1,48 @@
-//! One lock per interface, so two `unbloat start`s (or a start and a stop) never interleave their
-//! `tc` commands on the same device. The lock is an advisory `flock(2)` on
-//! `<run dir>/<iface>.lock`; the kernel releases it when the process exits, even on a crash, so a
-//! stale lock file is harmless.
+//! One lock for every change to shaping, so two unbloat processes (a start and a stop, a
+//! `set-rate` and a reload) never interleave their changes, and so that a journal found by the
+//! holder of the lock was left by a process that died. It is an advisory `flock(2)` on
+//! `<run dir>/transaction.lock`; the kernel releases it when the process exits, even on a crash,
+//! so a stale lock file is harmless. It is opened without following a symlink.
 
 use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error("cannot create the lock {path}: {source}")]
+    #[error("cannot open the lock {path}: {source}")]
     Io {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("another unbloat is changing {iface} right now (it holds {path}); wait for it to finish and try again")]
-    Busy { iface: String, path: PathBuf },
+    #[error("another unbloat is changing shaping right now (it holds {path}); wait for it to finish and try again")]
+    Busy { path: PathBuf },
 }
 
-/// Held while this process changes one interface; released on drop.
+/// Held while this process changes shaping; released on drop.
 #[derive(Debug)]
-pub struct IfaceLock {
+pub struct TxLock {
     _file: File,
     path: PathBuf,
 }
 
-impl IfaceLock {
+impl TxLock {
     /// Takes the lock without waiting: a second concurrent change is refused, not queued, because
     /// a queued start would apply settings that were decided before the first one finished.
-    pub fn acquire(dir: &Path, iface: &str) -> Result<IfaceLock, LockError> {
-        let path = dir.join(format!("{iface}.lock"));
+    /// `dir` must exist (the caller made it safe first).
+    pub fn acquire(dir: &Path) -> Result<TxLock, LockError> {
+        let path = dir.join("transaction.lock");
         let io = |source| LockError::Io {
             path: path.clone(),
             source,
         };
-        std::fs::create_dir_all(dir).map_err(io)?;
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
             .map_err(io)?;
         // SAFETY: flock on a file descriptor we own; no memory is shared with the kernel.
@@ -46,14 +50,11 @@ impl IfaceLock {
         if rc != 0 {
             let err = std::io::Error::last_os_error();
             if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                return Err(LockError::Busy {
-                    iface: iface.to_string(),
-                    path,
-                });
+                return Err(LockError::Busy { path });
             }
             return Err(io(err));
         }
-        Ok(IfaceLock { _file: file, path })
+        Ok(TxLock { _file: file, path })
     }
 
     pub fn path(&self) -> &Path {
@@ -66,20 +67,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_second_lock_on_the_same_interface_is_refused_until_the_first_is_dropped() {
+    fn a_second_lock_is_refused_until_the_first_is_dropped() {
         let dir = std::env::temp_dir().join(format!("unbloat-lock-test-{}", std::process::id()));
-        let first = IfaceLock::acquire(&dir, "eth0").expect("first lock");
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = TxLock::acquire(&dir).expect("first lock");
         // flock locks belong to the open file description, so a second open in the same process
         // conflicts just as another process would.
-        match IfaceLock::acquire(&dir, "eth0") {
-            Err(LockError::Busy { iface, .. }) => assert_eq!(iface, "eth0"),
+        match TxLock::acquire(&dir) {
+            Err(LockError::Busy { path }) => assert_eq!(path, first.path()),
             other => panic!("expected Busy, got {other:?}"),
         }
-        let other_iface =
-            IfaceLock::acquire(&dir, "eth1").expect("other interfaces are independent");
         drop(first);
-        IfaceLock::acquire(&dir, "eth0").expect("lock is free again after drop");
-        drop(other_iface);
+        TxLock::acquire(&dir).expect("free again after drop");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

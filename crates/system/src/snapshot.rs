@@ -1,166 +1,228 @@
-//! What a device looked like before unbloat touched it, so that a failed start can prove it put
-//! everything back: the device's qdiscs as `tc -j qdisc show` reports them (configuration only,
-//! no counters) and whether the IFB exists.
+//! What a WAN device and its IFB held before unbloat touched them, read over rtnetlink (no
+//! process), so that a failed or interrupted change can prove it put everything back, and so that
+//! a qdisc unbloat did not create is recognised before anything replaces it.
+//!
+//! A [`Snapshot`] is configuration only: each qdisc's kind, place and the bytes of its
+//! `TCA_OPTIONS` and `TCA_STAB`, with what changes by itself taken out (handles the kernel picks,
+//! HTB's count of direct packets). Two snapshots of an unchanged device compare equal.
 
-use crate::runner::{Cmd, RunError, Runner};
-use serde_json::Value;
+use crate::rtnl::{Link, RawQdisc, Rtnl, RtnlError};
+use serde::{Deserialize, Serialize};
 
-/// The configuration of a device's qdiscs and of its IFB's existence, comparable with `==`.
-#[derive(Debug, Clone, PartialEq)]
+/// `TC_H_ROOT` and `TC_H_INGRESS` (include/uapi/linux/pkt_sched.h): the parents of a root and
+/// of an ingress/clsact qdisc.
+const TC_H_ROOT: u32 = 0xFFFF_FFFF;
+const TC_H_INGRESS: u32 = 0xFFFF_FFF1;
+/// `TCA_HTB_INIT` (pkt_sched.h): its `struct tc_htb_glob` ends with `direct_pkts`, a counter.
+const TCA_HTB_INIT: u16 = 2;
+const HTB_DIRECT_PKTS: std::ops::Range<usize> = 16..20;
+
+/// One qdisc's configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QdiscEntry {
+    pub kind: String,
+    /// None when the kernel chose it (majors from 0x8000 up, net/sched/sch_api.c
+    /// `qdisc_alloc_handle`): they differ each time the same setup is created.
+    pub handle: Option<u32>,
+    pub parent: u32,
+    /// `TCA_OPTIONS` and `TCA_STAB`, hex.
+    pub options: String,
+    pub stab: String,
+}
+
+impl QdiscEntry {
+    fn from_raw(q: &RawQdisc) -> QdiscEntry {
+        let mut options = q.options.clone();
+        if q.kind == "htb" {
+            zero_counter(&mut options, TCA_HTB_INIT, HTB_DIRECT_PKTS);
+        }
+        QdiscEntry {
+            kind: q.kind.clone(),
+            handle: (q.handle >> 16 < 0x8000).then_some(q.handle),
+            parent: q.parent,
+            options: hex(&options),
+            stab: hex(&q.stab),
+        }
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.parent == TC_H_ROOT
+    }
+
+    pub fn is_ingress(&self) -> bool {
+        self.parent == TC_H_INGRESS
+    }
+
+    /// Whether the kernel puts a qdisc like this on a device by itself (`noqueue` on virtual
+    /// devices; `pfifo_fast`, `fq_codel`, `fq`, `mq` ... from `net.core.default_qdisc`, handle 0).
+    /// Deleting unbloat's root brings such a default back: that is what "as it was" means.
+    pub fn is_default(&self) -> bool {
+        self.kind == "noqueue"
+            || (self.handle == Some(0)
+                && matches!(
+                    self.kind.as_str(),
+                    "pfifo_fast" | "fq_codel" | "fq" | "mq" | "pfifo" | "sfq"
+                ))
+    }
+
+    /// `cake (kernel's handle) root`, for messages.
+    pub fn summary(&self) -> String {
+        let handle = match self.handle {
+            Some(h) => format!("{:x}:", h >> 16),
+            None => "(kernel's handle)".into(),
+        };
+        let place = if self.is_root() {
+            "root"
+        } else if self.is_ingress() {
+            "ingress"
+        } else {
+            "child"
+        };
+        format!("{} {handle} {place}", self.kind)
+    }
+}
+
+/// A device's qdiscs; and its IFB's, when the IFB exists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
-    pub qdiscs: Vec<Value>,
-    pub ifb_exists: bool,
+    pub wan: Vec<QdiscEntry>,
+    /// The IFB's name and qdiscs; None when it does not exist (or no IFB is involved).
+    pub ifb: Option<(String, Vec<QdiscEntry>)>,
 }
 
 impl Snapshot {
-    pub fn take(runner: &dyn Runner, dev: &str, ifb: Option<&str>) -> Result<Snapshot, RunError> {
-        let out = runner.run(&Cmd::tc(["-j", "qdisc", "show", "dev", dev]))?;
-        let qdiscs = match serde_json::from_str::<Value>(&out.stdout) {
-            Ok(Value::Array(items)) => items.into_iter().map(normalise).collect(),
-            _ => vec![],
+    /// Reads `wan`, and `ifb` if it exists, from the kernel.
+    pub fn take(rtnl: &Rtnl, wan: &Link, ifb: Option<&str>) -> Result<Snapshot, RtnlError> {
+        let read = |index| -> Result<Vec<QdiscEntry>, RtnlError> {
+            let mut q: Vec<QdiscEntry> = rtnl.qdiscs(index)?.iter().map(QdiscEntry::from_raw).collect();
+            q.sort_by_key(|e| (e.parent, e.handle));
+            Ok(q)
         };
-        let ifb_exists = match ifb {
-            Some(name) => link_exists(runner, name)?,
-            None => false,
+        let ifb = match ifb {
+            Some(name) => match rtnl.link(name)? {
+                Some(link) => Some((name.to_string(), read(link.index)?)),
+                None => None,
+            },
+            None => None,
         };
-        Ok(Snapshot { qdiscs, ifb_exists })
+        Ok(Snapshot {
+            wan: read(wan.index)?,
+            ifb,
+        })
+    }
+
+    pub fn root(&self) -> Option<&QdiscEntry> {
+        root_of(&self.wan)
     }
 
     /// The root qdisc, if it is not one the kernel puts there by itself.
-    pub fn custom_root(&self) -> Option<&Value> {
-        self.qdiscs
-            .iter()
-            .find(|q| q.get("root") == Some(&Value::Bool(true)))
-            .filter(|q| !is_default(q))
+    pub fn custom_root(&self) -> Option<&QdiscEntry> {
+        self.root().filter(|q| !q.is_default())
     }
 
     /// The `ffff:` ingress (or clsact) qdisc, if any.
-    pub fn ingress(&self) -> Option<&Value> {
-        self.qdiscs.iter().find(|q| {
-            matches!(
-                q.get("kind").and_then(Value::as_str),
-                Some("ingress" | "clsact")
-            )
-        })
+    pub fn ingress(&self) -> Option<&QdiscEntry> {
+        self.wan.iter().find(|q| q.is_ingress())
+    }
+
+    /// The IFB's root qdisc, if the IFB exists.
+    pub fn ifb_root(&self) -> Option<&QdiscEntry> {
+        self.ifb.as_ref().and_then(|(_, q)| root_of(q))
     }
 
     /// What differs from `other`, for the message when a rollback did not restore everything.
     pub fn describe_difference(&self, other: &Snapshot) -> String {
         let show = |s: &Snapshot| {
-            let kinds: Vec<String> = s.qdiscs.iter().map(summary).collect();
-            format!(
-                "qdiscs [{}], IFB {}",
-                kinds.join(", "),
-                if s.ifb_exists { "present" } else { "absent" }
-            )
+            let kinds: Vec<String> = s.wan.iter().map(QdiscEntry::summary).collect();
+            let ifb = match &s.ifb {
+                Some((name, q)) => format!(
+                    "{name} [{}]",
+                    q.iter().map(QdiscEntry::summary).collect::<Vec<_>>().join(", ")
+                ),
+                None => "absent".into(),
+            };
+            format!("qdiscs [{}], IFB {ifb}", kinds.join(", "))
         };
         format!("before: {}; now: {}", show(self), show(other))
     }
 }
 
-/// A one-line description of a qdisc entry: `cake 8001: root`.
-pub fn summary(q: &Value) -> String {
-    let kind = q.get("kind").and_then(Value::as_str).unwrap_or("?");
-    let handle = q.get("handle").and_then(Value::as_str).unwrap_or("?");
-    let place = if q.get("root") == Some(&Value::Bool(true)) {
-        "root"
-    } else {
-        "child"
-    };
-    format!("{kind} {handle} {place}")
+fn root_of(q: &[QdiscEntry]) -> Option<&QdiscEntry> {
+    q.iter().find(|e| e.is_root())
 }
 
-/// Whether the kernel creates a qdisc like this by itself on a device (`noqueue` on virtual
-/// devices, `pfifo_fast`/`fq_codel`/`fq`/`mq` from `net.core.default_qdisc` on real ones, with
-/// handle 0:). Deleting unbloat's root brings such a default back, which is what "as it was" means.
-pub fn is_default(q: &Value) -> bool {
-    let kind = q.get("kind").and_then(Value::as_str).unwrap_or("");
-    let handle = q.get("handle").and_then(Value::as_str).unwrap_or("");
-    kind == "noqueue"
-        || (handle == "0:"
-            && matches!(
-                kind,
-                "pfifo_fast" | "fq_codel" | "fq" | "mq" | "pfifo" | "sfq"
-            ))
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Drops what changes without anyone configuring anything, so two snapshots of an unchanged
-/// device compare equal: reference counts, and handles the kernel picked by itself (a qdisc
-/// added without `handle` gets the next free major from 8001: upwards, net/sched/sch_api.c
-/// `qdisc_alloc_handle`), which differ each time the same setup is re-created.
-fn normalise(mut q: Value) -> Value {
-    if let Value::Object(map) = &mut q {
-        map.remove("refcnt");
-        // HTB counts packets sent while it had no class for them: traffic, not configuration.
-        if let Some(Value::Object(options)) = map.get_mut("options") {
-            options.remove("direct_packets_stat");
+/// Zeroes `range` of the payload of the top-level attribute `kind` in a run of netlink
+/// attributes (each: u16 length including the 4-byte header, u16 type, payload padded to 4).
+fn zero_counter(attrs: &mut [u8], kind: u16, range: std::ops::Range<usize>) {
+    let mut at = 0;
+    while at + 4 <= attrs.len() {
+        let len = u16::from_ne_bytes([attrs[at], attrs[at + 1]]) as usize;
+        let ty = u16::from_ne_bytes([attrs[at + 2], attrs[at + 3]]) & 0x3fff;
+        if len < 4 || at + len > attrs.len() {
+            return;
         }
-        let auto = map
-            .get("handle")
-            .and_then(Value::as_str)
-            .and_then(|h| h.strip_suffix(':'))
-            .and_then(|major| u32::from_str_radix(major, 16).ok())
-            .is_some_and(|major| major >= 0x8000);
-        if auto {
-            map.insert("handle".into(), Value::String("auto".into()));
+        if ty == kind && 4 + range.end <= len {
+            attrs[at + 4 + range.start..at + 4 + range.end].fill(0);
         }
+        at += (len + 3) & !3;
     }
-    q
-}
-
-pub fn link_exists(runner: &dyn Runner, name: &str) -> Result<bool, RunError> {
-    Ok(runner
-        .run(&Cmd::ip(["link", "show", "dev", name]))?
-        .success())
-}
-
-/// The names of every network device, from `ip -j link show`.
-pub fn link_names(runner: &dyn Runner) -> Result<Vec<String>, RunError> {
-    let out = runner.run(&Cmd::ip(["-j", "link", "show"]))?;
-    let names = match serde_json::from_str::<Value>(&out.stdout) {
-        Ok(Value::Array(items)) => items
-            .iter()
-            .filter_map(|l| l.get("ifname").and_then(Value::as_str).map(str::to_string))
-            .collect(),
-        _ => vec![],
-    };
-    Ok(names)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    #[test]
-    fn defaults_are_recognised_and_custom_roots_are_not() {
-        assert!(is_default(
-            &json!({"kind":"noqueue","handle":"0:","root":true})
-        ));
-        assert!(is_default(&json!({"kind":"mq","handle":"0:","root":true})));
-        assert!(!is_default(
-            &json!({"kind":"htb","handle":"1:","root":true})
-        ));
-        assert!(!is_default(
-            &json!({"kind":"cake","handle":"8001:","root":true})
-        ));
-        // fq_codel put there by a person has a handle of its own.
-        assert!(!is_default(
-            &json!({"kind":"fq_codel","handle":"8002:","root":true})
-        ));
+    fn raw(kind: &str, handle: u32, parent: u32, options: Vec<u8>) -> RawQdisc {
+        RawQdisc {
+            handle,
+            parent,
+            kind: kind.into(),
+            options,
+            stab: vec![],
+        }
     }
 
     #[test]
-    fn reference_counts_do_not_make_snapshots_differ() {
-        let a = normalise(json!({"kind":"noqueue","handle":"0:","root":true,"refcnt":2}));
-        let b = normalise(json!({"kind":"noqueue","handle":"0:","root":true,"refcnt":3}));
-        assert_eq!(a, b);
+    fn defaults_are_recognised_and_custom_roots_are_not() {
+        let e = |kind, handle| QdiscEntry::from_raw(&raw(kind, handle, TC_H_ROOT, vec![]));
+        assert!(e("noqueue", 0).is_default());
+        assert!(e("mq", 0).is_default());
+        assert!(!e("htb", 0x1_0000).is_default());
+        assert!(!e("cake", 0x8001_0000).is_default());
+        // fq_codel put there by a person has a handle of its own.
+        assert!(!e("fq_codel", 0x8002_0000).is_default());
     }
 
     #[test]
     fn kernel_chosen_handles_do_not_make_snapshots_differ_but_chosen_ones_do() {
-        let cake = |h: &str| normalise(json!({"kind":"cake","handle":h,"root":true}));
-        assert_eq!(cake("8002:"), cake("8007:"));
-        assert_ne!(cake("1:"), cake("2:"));
+        let cake = |h| QdiscEntry::from_raw(&raw("cake", h, TC_H_ROOT, vec![1, 2]));
+        assert_eq!(cake(0x8002_0000), cake(0x8007_0000));
+        assert_ne!(cake(0x1_0000), cake(0x2_0000));
+    }
+
+    #[test]
+    fn htbs_direct_packet_count_is_traffic_not_configuration() {
+        // TCA_HTB_INIT (24 bytes: header + tc_htb_glob) then TCA_HTB_DIRECT_QLEN (8 bytes).
+        let glob = |direct: u32| {
+            let mut a = vec![];
+            a.extend(24u16.to_ne_bytes());
+            a.extend(TCA_HTB_INIT.to_ne_bytes());
+            for v in [3u32, 10, 0x12, 0, direct] {
+                a.extend(v.to_ne_bytes());
+            }
+            a.extend(8u16.to_ne_bytes());
+            a.extend(4u16.to_ne_bytes());
+            a.extend(1000u32.to_ne_bytes());
+            a
+        };
+        let htb = |d| QdiscEntry::from_raw(&raw("htb", 0x1_0000, TC_H_ROOT, glob(d)));
+        assert_eq!(htb(0), htb(57));
+        let mut other = glob(0);
+        other[12] = 0x13; // defcls
+        assert_ne!(htb(0), QdiscEntry::from_raw(&raw("htb", 0x1_0000, TC_H_ROOT, other)));
     }
 }

@@ -1,71 +1,60 @@
-//! What `unbloat start` created, recorded under the run directory (`/run/unbloat`, or
-//! `$UNBLOAT_RUN_DIR`), so that `stop` removes exactly that and nothing it did not create, and so
-//! that `status` can tell unbloat's qdiscs from somebody else's.
+//! The run directory (`/run/unbloat`, or `$UNBLOAT_RUN_DIR`): what unbloat shapes, as data.
 //!
-//! `/run` is a tmpfs: the record disappears at reboot together with the qdiscs it describes.
-//! Files are written to a temporary name and renamed, so a crash never leaves half a record.
+//! - `shaped/<iface>.json`: one [`ShapedState`] per shaped interface: the typed [`Plan`] of what
+//!   unbloat created there. `stop` derives what to remove from the plan's kinds, handles and
+//!   device names, and removes only what it still finds as the plan says; a record never holds a
+//!   command, so a changed record cannot make unbloat run anything it would not build itself.
+//! - `journal.json`: the transaction in progress ([`crate::journal`]).
+//! - `transaction.lock`: held by the one process changing shaping ([`crate::lock`]).
+//!
+//! What callers can rely on:
+//! - The directory is root's own (mode 0700, owned by this user; a looser mode on a directory
+//!   we own is tightened, anything else is refused), and nothing in it is followed through a
+//!   symlink: files are opened with `O_NOFOLLOW`, and the directory itself must not be one.
+//! - Every write goes to a fresh temporary file that is fsynced, renamed over the old one, and
+//!   followed by an fsync of the directory: after a crash the file is the old or the new version,
+//!   never half of one, and a successful return means it is on disk.
+//! - Files are read with a size limit ([`MAX_FILE`]).
+//!
+//! `/run` is a tmpfs: the records disappear at reboot together with the qdiscs they describe.
 
-use crate::runner::Cmd;
 use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use unbloat_shaper::plan::Plan;
+use unbloat_units::IfName;
 
-/// The record format; bump it when a field changes meaning, and teach [`StateDir::load`] the old one.
-pub const STATE_VERSION: u32 = 1;
+/// The record format; bump it when a field changes meaning. Version 1 stored commands; it lived
+/// in the top of the run directory, where this version does not look.
+pub const STATE_VERSION: u32 = 2;
 pub const DEFAULT_RUN_DIR: &str = "/run/unbloat";
+/// No record or journal is anywhere near this; a bigger file is not one of ours.
+pub const MAX_FILE: u64 = 1 << 20;
 
-/// What exists on the system because unbloat created it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Created {
-    /// A root qdisc on the WAN device (egress shaping).
-    pub root_qdisc: bool,
-    /// The `ffff:` ingress qdisc on the WAN device, with its redirect filter.
-    pub ingress_qdisc: bool,
-    /// The IFB device, if unbloat made it (an IFB that already existed is used, never deleted).
-    pub ifb_device: Option<String>,
-}
-
+/// What exists on one interface because unbloat created it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ShapedState {
     pub version: u32,
-    pub iface: String,
-    pub created: Created,
-    /// The options as the user gave them (flags merged over the config), to rebuild the plan.
+    pub iface: IfName,
+    /// The options as the user gave them (flags merged over the config), for `set-rate`, which
+    /// re-plans with new rates and everything else as it was.
     pub options: serde_json::Value,
-    /// The exact commands that were applied, as `unbloat plan` prints them; a start whose script
-    /// is identical and whose live state still verifies has nothing to do (start is idempotent).
-    pub script: String,
-    /// The commands that created it, to restore this setup if a later start fails.
-    pub apply: Vec<StoredCmd>,
-    /// The commands that remove exactly what `apply` created.
-    pub teardown: Vec<StoredCmd>,
+    /// What unbloat created, as the kernel must hold it (updated by `set-rate`).
+    pub plan: Plan,
     pub applied_at_unix: u64,
 }
 
-/// A command as recorded in the state file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StoredCmd {
-    pub program: String,
-    pub args: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stdin: Option<String>,
-}
-
-impl From<&Cmd> for StoredCmd {
-    fn from(c: &Cmd) -> StoredCmd {
-        StoredCmd {
-            program: c.program.clone(),
-            args: c.args.clone(),
-            stdin: c.stdin.clone(),
-        }
-    }
-}
-
-impl From<&StoredCmd> for Cmd {
-    fn from(c: &StoredCmd) -> Cmd {
-        Cmd {
-            program: c.program.clone(),
-            args: c.args.clone(),
-            stdin: c.stdin.clone(),
+impl ShapedState {
+    pub fn new(plan: Plan, options: serde_json::Value) -> ShapedState {
+        ShapedState {
+            version: STATE_VERSION,
+            iface: plan.wan.clone(),
+            options,
+            plan,
+            applied_at_unix: now_unix(),
         }
     }
 }
@@ -78,11 +67,13 @@ pub enum StateError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path} is not a state record unbloat can read ({reason}); remove it if the interface is no longer shaped")]
+    #[error("{path} is not a file unbloat can read ({reason}); see `unbloat recover --help`")]
     Corrupt { path: PathBuf, reason: String },
+    #[error("refusing to use {path} as unbloat's run directory: {reason}")]
+    Unsafe { path: PathBuf, reason: String },
 }
 
-/// The directory of state records, one `<iface>.json` per shaped interface.
+/// The run directory.
 #[derive(Debug, Clone)]
 pub struct StateDir {
     path: PathBuf,
@@ -106,31 +97,33 @@ impl StateDir {
         &self.path
     }
 
-    fn file(&self, iface: &str) -> PathBuf {
-        self.path.join(format!("{iface}.json"))
+    fn records(&self) -> PathBuf {
+        self.path.join("shaped")
+    }
+
+    fn record(&self, iface: &str) -> PathBuf {
+        self.records().join(format!("{iface}.json"))
+    }
+
+    /// Creates the directory (and `shaped/`) if needed, and checks that it is safe to use.
+    pub fn ensure(&self) -> Result<(), StateError> {
+        secure_dir(&self.path)?;
+        secure_dir(&self.records())
     }
 
     pub fn load(&self, iface: &str) -> Result<Option<ShapedState>, StateError> {
-        let path = self.file(iface);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(StateError::Io {
-                    what: "read",
-                    path,
-                    source,
-                })
-            }
+        let path = self.record(iface);
+        let Some(text) = read_file(&path)? else {
+            return Ok(None);
         };
         let state: ShapedState = serde_json::from_str(&text).map_err(|e| StateError::Corrupt {
             path: path.clone(),
             reason: e.to_string(),
         })?;
-        if state.version != STATE_VERSION {
+        if state.version != STATE_VERSION || state.iface.as_str() != iface {
             let reason = format!(
-                "version {} (this unbloat reads {STATE_VERSION})",
-                state.version
+                "version {} for {} (this unbloat reads version {STATE_VERSION} records named after their interface)",
+                state.version, state.iface
             );
             return Err(StateError::Corrupt { path, reason });
         }
@@ -138,41 +131,25 @@ impl StateDir {
     }
 
     pub fn save(&self, state: &ShapedState) -> Result<(), StateError> {
-        let path = self.file(&state.iface);
-        let io = |what, source| StateError::Io {
-            what,
-            path: path.clone(),
-            source,
-        };
-        std::fs::create_dir_all(&self.path).map_err(|e| io("create the directory of", e))?;
-        let tmp = self.path.join(format!(".{}.json.tmp", state.iface));
-        let text = serde_json::to_string_pretty(state).expect("state is plain data");
-        std::fs::write(&tmp, text + "\n").map_err(|e| io("write", e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| io("write", e))
+        self.ensure()?;
+        let text = serde_json::to_string_pretty(state).expect("a record is plain data") + "\n";
+        write_atomic(&self.records(), &format!("{}.json", state.iface), &text)
     }
 
     pub fn remove(&self, iface: &str) -> Result<(), StateError> {
-        let path = self.file(iface);
-        match std::fs::remove_file(&path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(StateError::Io {
-                what: "remove",
-                path,
-                source,
-            }),
-        }
+        remove_file(&self.records(), &format!("{iface}.json"))
     }
 
-    /// Every interface with a record, sorted by name.
+    /// Every interface with a record, sorted by name (names may start with a dot).
     pub fn list(&self) -> Result<Vec<String>, StateError> {
-        let entries = match std::fs::read_dir(&self.path) {
+        let dir = self.records();
+        let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
             Err(source) => {
                 return Err(StateError::Io {
                     what: "list",
-                    path: self.path.clone(),
+                    path: dir,
                     source,
                 })
             }
@@ -183,13 +160,136 @@ impl StateDir {
                 e.file_name()
                     .to_str()
                     .and_then(|n| n.strip_suffix(".json"))
+                    .filter(|n| n.parse::<IfName>().is_ok())
                     .map(str::to_string)
             })
-            .filter(|n| !n.starts_with('.'))
             .collect();
         names.sort();
         Ok(names)
     }
+}
+
+/// Makes `dir` (mode 0700) if it is missing; refuses a symlink, a non-directory, or a directory
+/// someone else owns; tightens the mode of one we own.
+fn secure_dir(dir: &Path) -> Result<(), StateError> {
+    let unsafe_dir = |reason: String| StateError::Unsafe {
+        path: dir.to_path_buf(),
+        reason,
+    };
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // A missing parent (a fresh $UNBLOAT_RUN_DIR/...): make it, then this one.
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .recursive(true)
+                .create(dir)
+                .map_err(|source| io("create", dir, source))?;
+        }
+        Err(source) => return Err(io("create", dir, source)),
+    }
+    let meta = std::fs::symlink_metadata(dir).map_err(|source| io("inspect", dir, source))?;
+    if meta.file_type().is_symlink() {
+        return Err(unsafe_dir("it is a symbolic link".into()));
+    }
+    if !meta.is_dir() {
+        return Err(unsafe_dir("it is not a directory".into()));
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(unsafe_dir(format!(
+            "it belongs to user {}, not to this user ({me})",
+            meta.uid()
+        )));
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|source| io("restrict the mode of", dir, source))?;
+    }
+    Ok(())
+}
+
+fn io(what: &'static str, path: &Path, source: std::io::Error) -> StateError {
+    StateError::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Reads a file of the run directory: `None` if it does not exist; never through a symlink;
+/// at most [`MAX_FILE`] bytes.
+pub(crate) fn read_file(path: &Path) -> Result<Option<String>, StateError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path);
+    let file = match file {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(StateError::Unsafe {
+                path: path.to_path_buf(),
+                reason: "it is a symbolic link".into(),
+            })
+        }
+        Err(source) => return Err(io("read", path, source)),
+    };
+    let mut text = String::new();
+    file.take(MAX_FILE + 1)
+        .read_to_string(&mut text)
+        .map_err(|source| io("read", path, source))?;
+    if text.len() as u64 > MAX_FILE {
+        return Err(StateError::Corrupt {
+            path: path.to_path_buf(),
+            reason: format!("larger than {MAX_FILE} bytes"),
+        });
+    }
+    Ok(Some(text))
+}
+
+/// Writes `dir/name` so that a crash leaves the old or the new content: a fresh temporary file
+/// (`O_EXCL | O_NOFOLLOW`), fsync, rename, fsync of the directory.
+pub(crate) fn write_atomic(dir: &Path, name: &str, text: &str) -> Result<(), StateError> {
+    let path = dir.join(name);
+    let tmp = dir.join(format!("{name}.tmp"));
+    // A temporary file left by a crash: remove it (unlink does not follow a symlink).
+    let _ = std::fs::remove_file(&tmp);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .map_err(|source| io("write", &tmp, source))?;
+    let written = file
+        .write_all(text.as_bytes())
+        .and_then(|()| file.sync_all());
+    if let Err(source) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io("write", &tmp, source));
+    }
+    drop(file);
+    if let Err(source) = std::fs::rename(&tmp, &path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io("write", &path, source));
+    }
+    sync_dir(dir).map_err(|source| io("sync", dir, source))
+}
+
+pub(crate) fn remove_file(dir: &Path, name: &str) -> Result<(), StateError> {
+    let path = dir.join(name);
+    match std::fs::remove_file(&path) {
+        Ok(()) => sync_dir(dir).map_err(|source| io("sync", dir, source)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(io("remove", &path, source)),
+    }
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
 }
 
 pub fn now_unix() -> u64 {
@@ -202,53 +302,97 @@ pub fn now_unix() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use unbloat_shaper::options::ShapeOptions;
+    use unbloat_shaper::spec::Spec;
 
     fn sample(iface: &str) -> ShapedState {
-        ShapedState {
-            version: STATE_VERSION,
-            iface: iface.into(),
-            created: Created {
-                root_qdisc: true,
-                ingress_qdisc: true,
-                ifb_device: Some(format!("ifb4{iface}")),
-            },
-            options: serde_json::json!({"down": "78mbit"}),
-            script: "qdisc add dev eth0 root cake\n".into(),
-            apply: vec![StoredCmd::from(&Cmd::tc([
-                "qdisc", "add", "dev", iface, "root", "cake",
-            ]))],
-            teardown: vec![StoredCmd::from(&Cmd::tc([
-                "qdisc", "del", "dev", iface, "root",
-            ]))],
-            applied_at_unix: 1,
-        }
+        let opts = ShapeOptions {
+            up: Some("10mbit".parse().unwrap()),
+            ..Default::default()
+        };
+        let plan = Plan::build(&Spec::new(iface.parse().unwrap(), &opts).unwrap());
+        ShapedState::new(plan, serde_json::to_value(&opts).unwrap())
+    }
+
+    fn temp(tag: &str) -> StateDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        StateDir::new(std::env::temp_dir().join(format!(
+            "unbloat-state-{tag}-{}-{nanos}",
+            std::process::id()
+        )))
     }
 
     #[test]
-    fn records_round_trip_and_list_and_remove() {
-        let dir = StateDir::new(
-            std::env::temp_dir().join(format!("unbloat-state-test-{}", std::process::id())),
-        );
+    fn records_round_trip_and_list_and_remove_including_names_with_a_leading_dot() {
+        let dir = temp("rt");
         assert_eq!(dir.load("eth0").unwrap(), None);
-        dir.save(&sample("eth0")).unwrap();
-        dir.save(&sample("eth1")).unwrap();
-        assert_eq!(dir.load("eth0").unwrap(), Some(sample("eth0")));
-        assert_eq!(dir.list().unwrap(), vec!["eth0", "eth1"]);
+        for name in ["eth0", ".hidden0", "eth1"] {
+            dir.save(&sample(name)).unwrap();
+        }
+        assert_eq!(dir.load("eth0").unwrap(), Some(sample_at(&dir, "eth0")));
+        assert_eq!(dir.list().unwrap(), vec![".hidden0", "eth0", "eth1"]);
         dir.remove("eth0").unwrap();
         dir.remove("eth0").unwrap(); // removing twice is fine: stop is idempotent too
-        assert_eq!(dir.list().unwrap(), vec!["eth1"]);
+        assert_eq!(dir.list().unwrap(), vec![".hidden0", "eth1"]);
+        let mode = std::fs::metadata(dir.path()).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o700);
         let _ = std::fs::remove_dir_all(dir.path());
+    }
+
+    fn sample_at(dir: &StateDir, iface: &str) -> ShapedState {
+        // The saved time is the clock's: compare everything else.
+        let mut s = sample(iface);
+        s.applied_at_unix = dir.load(iface).unwrap().unwrap().applied_at_unix;
+        s
     }
 
     #[test]
     fn a_corrupt_record_is_an_error_that_names_the_file() {
-        let dir = StateDir::new(
-            std::env::temp_dir().join(format!("unbloat-state-bad-{}", std::process::id())),
-        );
-        std::fs::create_dir_all(dir.path()).unwrap();
-        std::fs::write(dir.path().join("eth9.json"), "{not json").unwrap();
+        let dir = temp("bad");
+        dir.ensure().unwrap();
+        std::fs::write(dir.records().join("eth9.json"), "{not json").unwrap();
         let err = dir.load("eth9").unwrap_err().to_string();
         assert!(err.contains("eth9.json"), "{err}");
+        let _ = std::fs::remove_dir_all(dir.path());
+    }
+
+    #[test]
+    fn a_record_that_is_a_symlink_is_not_followed() {
+        let dir = temp("link");
+        dir.ensure().unwrap();
+        let target = dir.path().join("elsewhere.json");
+        std::fs::write(&target, "{}").unwrap();
+        std::os::unix::fs::symlink(&target, dir.records().join("eth0.json")).unwrap();
+        let err = dir.load("eth0").unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        // Saving replaces the link itself (rename), never writes through it.
+        dir.save(&sample("eth0")).unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "{}");
+        let _ = std::fs::remove_dir_all(dir.path());
+    }
+
+    #[test]
+    fn a_run_directory_that_is_a_symlink_is_refused() {
+        let real = temp("real");
+        real.ensure().unwrap();
+        let link = temp("linkdir");
+        std::os::unix::fs::symlink(real.path(), link.path()).unwrap();
+        let err = link.ensure().unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        let _ = std::fs::remove_file(link.path());
+        let _ = std::fs::remove_dir_all(real.path());
+    }
+
+    #[test]
+    fn a_huge_record_is_refused_without_reading_it_whole() {
+        let dir = temp("huge");
+        dir.ensure().unwrap();
+        let f = File::create(dir.records().join("eth0.json")).unwrap();
+        f.set_len(MAX_FILE * 4).unwrap();
+        let err = dir.load("eth0").unwrap_err().to_string();
+        assert!(err.contains("larger than"), "{err}");
         let _ = std::fs::remove_dir_all(dir.path());
     }
 }

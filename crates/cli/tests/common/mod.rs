@@ -156,4 +156,5 @@ pub fn text(out: &Output) -> String {
 /// (name, interface, TOML table), read by the shaper's own parser of that file.
 #[path = "../../../shaper/tests/golden/cases.rs"]
 mod cases;
+#[allow(unused_imports)]
 pub use cases::cases as golden_cases;

@@ -1,0 +1,349 @@
+//! Shaping as a transaction, in a kernel that has the qdiscs (the host's, or User-Mode Linux):
+//! several interfaces change together or not at all; a SIGKILL at every step of an apply, a
+//! stop or a set-rate leaves the old or the new setup whole after the next command; a run
+//! directory that cannot be written changes nothing; stop leaves what is no longer unbloat's;
+//! a record is data, never commands; set-rate changes in place.
+
+mod common;
+
+use common::{text, Netns};
+use std::os::unix::process::ExitStatusExt;
+use unbloat_system::real_kernel_test;
+
+/// A `tc` that fails the `n`th apply batch (`tc -batch -`; reads are `tc -j ... -batch`) half
+/// way: its first half runs for real, then it reports an error as tc does.
+fn tc_failing_batch(ns: &Netns, n: u32) -> String {
+    let path = ns.run_dir.join("tc-fails-half-way");
+    let count = ns.run_dir.join("tc-batches");
+    let _ = std::fs::remove_file(&count);
+    std::fs::write(
+        &path,
+        format!(
+            r#"#!/bin/sh
+if [ "$1" = "-batch" ]; then
+  n=$(cat {count} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {count}
+  if [ $n -eq {n} ]; then
+    input=$(cat); half=$(( ($(printf '%s\n' "$input" | wc -l) + 1) / 2 ))
+    printf '%s\n' "$input" | head -n $half | tc -batch - || exit $?
+    echo "RTNETLINK answers: No buffer space available (injected by the test)" >&2
+    echo "Command failed -:$((half + 1))" >&2
+    exit 1
+  fi
+fi
+exec tc "$@"
+"#,
+            count = count.display()
+        ),
+    )
+    .unwrap();
+    common::must(&format!("chmod +x {}", path.display()));
+    path.display().to_string()
+}
+
+/// A `tc` that runs the first `k` lines of an apply batch and then SIGKILLs unbloat, its parent.
+fn tc_killing_parent_after(ns: &Netns, k: usize) -> String {
+    let path = ns.run_dir.join(format!("tc-kills-after-{k}"));
+    std::fs::write(
+        &path,
+        format!(
+            r#"#!/bin/sh
+if [ "$1" = "-batch" ]; then
+  head -n {k} | tc -batch -
+  kill -9 $PPID
+  exit 1
+fi
+exec tc "$@"
+"#
+        ),
+    )
+    .unwrap();
+    common::must(&format!("chmod +x {}", path.display()));
+    path.display().to_string()
+}
+
+fn write_config(ns: &Netns, name: &str, text: &str) -> String {
+    std::fs::create_dir_all(&ns.run_dir).unwrap();
+    let path = ns.run_dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn ok(ns: &Netns, args: &[&str]) -> String {
+    let out = ns.unbloat(args);
+    assert!(out.status.success(), "unbloat {args:?} failed:\n{}", text(&out));
+    text(&out)
+}
+
+const TWO: &str = "[interface.eth0]\ndown = \"50mbit\"\nup = \"10mbit\"\n\n[interface.enx00e04c680123]\ndown = \"20mbit\"\nup = \"5mbit\"\nqdisc = \"fq_codel\"\ntiers = 3\n";
+const TWO_CHANGED: &str = "[interface.eth0]\ndown = \"40mbit\"\nup = \"8mbit\"\nlink = \"docsis\"\n\n[interface.enx00e04c680123]\ndown = \"20mbit\"\nup = \"5mbit\"\n";
+
+real_kernel_test! {
+    /// Both interfaces of a config, or neither: tc failing half way through the second
+    /// interface's batch leaves the first as it was too, from nothing and from a previous setup.
+    fn a_two_interface_config_is_one_transaction() needs ["cake", "fq_codel", "htb", "ingress"] {
+        let ns = Netns::new();
+        let two = write_config(&ns, "two.toml", TWO);
+        let changed = write_config(&ns, "changed.toml", TWO_CHANGED);
+        let before = ns.snapshot();
+
+        let tc = tc_failing_batch(&ns, 2);
+        let out = ns.unbloat_env(&["start", "--config", &two], &[("UNBLOAT_TC", &tc)]);
+        let msg = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{msg}");
+        assert!(msg.contains("injected by the test"), "quotes tc: {msg}");
+        assert!(msg.contains("exactly as it was"), "{msg}");
+        assert_eq!(ns.snapshot(), before, "the first interface was shaped and not undone");
+        let status = ns.unbloat(&["status"]);
+        assert!(text(&status).contains("no interface is shaped"), "{}", text(&status));
+
+        ok(&ns, &["start", "--config", &two]);
+        let shaped = ns.snapshot();
+        assert_ne!(shaped, before);
+        let tc = tc_failing_batch(&ns, 2);
+        let out = ns.unbloat_env(&["start", "--config", &changed], &[("UNBLOAT_TC", &tc)]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert_eq!(ns.snapshot(), shaped, "both previous setups are back");
+        assert!(ok(&ns, &["start", "--config", &two]).contains("nothing changed"));
+
+        ok(&ns, &["start", "--config", &changed]);
+        ok(&ns, &["stop", "--all"]);
+        assert_eq!(ns.snapshot(), before);
+    }
+}
+
+/// One change to crash: how to get to the old setup, the command that changes it, and how to
+/// clean up afterwards.
+struct Scenario {
+    name: &'static str,
+    setup: &'static [&'static str],
+    change: &'static [&'static str],
+}
+
+const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "fresh start",
+        setup: &[],
+        change: &["start", "eth0", "--down", "50mbit", "--up", "10mbit"],
+    },
+    Scenario {
+        name: "replace cake with three-tier fq_codel",
+        setup: &["start", "eth0", "--down", "20mbit", "--up", "5mbit", "--link", "docsis"],
+        change: &["start", "eth0", "--down", "50mbit", "--up", "10mbit", "--qdisc", "fq_codel", "--tiers", "3"],
+    },
+    Scenario {
+        name: "change cake in place",
+        setup: &["start", "eth0", "--down", "20mbit", "--up", "5mbit"],
+        change: &["start", "eth0", "--down", "30mbit", "--up", "8mbit", "--nat"],
+    },
+    Scenario {
+        name: "set-rate",
+        setup: &["start", "eth0", "--down", "20mbit", "--up", "5mbit"],
+        change: &["set-rate", "eth0", "--down", "25mbit", "--up", "6mbit"],
+    },
+    Scenario {
+        name: "stop",
+        setup: &["start", "eth0", "--down", "20mbit", "--up", "5mbit", "--qdisc", "fq_codel"],
+        change: &["stop", "eth0"],
+    },
+];
+
+/// The crash points of `apply::crash_point`, in order.
+const POINTS: &[&str] = &["journal", "links", "tc", "committed", "recorded"];
+
+real_kernel_test! {
+    /// SIGKILL after every step of every kind of change (each crash point, and after each line
+    /// of the tc batch), then one more command: the interface holds the old setup or the new one,
+    /// whole, and what unbloat says it holds agrees with the kernel.
+    fn a_kill_at_any_step_leaves_the_old_or_the_new_setup_whole() needs ["cake", "fq_codel", "htb", "ingress"] {
+        let ns = Netns::new();
+        let unshaped = ns.snapshot();
+        let mut tried = 0;
+        for s in SCENARIOS {
+            // The old and the new setups, without a crash.
+            if !s.setup.is_empty() {
+                ok(&ns, s.setup);
+            }
+            let old = ns.snapshot();
+            ok(&ns, s.change);
+            let new = ns.snapshot();
+            assert_ne!(old, new, "{}: the change changes nothing", s.name);
+            let lines = 30; // more than any batch here has
+            let reset = || {
+                let _ = ns.unbloat(&["stop", "--all"]);
+                assert_eq!(ns.snapshot(), unshaped, "{}: cleaning up", s.name);
+                if !s.setup.is_empty() {
+                    ok(&ns, s.setup);
+                }
+                assert_eq!(ns.snapshot(), old, "{}: the old setup again", s.name);
+            };
+            reset();
+            let mut kills: Vec<(String, Vec<(&str, String)>)> = POINTS
+                .iter()
+                .map(|p| (format!("at {p}"), vec![("UNBLOAT_CRASH_AT", p.to_string())]))
+                .collect();
+            for k in 0..lines {
+                kills.push((format!("after {k} batch lines"), vec![("UNBLOAT_TC", tc_killing_parent_after(&ns, k))]));
+            }
+            for (when, env) in kills {
+                let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                let out = ns.unbloat_env(s.change, &env);
+                if out.status.success() {
+                    // The kill point is past this change's last batch line: it completed.
+                    assert_eq!(ns.snapshot(), new, "{} {when}", s.name);
+                    reset();
+                    if when.starts_with("after") {
+                        break;
+                    }
+                    continue;
+                }
+                assert_eq!(out.status.signal(), Some(9), "{} {when}: {}", s.name, text(&out));
+                tried += 1;
+                // The next command: status finishes or undoes the change first.
+                let status = ns.unbloat(&["status"]);
+                assert!(status.status.success(), "{} {when}: {}", s.name, text(&status));
+                let now = ns.snapshot();
+                assert!(now == old || now == new, "{} {when}: neither the old nor the new setup:\n{now}\nold:\n{old}\nnew:\n{new}", s.name);
+                // unbloat's records agree: the same change again is whole, then back to old.
+                let again = ns.unbloat(s.change);
+                assert!(again.status.success(), "{} {when}: after recovery: {}", s.name, text(&again));
+                assert_eq!(ns.snapshot(), new, "{} {when}", s.name);
+                reset();
+            }
+            let _ = ns.unbloat(&["stop", "--all"]);
+        }
+        assert!(tried >= 30, "only {tried} kills happened");
+        assert_eq!(ns.snapshot(), unshaped);
+        assert!(!std::path::Path::new("/run/netns").read_dir().unwrap().flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("unbloat-probe-")));
+    }
+}
+
+real_kernel_test! {
+    /// A run directory that cannot be written (read-only, or full): the journal cannot be
+    /// written, so nothing is changed, and the error says so.
+    fn a_run_directory_that_cannot_be_written_changes_nothing() needs ["cake", "ingress"] {
+        let ns = Netns::new();
+        let before = ns.snapshot();
+        std::fs::create_dir_all(&ns.run_dir).unwrap();
+        let dir = ns.run_dir.display().to_string();
+        let args = ["start", "eth0", "--down", "50mbit", "--up", "10mbit"];
+
+        common::must(&format!("mount -t tmpfs -o ro,size=1m tmpfs {dir}"));
+        let out = ns.unbloat(&args);
+        common::must(&format!("umount {dir}"));
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains("Read-only file system"), "{}", text(&out));
+        assert_eq!(ns.snapshot(), before, "read-only run directory");
+
+        common::must(&format!("mount -t tmpfs -o size=64k tmpfs {dir}"));
+        ok(&ns, &["status"]); // makes the directory and its lock while there is room
+        let _ = common::sh(&format!("dd if=/dev/zero of={dir}/fill bs=4k 2>/dev/null"));
+        let out = ns.unbloat(&args);
+        let msg = text(&out);
+        common::must(&format!("umount {dir}"));
+        assert_eq!(out.status.code(), Some(1), "{msg}");
+        assert!(msg.contains("No space left") && msg.contains("nothing was changed"), "{msg}");
+        assert_eq!(ns.snapshot(), before, "full run directory");
+    }
+}
+
+real_kernel_test! {
+    /// stop removes only what is still unbloat's: a root qdisc someone put in place of
+    /// unbloat's stays, and stop says so; a record is data: one with a command in it is refused,
+    /// and one naming another device as its IFB does not get that device deleted.
+    fn stop_removes_only_what_is_still_unbloats_and_never_runs_a_record() needs ["cake", "htb", "ingress"] {
+        let ns = Netns::new();
+        let before = ns.snapshot();
+        ok(&ns, &["start", "eth0", "--down", "50mbit", "--up", "10mbit"]);
+        ns.must("tc qdisc replace dev eth0 root handle 1: htb default 1");
+        let msg = ok(&ns, &["stop", "eth0"]);
+        assert!(msg.contains("left alone") && msg.contains("root qdisc"), "{msg}");
+        let after = ns.snapshot();
+        assert!(after.contains("qdisc htb 1: root"), "{after}");
+        assert!(!after.contains("ifb4eth0") && !after.contains("ingress ffff:"), "{after}");
+        ns.must("tc qdisc del dev eth0 root");
+        assert_eq!(ns.snapshot(), before);
+
+        // A record with a command in it.
+        ok(&ns, &["start", "eth0", "--down", "50mbit", "--up", "10mbit"]);
+        let shaped = ns.snapshot();
+        let record = ns.run_dir.join("shaped/eth0.json");
+        let original = std::fs::read_to_string(&record).unwrap();
+        let marker = ns.run_dir.join("ran-a-record");
+        let mut v: serde_json::Value = serde_json::from_str(&original).unwrap();
+        v["teardown"] = serde_json::json!([{"program": "touch", "args": [marker.display().to_string()]}]);
+        std::fs::write(&record, v.to_string()).unwrap();
+        let out = ns.unbloat(&["stop", "eth0"]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains("eth0.json"), "{}", text(&out));
+        assert!(!marker.exists(), "a command from the record ran");
+        assert_eq!(ns.snapshot(), shaped);
+
+        // A record whose IFB is another device (a VLAN): that device is not deleted.
+        let mut v: serde_json::Value = serde_json::from_str(&original).unwrap();
+        v["plan"]["ingress"]["ifb"] = "eth0.2".into();
+        std::fs::write(&record, v.to_string()).unwrap();
+        let out = ns.unbloat(&["stop", "eth0"]);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(ns.snapshot().contains("link eth0.2"), "eth0.2 was deleted: {}", text(&out));
+        // What the changed record no longer describes is left for a person.
+        ns.must("tc qdisc del dev eth0 ingress");
+        ns.must("ip link del ifb4eth0");
+        assert_eq!(ns.snapshot(), before);
+    }
+}
+
+real_kernel_test! {
+    /// set-rate changes the rates in place: the same qdiscs (the kernel's handles stay), new
+    /// rates read back, the record follows (the same start is then "nothing changed"); cake and
+    /// HTB alike. What is not a rate change is refused.
+    fn set_rate_changes_rates_in_place() needs ["cake", "fq_codel", "htb", "ingress"] {
+        let ns = Netns::new();
+        let before = ns.snapshot();
+        let handle = |dev: &str| {
+            let out = ns.sh(&format!("tc -j qdisc show dev {dev} root"));
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            (v[0]["handle"].as_str().unwrap().to_string(), v[0]["options"]["bandwidth"].clone())
+        };
+        ok(&ns, &["start", "eth0", "--down", "50mbit", "--up", "10mbit"]);
+        let (h_up, _) = handle("eth0");
+        let (h_down, _) = handle("ifb4eth0");
+        ok(&ns, &["set-rate", "eth0", "--down", "60mbit", "--up", "12mbit"]);
+        let (h2_up, bw_up) = handle("eth0");
+        let (h2_down, bw_down) = handle("ifb4eth0");
+        assert_eq!((&h_up, &h_down), (&h2_up, &h2_down), "the qdiscs were re-created");
+        assert_eq!(bw_up, 1_500_000, "12mbit is 1500000 bytes/s");
+        assert_eq!(bw_down, 7_500_000);
+        let status = ok(&ns, &["status", "eth0"]);
+        assert!(status.contains("shaped by unbloat"), "{status}");
+        // A start verifies what the kernel holds against the record's plan: "nothing changed"
+        // means the record followed the change and the kernel agrees with it.
+        assert!(ok(&ns, &["start", "eth0", "--down", "60mbit", "--up", "12mbit"]).contains("nothing changed"));
+
+        // Crossing 4 Mbit/s changes cake's ingress mode too: still in place.
+        ok(&ns, &["set-rate", "eth0", "--down", "3mbit"]);
+        assert_eq!(handle("ifb4eth0").0, h2_down);
+        // A direction that is not shaped is not a rate change.
+        ok(&ns, &["start", "eth0", "--up", "10mbit"]);
+        let out = ns.unbloat(&["set-rate", "eth0", "--down", "20mbit"]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        let out = ns.unbloat(&["set-rate", "eth0"]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        ok(&ns, &["stop", "eth0"]);
+        let out = ns.unbloat(&["set-rate", "eth0", "--up", "20mbit"]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains("not shaped"), "{}", text(&out));
+
+        // HTB + fq_codel: classes and leaves change in place.
+        ok(&ns, &["start", "eth0", "--down", "50mbit", "--up", "10mbit", "--qdisc", "fq_codel", "--tiers", "3"]);
+        let shaped = ns.snapshot();
+        ok(&ns, &["set-rate", "eth0", "--down", "40mbit", "--up", "9mbit"]);
+        let changed = ns.snapshot();
+        assert_ne!(changed, shaped);
+        assert!(changed.contains("rate 9Mbit"), "{changed}");
+        let again = ["start", "eth0", "--down", "40mbit", "--up", "9mbit", "--qdisc", "fq_codel", "--tiers", "3"];
+        assert!(ok(&ns, &again).contains("nothing changed"));
+        ok(&ns, &["stop", "eth0"]);
+        assert_eq!(ns.snapshot(), before);
+    }
+}

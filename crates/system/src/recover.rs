@@ -1,0 +1,228 @@
+//! Finishing or undoing what a dead process left, and the undo of a failed change.
+//!
+//! Every command that changes shaping takes the transaction lock and then calls
+//! [`Shaper::recover_locked`]: a journal found then was left by a process that died (SIGKILL, a
+//! power cut, a lost SSH session). `unbloat recover` does the same on demand.
+//!
+//! The undo of one interface ([`Shaper::undo`]) works from data only: the journal's snapshot of
+//! the device from before the change and the previous record. Whatever differs from the snapshot
+//! now (the root qdisc, the ingress qdisc, the IFB or its root) was changed by the transaction,
+//! since it held the lock: it is removed; then the pieces of the previous setup that are
+//! missing are created again from its typed plan; and the device is compared with the snapshot.
+//!
+//! The throw-away namespaces of the kernel probe (`unbloat-probe-<pid>-<n>`) of a process that
+//! no longer exists are deleted too.
+
+use crate::apply::{ApplyError, Rollback, Shaper};
+use crate::journal::{Entry, Journal, Phase};
+use crate::rtnl::Rtnl;
+use crate::runner::Cmd;
+use crate::snapshot::Snapshot;
+use unbloat_shaper::plan::Plan;
+use unbloat_shaper::transition;
+use unbloat_units::IfName;
+
+/// What a recovery found and did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Recovery {
+    /// An interrupted change was undone: these interfaces are as they were before it.
+    pub undone: Vec<IfName>,
+    /// A committed change was finished (its records written).
+    pub finished: Vec<IfName>,
+    /// Probe namespaces of dead processes, deleted.
+    pub namespaces: Vec<String>,
+    /// The journal was discarded without being acted on (`--discard`).
+    pub discarded: bool,
+}
+
+impl Recovery {
+    pub fn is_empty(&self) -> bool {
+        *self == Recovery::default()
+    }
+}
+
+impl Shaper<'_> {
+    /// `unbloat recover`: takes the lock and recovers; `discard` forgets a journal that cannot
+    /// be undone (after the user fixed the interfaces by hand).
+    pub fn recover(&self, discard: bool) -> Result<Recovery, ApplyError> {
+        self.state.ensure()?;
+        let _lock = crate::lock::TxLock::acquire(self.state.path())?;
+        let rtnl = Rtnl::open()?;
+        self.recover_locked(&rtnl, discard)
+    }
+
+    /// The recovery every changing command runs first, holding the lock.
+    pub(crate) fn recover_locked(&self, rtnl: &Rtnl, discard: bool) -> Result<Recovery, ApplyError> {
+        let mut done = Recovery {
+            namespaces: self.dead_probe_namespaces(),
+            ..Recovery::default()
+        };
+        let journal = match self.state.read_journal() {
+            Ok(j) => j,
+            Err(e) if discard => {
+                self.state.remove_journal()?;
+                done.discarded = true;
+                eprintln!("unbloat: discarded an unreadable journal: {e}");
+                return Ok(done);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let Some(journal) = journal else {
+            return Ok(done);
+        };
+        if discard {
+            self.state.remove_journal()?;
+            done.discarded = true;
+            return Ok(done);
+        }
+        let ifaces = || journal.entries.iter().map(|e| e.iface.clone()).collect();
+        match journal.phase {
+            Phase::Committed => {
+                self.finish(&journal)?;
+                done.finished = ifaces();
+            }
+            Phase::Applying => match self.undo(rtnl, &journal) {
+                Rollback::Restored => {
+                    self.state.remove_journal()?;
+                    done.undone = ifaces();
+                }
+                Rollback::Incomplete(why) => {
+                    return Err(ApplyError::RecoveryIncomplete {
+                        pid: journal.pid,
+                        why,
+                    })
+                }
+            },
+        }
+        Ok(done)
+    }
+
+    /// Puts every interface of the journal back as its snapshot shows it.
+    pub(crate) fn undo(&self, rtnl: &Rtnl, journal: &Journal) -> Rollback {
+        let problems: Vec<String> = journal
+            .entries
+            .iter()
+            .flat_map(|e| self.undo_entry(rtnl, e))
+            .collect();
+        if problems.is_empty() {
+            Rollback::Restored
+        } else {
+            Rollback::Incomplete(problems.join("; "))
+        }
+    }
+
+    fn undo_entry(&self, rtnl: &Rtnl, e: &Entry) -> Vec<String> {
+        let mut problems = vec![];
+        let ifb: Option<IfName> = [e.previous.as_ref(), e.next.as_ref()]
+            .into_iter()
+            .flatten()
+            .find_map(|s| s.plan.ingress.as_ref().map(|i| i.ifb.clone()));
+        let ifb_name = ifb.as_ref().map(IfName::as_str);
+        let link = match rtnl.link(e.iface.as_str()) {
+            Ok(Some(l)) => l,
+            Ok(None) => {
+                // The device is gone, and its qdiscs with it: only an IFB unbloat made may remain.
+                if e.before.ifb.is_none() {
+                    self.delete_ifb(rtnl, ifb_name, &mut problems);
+                }
+                return problems;
+            }
+            Err(err) => return vec![err.to_string()],
+        };
+        let now = match Snapshot::take(rtnl, &link, ifb_name) {
+            Ok(s) => s,
+            Err(err) => return vec![err.to_string()],
+        };
+        let egress_dirty = now.root() != e.before.root();
+        let ingress_dirty = now.ingress() != e.before.ingress() || now.ifb != e.before.ifb;
+        let mut dels = vec![];
+        if egress_dirty && now.custom_root().is_some() {
+            dels.push(format!("qdisc del dev {} root", e.iface));
+        }
+        if ingress_dirty {
+            if now.ingress().is_some() {
+                dels.push(format!("qdisc del dev {} ingress", e.iface));
+            }
+            if let (Some(name), Some(_), Some(_)) = (ifb_name, &e.before.ifb, now.ifb_root().filter(|q| !q.is_default())) {
+                dels.push(format!("qdisc del dev {name} root"));
+            }
+        }
+        if !dels.is_empty() {
+            // -force: go on past a piece that is already gone; the comparison below decides.
+            let cmd = Cmd::tc(["-force", "-batch", "-"]).stdin(dels.join("\n") + "\n");
+            if let Err(err) = self.runner.run(&cmd) {
+                problems.push(err.to_string());
+            }
+        }
+        if ingress_dirty && e.before.ifb.is_none() {
+            self.delete_ifb(rtnl, ifb_name, &mut problems);
+        }
+        // The previous setup's pieces that are missing now, from its plan.
+        if let Some(prev) = &e.previous {
+            let have = Plan {
+                wan: prev.plan.wan.clone(),
+                egress: prev.plan.egress.clone().filter(|_| !egress_dirty),
+                ingress: prev.plan.ingress.clone().filter(|_| !ingress_dirty),
+            };
+            let mut t = transition::between(Some(&have), Some(&prev.plan));
+            // The previous IFB may still be there (only its root was removed).
+            if let Some(name) = ifb_name {
+                if matches!(rtnl.link(name), Ok(Some(_))) {
+                    t.links_before.retain(|s| !matches!(s, unbloat_shaper::plan::Step::AddIfb { .. }));
+                }
+            }
+            if let Err(f) = self.execute(rtnl, &t) {
+                problems.push(format!("re-creating the previous setup: {}", f.describe()));
+            }
+        }
+        match Snapshot::take(rtnl, &link, ifb_name) {
+            Ok(after) if after == e.before => {}
+            Ok(after) => problems.push(format!("{}: {}", e.iface, e.before.describe_difference(&after))),
+            Err(err) => problems.push(format!("cannot read {} back: {err}", e.iface)),
+        }
+        problems
+    }
+
+    fn delete_ifb(&self, rtnl: &Rtnl, name: Option<&str>, problems: &mut Vec<String>) {
+        let Some(name) = name else { return };
+        match rtnl.link(name) {
+            Ok(Some(l)) if l.kind.as_deref() == Some("ifb") => {
+                if let Err(err) = rtnl.delete_link(l.index) {
+                    problems.push(err.to_string());
+                }
+            }
+            Ok(_) => {}
+            Err(err) => problems.push(err.to_string()),
+        }
+    }
+
+    /// Deletes `unbloat-probe-<pid>-<n>` namespaces whose process is gone; their names.
+    fn dead_probe_namespaces(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir("/run/netns") else {
+            return vec![];
+        };
+        let mut out = vec![];
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_prefix("unbloat-probe-")
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|p| p.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            // SAFETY: kill with signal 0 only checks whether the process exists.
+            let alive = unsafe { libc::kill(pid, 0) } == 0
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+            if !alive
+                && self
+                    .runner
+                    .run(&Cmd::ip(["netns", "del", &name]))
+                    .is_ok_and(|o| o.success())
+            {
+                out.push(name);
+            }
+        }
+        out
+    }
+}
