@@ -32,8 +32,8 @@
 //!   the user says so.
 
 use crate::linklayer::LinkLayer;
+use crate::model::{AckFilter, CakeParams, Diffserv, Direction, FlowMode};
 use crate::options::{Isolation, ShapeOptions};
-use crate::plan::{AckFilter, CakeParams, Diffserv, Direction, FlowMode};
 use std::fmt;
 use std::str::FromStr;
 use unbloat_units::{Rate, Time};

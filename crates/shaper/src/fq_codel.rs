@@ -23,8 +23,8 @@
 //! - `flows` 1024 (the kernel's), `memory_limit` the kernel's 32 MB unless told.
 
 use crate::linklayer::LinkLayer;
+use crate::model::{Direction, FqCodelParams};
 use crate::options::ShapeOptions;
-use crate::plan::{Direction, FqCodelParams};
 use std::fmt;
 use unbloat_units::{Rate, Time};
 

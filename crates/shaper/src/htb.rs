@@ -21,7 +21,7 @@
 //!   the kernel keeps them in bytes (`struct tc_ratespec`, `TCA_HTB_RATE64`): what is planned is
 //!   exactly what is read back, and the script stays readable.
 
-use crate::plan::{
+use crate::model::{
     DscpFilter, FilterProtocol, FqCodelLeaf, FqCodelParams, Handle, HtbClass, HtbTree, Stab,
 };
 use unbloat_units::{Dscp, Rate, Size};

@@ -10,7 +10,7 @@
 //! seed 000) and redirects it with mirred to the IFB device's egress, where the real shaper sits.
 //! The IFB must be up before the redirect exists, or redirected packets are dropped.
 
-use crate::plan::{FilterProtocol, Handle, Redirect};
+use crate::model::{FilterProtocol, Handle, Redirect};
 use unbloat_units::IfName;
 
 /// The filter's priority, as sqm-scripts uses.

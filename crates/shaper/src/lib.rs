@@ -3,6 +3,9 @@
 //! Nothing here runs a command or touches the system; the `unbloat-system` crate does that. The
 //! layers, in the order data flows through them:
 //!
+//! - [`model`]: the shared vocabulary (tc handles, directions, the final parameters of cake, HTB,
+//!   fq_codel, the size table, filters and the redirect). It imports none of the modules below;
+//!   they all import it, so data flows one way.
 //! - [`options`]: what a user says about one interface ([`options::ShapeOptions`]), from flags or
 //!   a config file, every field optional; extra option strings parsed with cake's/fq_codel's own
 //!   grammar into the same typed options.
@@ -12,7 +15,8 @@
 //! - [`linklayer`]: link-layer presets with cake's exact numbers; [`cake`], [`fq_codel`],
 //!   [`htb`], [`stab`], [`ingress`], [`ifb`]: one module per kernel piece, each citing its man
 //!   page, kernel source and RFC.
-//! - [`plan`]: the typed operations ([`plan::Plan`], [`plan::Step`]); [`script`]: the `ip` argv
+//! - [`plan`]: the typed operations ([`plan::Plan`], [`plan::Step`]), built from a spec by calling
+//!   the per-qdisc builders (it re-exports [`model`]'s types for callers); [`script`]: the `ip` argv
 //!   and `tc -batch` text, and the shell rendering for `unbloat plan` / `start --dry-run`.
 //! - [`tcjson`], [`verify`], [`status`], [`goodput`]: the model of `tc -j -s` output, the
 //!   comparison of a plan with the live state, the status view and the goodput formula.
@@ -24,6 +28,7 @@ pub mod htb;
 pub mod ifb;
 pub mod ingress;
 pub mod linklayer;
+pub mod model;
 pub mod options;
 pub mod plan;
 pub mod script;

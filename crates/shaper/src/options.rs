@@ -12,7 +12,7 @@
 //! so flags, files and extra strings get the same checks and the same messages.
 
 use crate::linklayer::{Framing, LinkPreset};
-use crate::plan::{AckFilter, Diffserv, Direction};
+use crate::model::{AckFilter, Diffserv, Direction};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -486,7 +486,7 @@ fn is_cake_word(w: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Direction::*;
+    use crate::model::Direction::*;
 
     #[test]
     fn cake_words_become_typed_options() {

@@ -194,7 +194,7 @@ impl Plan {
                 if p.nat { " nat" } else { "" },
                 // Whether drops count against the rate: the default differs by rate (cake.rs).
                 if p.ingress { " ingress" } else { "" },
-                if p.ack_filter != crate::plan::AckFilter::Disabled {
+                if p.ack_filter != crate::model::AckFilter::Disabled {
                     "ack-filter "
                 } else {
                     ""

@@ -12,8 +12,8 @@
 //! values are in the kernel's ranges.
 
 use crate::linklayer::{LinkError, LinkLayer};
+use crate::model::{CakeParams, Direction, FlowMode, FqCodelParams};
 use crate::options::{parse_extra, ExtraError, Qdisc, ShapeOptions};
-use crate::plan::{CakeParams, Direction, FqCodelParams};
 use crate::{cake, fq_codel, ifb};
 use unbloat_units::{IfName, Rate, UnitError};
 
@@ -207,10 +207,7 @@ fn direction(
     let shaper = match qdisc {
         Qdisc::Cake => {
             let p = cake::params(rate, o, dir, link);
-            if p.flow_mode.is_per_host()
-                && p.flow_mode != crate::plan::FlowMode::TripleIsolate
-                && !p.nat
-            {
+            if p.flow_mode.is_per_host() && p.flow_mode != FlowMode::TripleIsolate && !p.nat {
                 warnings.push(format!(
                     "{dir}: isolation {} without --nat: if this machine does the NAT, all LAN hosts look like one; add --nat",
                     p.flow_mode.keyword()
@@ -313,8 +310,8 @@ fn check_qdisc_fit(qdisc: Qdisc, o: &ShapeOptions) -> Result<(), SpecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{AckFilter, Diffserv};
     use crate::options::Isolation;
-    use crate::plan::{AckFilter, Diffserv};
 
     fn toml_opts(t: &str) -> ShapeOptions {
         toml::from_str(t).expect("test options parse")

@@ -26,7 +26,7 @@
 //! finer than the 16 bytes ATM needs (tc-stab(8)); bigger GSO packets are counted in whole tables.
 
 use crate::linklayer::{Framing, LinkLayer};
-use crate::plan::{Stab, StabLinkLayer};
+use crate::model::{Stab, StabLinkLayer};
 
 pub const STAB_MTU: u32 = 2047;
 pub const STAB_TSIZE: u32 = 512;

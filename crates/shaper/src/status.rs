@@ -17,7 +17,8 @@ mod render;
 
 pub use render::{human_rate, human_size, human_time, render_text};
 
-use crate::plan::{Diffserv, Plan};
+use crate::model::Diffserv;
+use crate::plan::Plan;
 use crate::tcjson::{DeviceState, LiveState, Qdisc, QdiscKind};
 use serde::Serialize;
 

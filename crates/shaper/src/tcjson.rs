@@ -34,7 +34,7 @@ pub use filter::{parse_filters, Action, Filter, FilterKind, Mirred, U32Key, U32M
 pub use live::{DeviceState, IfbTexts, LiveState, LiveTexts};
 
 use crate::linklayer::Framing;
-use crate::plan::{AckFilter, Diffserv, FlowMode, Handle};
+use crate::model::{AckFilter, Diffserv, FlowMode, Handle};
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use serde_json::Value;

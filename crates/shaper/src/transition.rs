@@ -21,7 +21,8 @@
 //! additions (egress tree, IFB tree, and the ingress qdisc with its redirect last); an IFB no
 //! longer needed is deleted after the batch (with its qdiscs).
 
-use crate::plan::{HtbTree, IngressShaping, Plan, RootQdisc, Shaping, Step};
+use crate::model::HtbTree;
+use crate::plan::{IngressShaping, Plan, RootQdisc, Shaping, Step};
 use crate::script::argv;
 use unbloat_units::IfName;
 
@@ -90,7 +91,9 @@ impl Parts {
     fn shaping(&mut self, wan: &IfName, prev: Option<&Shaping>, next: Option<&Shaping>) {
         match (prev, next) {
             (None, None) => {}
-            (Some(p), None) => self.dels.push(argv(&Step::DeleteRootQdisc { dev: p.dev.clone() })),
+            (Some(p), None) => self
+                .dels
+                .push(argv(&Step::DeleteRootQdisc { dev: p.dev.clone() })),
             (None, Some(n)) => self.add_tree(wan, n),
             (Some(p), Some(n)) if p == n => {}
             (Some(p), Some(n)) => match in_place(p, n) {
@@ -99,7 +102,8 @@ impl Parts {
                     self.t.changed_in_place += 1;
                 }
                 None => {
-                    self.dels.push(argv(&Step::DeleteRootQdisc { dev: p.dev.clone() }));
+                    self.dels
+                        .push(argv(&Step::DeleteRootQdisc { dev: p.dev.clone() }));
                     self.add_tree(wan, n);
                     self.t.replaced += 1;
                 }
@@ -117,7 +121,12 @@ impl Parts {
         self.adds.extend(only.steps().iter().map(argv));
     }
 
-    fn ingress(&mut self, wan: &IfName, prev: Option<&IngressShaping>, next: Option<&IngressShaping>) {
+    fn ingress(
+        &mut self,
+        wan: &IfName,
+        prev: Option<&IngressShaping>,
+        next: Option<&IngressShaping>,
+    ) {
         match (prev, next) {
             (None, None) => {}
             (Some(p), None) => self.remove_ingress(wan, p),
@@ -130,8 +139,10 @@ impl Parts {
             (Some(p), Some(n)) => {
                 self.shaping(wan, Some(&p.shaping), Some(&n.shaping));
                 if p.redirect != n.redirect {
-                    self.dels.push(argv(&Step::DeleteIngressQdisc { dev: wan.clone() }));
-                    self.adds.push(argv(&Step::AddIngressQdisc { dev: wan.clone() }));
+                    self.dels
+                        .push(argv(&Step::DeleteIngressQdisc { dev: wan.clone() }));
+                    self.adds
+                        .push(argv(&Step::AddIngressQdisc { dev: wan.clone() }));
                     self.adds.push(argv(&Step::AddRedirect {
                         redirect: n.redirect.clone(),
                     }));
@@ -143,7 +154,8 @@ impl Parts {
 
     fn remove_ingress(&mut self, wan: &IfName, p: &IngressShaping) {
         // The ingress qdisc goes first (with its redirect), then the IFB with its qdiscs.
-        self.dels.push(argv(&Step::DeleteIngressQdisc { dev: wan.clone() }));
+        self.dels
+            .push(argv(&Step::DeleteIngressQdisc { dev: wan.clone() }));
         self.t.links_after.push(Step::DeleteLink {
             name: p.ifb.clone(),
         });
@@ -272,7 +284,10 @@ mod tests {
         let t = between(None, Some(&p));
         let s = p.script();
         assert_eq!(t.tc, s.tc_batch);
-        assert_eq!(t.links_before.iter().map(argv).collect::<Vec<_>>(), s.ip_before);
+        assert_eq!(
+            t.links_before.iter().map(argv).collect::<Vec<_>>(),
+            s.ip_before
+        );
     }
 
     #[test]
@@ -282,8 +297,14 @@ mod tests {
         let t = between(Some(&a), Some(&b));
         let l = lines(&t);
         assert_eq!(l.len(), 2, "{l:?}");
-        assert!(l[0].starts_with("qdisc change dev eth0 root cake bandwidth 12mbit"), "{l:?}");
-        assert!(l[1].starts_with("qdisc change dev ifb4eth0 root cake bandwidth 60mbit"), "{l:?}");
+        assert!(
+            l[0].starts_with("qdisc change dev eth0 root cake bandwidth 12mbit"),
+            "{l:?}"
+        );
+        assert!(
+            l[1].starts_with("qdisc change dev ifb4eth0 root cake bandwidth 60mbit"),
+            "{l:?}"
+        );
         assert!(t.links_before.is_empty() && t.links_after.is_empty());
         assert_eq!((t.changed_in_place, t.replaced), (2, 0));
     }
@@ -301,7 +322,10 @@ mod tests {
         assert!(!l.is_empty());
         assert!(l.iter().all(|c| c.contains(" change ")), "{l:?}");
         assert!(l.iter().all(|c| !c.contains("flows")), "{l:?}");
-        assert!(l.iter().any(|c| c.starts_with("class change dev eth0")), "{l:?}");
+        assert!(
+            l.iter().any(|c| c.starts_with("class change dev eth0")),
+            "{l:?}"
+        );
     }
 
     #[test]
@@ -346,7 +370,10 @@ mod tests {
     fn a_stop_is_the_plans_teardown() {
         let a = plan("eth0", &rates("50mbit", "10mbit"));
         let t = between(Some(&a), None);
-        assert_eq!(lines(&t), vec!["qdisc del dev eth0 root", "qdisc del dev eth0 ingress"]);
+        assert_eq!(
+            lines(&t),
+            vec!["qdisc del dev eth0 root", "qdisc del dev eth0 ingress"]
+        );
         assert_eq!(t.links_after.len(), 1);
     }
 }

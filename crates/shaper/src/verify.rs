@@ -22,10 +22,11 @@
 //! does not set it).
 
 use crate::linklayer::Framing;
-use crate::plan::{
-    CakeParams, DscpFilter, FilterProtocol, FqCodelLeaf, Handle, HtbTree, Plan, Redirect,
-    RootQdisc, Shaping, Stab, StabLinkLayer,
+use crate::model::{
+    CakeParams, DscpFilter, FilterProtocol, FqCodelLeaf, Handle, HtbClass, HtbTree, Redirect, Stab,
+    StabLinkLayer,
 };
+use crate::plan::{Plan, RootQdisc, Shaping};
 use crate::tcjson::{codel_time_readback, tc_text_rate, DeviceState, LiveState, Qdisc, Source};
 use serde::Serialize;
 use std::fmt;
@@ -321,7 +322,7 @@ impl Mismatches {
         }
     }
 
-    fn class(&mut self, dir: &str, t: &HtbTree, c: &crate::plan::HtbClass, dev: &DeviceState) {
+    fn class(&mut self, dir: &str, t: &HtbTree, c: &HtbClass, dev: &DeviceState) {
         let place = format!("{dir} class {}", c.classid);
         let Some(live) = dev.class(c.classid) else {
             self.missing(

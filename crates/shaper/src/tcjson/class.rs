@@ -17,7 +17,7 @@
 //! rounding so a comparison can be made at the precision tc gave.
 
 use super::{handle_field, json_list, parse_c_number, TcJsonError};
-use crate::plan::Handle;
+use crate::model::Handle;
 use serde_json::{Map, Value};
 use unbloat_units::{Rate, Size};
 

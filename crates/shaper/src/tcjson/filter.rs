@@ -9,7 +9,7 @@
 //! repeats the `match` key in one JSON object; all are kept ([`U32Key::matches`]).
 
 use super::{handle_field, TcJsonError};
-use crate::plan::Handle;
+use crate::model::Handle;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};

@@ -13,7 +13,7 @@
 //! Empty output counts as "nothing there" (tc prints nothing for classes of a classless qdisc).
 
 use super::{parse_classes, parse_filters, parse_qdiscs, Class, Filter, Qdisc, TcJsonError};
-use crate::plan::Handle;
+use crate::model::Handle;
 use unbloat_units::IfName;
 
 /// The raw output of the commands listed in the module documentation.
