@@ -42,6 +42,8 @@
 //! round trips (see `probe::relate_clocks`), as crusader does.
 
 use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::time::Instant;
 
 use unbloat_report::Direction;
 
@@ -201,6 +203,42 @@ pub fn write_frame(w: &mut impl Write, body: &[u8]) -> Result<(), ProtocolError>
     w.write_all(&out)?;
     w.flush()?;
     Ok(())
+}
+
+/// A reader whose every read ends by one fixed instant: a handshake read through it takes at most
+/// the time left, however the peer spaces its bytes. A timeout per read would let a peer that
+/// sends one byte just before each timeout hold the connection for as long as it liked.
+pub struct Deadline<'a> {
+    conn: &'a TcpStream,
+    at: Instant,
+}
+
+impl<'a> Deadline<'a> {
+    /// Reads from `conn` until `at`, then fail with [`io::ErrorKind::TimedOut`].
+    pub fn new(conn: &'a TcpStream, at: Instant) -> Deadline<'a> {
+        Deadline { conn, at }
+    }
+}
+
+impl Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.at.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the handshake deadline passed",
+            ));
+        }
+        // set_read_timeout refuses zero; `left` is not zero here.
+        self.conn.set_read_timeout(Some(left))?;
+        match (&mut &*self.conn).read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the handshake deadline passed",
+            )),
+            other => other,
+        }
+    }
 }
 
 fn read_exact_or_closed(r: &mut impl Read, buf: &mut [u8]) -> Result<(), ProtocolError> {

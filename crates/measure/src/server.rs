@@ -8,8 +8,11 @@
 //!   vanishes without a word.
 //! - Hostile or malformed input (bad hello, unknown frames, oversized lengths, silence, UDP
 //!   garbage) ends that connection or drops that datagram; the server keeps serving others.
-//!   Every read has a timeout, so a silent client holds a thread for at most
-//!   `handshake_timeout`.
+//!   The whole handshake (hello and first frame) must arrive within
+//!   [`ServeOptions::handshake_deadline`] of the accept, however the bytes are spaced, so a
+//!   silent or dribbling client holds a connection slot for at most that long.
+//! - At the connection cap a new connection is closed at once; a client that retries gets in
+//!   as soon as a slot frees, at the latest when the handshake deadline ends a hostile hold.
 //! - The UDP responder answers only probes of a running test, from the address that opened it,
 //!   with a reply exactly as long as the request (never an amplifier), marked with the DSCP the
 //!   request says it carried.
@@ -32,8 +35,8 @@ use socket2::{Domain, Protocol, Socket, Type};
 use unbloat_report::Direction;
 
 use crate::protocol::{
-    self, ClientMsg, ProbeReply, ProbeRequest, ProtocolError, ServerMsg, StreamSpec, TestRequest,
-    PROBE_MAX_LEN, PROTOCOL_VERSION,
+    self, ClientMsg, Deadline, ProbeReply, ProbeRequest, ProtocolError, ServerMsg, StreamSpec,
+    TestRequest, MAX_WIRE_STREAMS, PROBE_MAX_LEN, PROTOCOL_VERSION,
 };
 use crate::{parse_duration, MeasureError};
 use crate::{rxtime, sockopt};
@@ -46,6 +49,20 @@ pub const BULK_BUFFER: usize = 128 * 1024;
 /// not for every packet: at 80 Mbit/s that is about 150 reads a second instead of 7,000, which
 /// a single emulated CPU (the lab in User-Mode Linux) otherwise spends all its time on.
 pub const BULK_LOWAT: usize = 64 * 1024;
+/// How long a connection has, from its accept, to send its hello and its first frame (a test
+/// request or a stream attach). One deadline for the whole handshake, not a timeout per read: a
+/// client dribbling a byte every few seconds would otherwise hold its connection forever, and a
+/// few dozen such clients every connection the server allows. A real client needs two round
+/// trips on a link that is idle or carries at most another test's load; 5 s covers that even
+/// with seconds of bufferbloat, the thing this program measures.
+pub const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(5);
+/// The most tests `--max-tests` may allow at once. Each test may hold `max_streams + 1`
+/// connections, each a thread: 256 tests of 255 streams is about 66,000 threads, already far
+/// beyond what one server host can load; the bound keeps the connection cap's arithmetic exact.
+pub const MAX_TESTS_LIMIT: usize = 256;
+/// Connections beyond the tests' own (max_tests * (max_streams + 1)): room for clients that are
+/// still in their handshake or are about to be told the server is busy.
+const SPARE_CONNECTIONS: usize = 16;
 
 /// How a server is bounded and where it listens.
 #[derive(Debug, Clone)]
@@ -53,12 +70,15 @@ pub struct ServeOptions {
     /// `None`: `[::]:4420` dual-stack, or `0.0.0.0:4420` where IPv6 is off. Port 0 picks a free
     /// port (the UDP responder then uses the same number).
     pub listen: Option<SocketAddr>,
+    /// Tests at once, 1..=[`MAX_TESTS_LIMIT`].
     pub max_tests: usize,
+    /// Load streams per test, 0..=[`MAX_WIRE_STREAMS`] (0: latency probes only).
     pub max_streams: usize,
-    /// The longest session (idle phases included) a client may ask for.
+    /// The longest session (idle phases included) a client may ask for; not zero.
     pub max_session: Duration,
-    /// How long a connection may take to say hello and what it wants.
-    pub handshake_timeout: Duration,
+    /// How long a connection may take, from its accept, to say hello and what it wants: one
+    /// deadline for the whole handshake ([`HANDSHAKE_DEADLINE`] by default).
+    pub handshake_deadline: Duration,
     /// Write the per-test log lines to stderr.
     pub log: bool,
 }
@@ -70,7 +90,7 @@ impl Default for ServeOptions {
             max_tests: 4,
             max_streams: 32,
             max_session: Duration::from_secs(600),
-            handshake_timeout: Duration::from_secs(5),
+            handshake_deadline: HANDSHAKE_DEADLINE,
             log: true,
         }
     }
@@ -83,15 +103,72 @@ pub struct ServeArgs {
     /// probes. The default listens on every address, IPv6 and IPv4, port 4420.
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<SocketAddr>,
-    /// How many tests may run at once; the next client is told the server is busy.
-    #[arg(long, value_name = "N", default_value_t = 4)]
+    /// How many tests may run at once (1 to 256); the next client is told the server is busy.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = parse_max_tests)]
     pub max_tests: usize,
-    /// The most load streams one test may open.
-    #[arg(long, value_name = "N", default_value_t = 32)]
+    /// The most load streams one test may open (0 to 255; 0 allows latency-only tests).
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = parse_max_streams)]
     pub max_streams: usize,
-    /// The longest test a client may ask for, idle phases included (e.g. 10m, 300s).
-    #[arg(long, value_name = "TIME", default_value = "10m", value_parser = parse_duration)]
+    /// The longest test a client may ask for, idle phases included (e.g. 10m, 300s; at most 24 h).
+    #[arg(long, value_name = "TIME", default_value = "10m", value_parser = parse_max_duration)]
     pub max_duration: Duration,
+}
+
+/// A count typed on the command line, within `lo..=hi` (clap names the flag in the error).
+fn count_in(text: &str, lo: usize, hi: usize) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+        _ => Err(format!("give a whole number from {lo} to {hi}")),
+    }
+}
+
+fn parse_max_tests(text: &str) -> Result<usize, String> {
+    count_in(text, 1, MAX_TESTS_LIMIT)
+}
+
+fn parse_max_streams(text: &str) -> Result<usize, String> {
+    count_in(text, 0, MAX_WIRE_STREAMS)
+}
+
+fn parse_max_duration(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        d if d < Duration::from_secs(1) => {
+            Err("a server that allows no test is no server: give at least 1s".into())
+        }
+        d => Ok(d),
+    }
+}
+
+impl ServeOptions {
+    /// Why these options cannot make a server, or `None`: the bounds [`ServeArgs`] enforces on
+    /// the command line, for callers that build options in code.
+    pub fn problem(&self) -> Option<String> {
+        if !(1..=MAX_TESTS_LIMIT).contains(&self.max_tests) {
+            return Some(format!(
+                "max_tests {} is not in 1..={MAX_TESTS_LIMIT}",
+                self.max_tests
+            ));
+        }
+        if self.max_streams > MAX_WIRE_STREAMS {
+            return Some(format!(
+                "max_streams {} is above {MAX_WIRE_STREAMS}",
+                self.max_streams
+            ));
+        }
+        if self.max_session.is_zero() || self.handshake_deadline.is_zero() {
+            return Some("max_session and handshake_deadline must be longer than zero".into());
+        }
+        None
+    }
+
+    /// The most connections the server holds at once: every test's control and stream
+    /// connections, plus [`SPARE_CONNECTIONS`]. Saturates rather than wraps.
+    fn max_connections(&self) -> usize {
+        self.max_streams
+            .saturating_add(1)
+            .saturating_mul(self.max_tests)
+            .saturating_add(SPARE_CONNECTIONS)
+    }
 }
 
 impl ServeArgs {
@@ -192,6 +269,9 @@ impl Server {
     /// Binds the TCP listener and the UDP responder (same port number) and returns the server
     /// with the address it listens on.
     pub fn bind(opts: ServeOptions) -> Result<(Server, SocketAddr), MeasureError> {
+        if let Some(why) = opts.problem() {
+            return Err(MeasureError::InvalidArgument(why));
+        }
         let (listener, udp) = match opts.listen {
             Some(addr) => {
                 // With port 0 the UDP port (taken after TCP's) can collide; retry a few times.
@@ -252,7 +332,7 @@ impl Server {
             .name("unbloat-udp".into())
             .spawn(move || udp_responder(&udp, &udp_shared))
             .map_err(|e| MeasureError::io("starting the UDP responder", e))?;
-        let max_connections = self.shared.opts.max_tests * (self.shared.opts.max_streams + 1) + 16;
+        let max_connections = self.shared.opts.max_connections();
         let mut sessions = Vec::new();
         while !stop.load(Ordering::Relaxed) {
             if !wait_readable(&self.listener, 100) {
@@ -265,6 +345,9 @@ impl Server {
             };
             sessions.retain(|h: &thread::JoinHandle<()>| !h.is_finished());
             if self.shared.connections.load(Ordering::Relaxed) >= max_connections {
+                // Closed rather than queued: a queue of hostile connections accepted one after
+                // the other would each get a fresh deadline, and a real client behind them wait
+                // for all of them.
                 drop(conn);
                 continue;
             }
@@ -356,12 +439,16 @@ fn log(shared: &Shared, line: std::fmt::Arguments) {
 }
 
 fn handle_connection(mut conn: TcpStream, peer: SocketAddr, shared: &Shared) {
-    let timeout = Some(shared.opts.handshake_timeout);
-    if conn.set_read_timeout(timeout).is_err() || conn.set_write_timeout(timeout).is_err() {
+    let deadline = Instant::now() + shared.opts.handshake_deadline;
+    // Our hello is 10 bytes into an empty send buffer: its write cannot block for long.
+    if conn
+        .set_write_timeout(Some(shared.opts.handshake_deadline))
+        .is_err()
+    {
         return;
     }
     let _ = conn.set_nodelay(true);
-    let theirs = match protocol::read_hello(&mut conn) {
+    let theirs = match protocol::read_hello(&mut Deadline::new(&conn, deadline)) {
         Ok(v) => v,
         Err(e) => {
             log(shared, format_args!("{peer}: dropped before the test: {e}"));
@@ -385,7 +472,8 @@ fn handle_connection(mut conn: TcpStream, peer: SocketAddr, shared: &Shared) {
         );
         return;
     }
-    let msg = protocol::read_frame(&mut conn).and_then(|body| ClientMsg::decode(&body));
+    let msg = protocol::read_frame(&mut Deadline::new(&conn, deadline))
+        .and_then(|body| ClientMsg::decode(&body));
     match msg {
         Ok(ClientMsg::Request(req)) => control_session(conn, peer, req, shared),
         Ok(ClientMsg::Attach { test_id, stream }) => {
@@ -449,7 +537,8 @@ fn control_session(mut conn: TcpStream, peer: SocketAddr, req: TestRequest, shar
     {
         let mut tests = lock(&shared.tests);
         if tests.len() >= shared.opts.max_tests {
-            let (active, limit) = (tests.len() as u16, shared.opts.max_tests as u16);
+            let count = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
+            let (active, limit) = (count(tests.len()), count(shared.opts.max_tests));
             drop(tests);
             log(
                 shared,
@@ -529,8 +618,11 @@ fn wait_for_finish(conn: &mut TcpStream, test: &ActiveTest, shared: &Shared) -> 
             }
             Err(e) => return format!("ended: control connection failed: {e}"),
         }
-        let _ = conn.set_read_timeout(Some(shared.opts.handshake_timeout));
-        return match protocol::read_frame(conn).and_then(|b| ClientMsg::decode(&b)) {
+        // The frame has begun: all of it within a handshake deadline, however it is dribbled.
+        let by = Instant::now() + shared.opts.handshake_deadline;
+        return match protocol::read_frame(&mut Deadline::new(conn, by))
+            .and_then(|b| ClientMsg::decode(&b))
+        {
             Ok(ClientMsg::Finish) => {
                 let report = ServerMsg::Report {
                     stream_bytes: test
@@ -736,6 +828,55 @@ mod tests {
         assert!(long.contains("at most 60 s"), "{long}");
         assert!(check_request(&req(1, 3000, 2000), &opts).is_some());
         assert!(check_request(&req(0, 0, 0), &opts).is_some());
+    }
+
+    /// Bug: `--max-tests 0` made a server that refused every test, and a huge `--max-streams`
+    /// wrapped the connection cap (max_tests * (max_streams + 1) + 16) to a handful. Both are
+    /// refused while parsing (exit status 2), naming the flag.
+    #[test]
+    fn max_tests_zero_and_wrapping_max_streams_are_refused_naming_the_flag() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        let refused = [
+            ("--max-tests", "0"),
+            ("--max-tests", "257"),
+            ("--max-tests", "-1"),
+            ("--max-streams", "18446744073709551615"),
+            ("--max-streams", "256"),
+            ("--max-duration", "0s"),
+            ("--max-duration", "inf"),
+            ("--max-duration", "1e99"),
+        ];
+        for (flag, value) in refused {
+            let arg = format!("{flag}={value}");
+            let err = match Cli::try_parse_from(["serve", arg.as_str()]) {
+                Ok(cli) => panic!("{flag} {value} accepted: {:?}", cli.serve),
+                Err(e) => e,
+            };
+            assert_eq!(err.exit_code(), 2, "{flag} {value}");
+            assert!(err.to_string().contains(flag), "{err}");
+        }
+        let most = Cli::try_parse_from(["serve", "--max-tests", "256", "--max-streams", "255"])
+            .expect("the largest values")
+            .serve
+            .options();
+        assert_eq!(most.problem(), None);
+        assert_eq!(most.max_connections(), 256 * 256 + 16);
+        let wild = ServeOptions {
+            max_tests: usize::MAX,
+            max_streams: usize::MAX,
+            ..Default::default()
+        };
+        assert!(wild.problem().is_some());
+        assert_eq!(wild.max_connections(), usize::MAX);
+        assert!(matches!(
+            Server::bind(wild),
+            Err(MeasureError::InvalidArgument(_))
+        ));
     }
 
     #[test]

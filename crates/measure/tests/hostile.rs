@@ -195,7 +195,7 @@ fn attach_to_an_unknown_test_is_refused() {
 #[test]
 fn silent_client_is_dropped_after_the_handshake_timeout() {
     let server = Running::start(ServeOptions {
-        handshake_timeout: Duration::from_millis(800),
+        handshake_deadline: Duration::from_millis(800),
         ..quiet("[::]:0")
     });
     let mut silent = connect(&server);
@@ -346,4 +346,89 @@ fn every_udp_probe_lost_is_a_firewall_error_with_partial_results() {
         udp.samples.len() >= 5 && udp.samples.iter().all(|s| s.rtt_ms.is_none()),
         "{udp:?}"
     );
+}
+
+/// Bug: the server's handshake timeout was per read, so a client sending its handshake one byte
+/// every half second held its connection for as long as it liked, and 50 of them held every
+/// connection a `--max-tests 1` server allows: a real test was kept out indefinitely. Now the
+/// whole handshake has one deadline; the real client's test must start within it (plus a
+/// margin) and the server must go on serving.
+#[test]
+fn dribbling_clients_hold_the_server_no_longer_than_the_handshake_deadline() {
+    use unbloat_measure::server::HANDSHAKE_DEADLINE;
+    // max_tests 1, max_streams 8: a cap of 1 * 9 + 16 = 25 connections, fewer than the 50.
+    let server = Running::start(ServeOptions {
+        max_tests: 1,
+        max_streams: 8,
+        ..quiet("[::]:0")
+    });
+    // A hello, then a frame that announces 4096 bytes and never ends: a dribbler never runs out.
+    let mut script = protocol::encode_hello(protocol::PROTOCOL_VERSION).to_vec();
+    script.extend_from_slice(&(protocol::MAX_FRAME as u32).to_be_bytes());
+    script.resize(script.len() + protocol::MAX_FRAME, 0);
+    let flood_start = std::time::SystemTime::now();
+    let started = Instant::now();
+    let mut dribblers: Vec<TcpStream> = (0..50)
+        .filter_map(|_| TcpStream::connect(v4(&server)).ok())
+        .collect();
+    assert_eq!(dribblers.len(), 50, "loopback connects");
+    for c in &dribblers {
+        c.set_nonblocking(true).expect("nonblocking");
+    }
+    // One byte per connection every 400 ms (well inside any per-read timeout), for at most
+    // deadline + 8 s; a connection the server closed fails its write and is dropped from the
+    // round. Bounded: 50 connections, a few hundred one-byte writes each at most.
+    let bound = HANDSHAKE_DEADLINE + Duration::from_secs(8);
+    let dribble = std::thread::spawn(move || {
+        let mut pos = 0;
+        let mut closed_at = Vec::new();
+        while started.elapsed() < bound && !dribblers.is_empty() {
+            dribblers.retain_mut(|c| {
+                let mut sink = [0u8; 64];
+                let eof = matches!(c.read(&mut sink), Ok(0))
+                    || matches!(c.read(&mut sink), Err(e) if e.kind() != std::io::ErrorKind::WouldBlock);
+                let alive = !eof && c.write(&script[pos % script.len()..][..1]).is_ok();
+                if !alive {
+                    closed_at.push(started.elapsed());
+                }
+                alive
+            });
+            pos += 1;
+            std::thread::sleep(Duration::from_millis(400));
+        }
+        (closed_at, dribblers.len())
+    });
+    // The real client, from just after the flood: closed at once while the server is full, it
+    // retries until it is served.
+    std::thread::sleep(Duration::from_millis(300));
+    let p = plan(&v4(&server).to_string(), "ping", None, 0.5, 0.3);
+    let results = loop {
+        match client::run_plan(&p, &mut NoProgress) {
+            Ok(r) => break r,
+            Err(e) if started.elapsed() < bound => {
+                eprintln!("real client not served yet: {e}");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!("the real client was kept out for {bound:?}: {e}"),
+        }
+    };
+    let test_started =
+        std::time::UNIX_EPOCH + Duration::from_secs_f64(results.metadata.started_at_unix);
+    let waited = test_started
+        .duration_since(flood_start)
+        .unwrap_or(Duration::ZERO);
+    let margin = Duration::from_secs(2);
+    assert!(
+        waited <= HANDSHAKE_DEADLINE + margin,
+        "the real test started {waited:?} after the flood, more than the {HANDSHAKE_DEADLINE:?} \
+         handshake deadline + {margin:?}"
+    );
+    let (closed_at, still_open) = dribble.join().expect("dribbler thread");
+    assert_eq!(still_open, 0, "dribblers still connected after {bound:?}");
+    let last = closed_at.iter().max().copied().unwrap_or_default();
+    assert!(
+        last <= HANDSHAKE_DEADLINE + margin,
+        "a dribbler was held {last:?}"
+    );
+    still_serves(&server);
 }
