@@ -33,13 +33,38 @@
 
 use crate::linklayer::LinkLayer;
 use crate::model::{AckFilter, CakeParams, Diffserv, Direction, FlowMode};
-use crate::options::{Isolation, ShapeOptions};
+use crate::options::{option_name, Isolation, ShapeOptions};
 use std::fmt;
 use std::str::FromStr;
 use unbloat_units::{Rate, Time};
 
 /// cake's default rtt, "internet" (tc/q_cake.c presets; sch_cake.c `q->interval = 100000`).
 pub const CAKE_DEFAULT_RTT: Time = Time::from_millis(100);
+/// The shortest rtt: tc sends no rtt at all for 0 (q_cake.c `if (interval) addattr_l(...
+/// TCA_CAKE_RTT ...)`), so the kernel would keep the one it had (100 ms on a new qdisc) and the
+/// plan would not be what runs. (sch_cake.c itself raises a 0 it is sent to 1 us.)
+pub const RTT_MIN: Time = Time::from_micros(1);
+/// The longest rtt: cake keeps it as a u32 count of microseconds (sch_cake.c `q->interval =
+/// nla_get_u32(tb[TCA_CAKE_RTT])`; tc's `get_time` stores an unsigned int, and wraps a longer
+/// time silently). u32::MAX us is 4294.967295 s; whole seconds below it, so the limit reads as
+/// it is written. cake's own longest preset, `interplanetary`, is 3600 s.
+pub const RTT_MAX: Time = Time::from_secs(4294);
+/// cake's `memlimit` in bytes: tc's `get_size` holds an unsigned int and refuses more
+/// (lib/utils_math.c), and sch_cake.c reads `TCA_CAKE_MEMORY` as a u32. A memlimit of 0 is not
+/// sent at all (q_cake.c `if (memlimit)`): cake would size its buffer itself, not as planned.
+pub const MEMLIMIT_MAX: u64 = u32::MAX as u64;
+
+/// Why a cake option cannot be used. The message names the option and the value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CakeError {
+    #[error("{} {value}: out of range {range} ({why})", option_name(.option))]
+    Range {
+        option: &'static str,
+        value: String,
+        range: String,
+        why: &'static str,
+    },
+}
 /// From this download rate up, cake's `ingress` mode is on by default.
 pub const INGRESS_MODE_FROM: Rate = Rate::from_mbit(4);
 
@@ -146,12 +171,37 @@ impl AckFilter {
     }
 }
 
-/// cake's parameters for one direction from the merged options; `opts` has passed the spec's
-/// checks, `rate` is the direction's rate, `link` its resolved compensation.
-pub fn params(rate: Rate, opts: &ShapeOptions, dir: Direction, link: LinkLayer) -> CakeParams {
-    CakeParams {
+/// cake's parameters for one direction from the merged options; `rate` is the direction's rate
+/// (already checked by the spec), `link` its resolved compensation. Refuses an rtt or memlimit
+/// the kernel cannot hold as written ([`RTT_MIN`], [`RTT_MAX`], [`MEMLIMIT_MAX`]).
+pub fn params(
+    rate: Rate,
+    opts: &ShapeOptions,
+    dir: Direction,
+    link: LinkLayer,
+) -> Result<CakeParams, CakeError> {
+    let rtt = opts.rtt.unwrap_or(CAKE_DEFAULT_RTT);
+    if !(RTT_MIN..=RTT_MAX).contains(&rtt) {
+        return Err(CakeError::Range {
+            option: "rtt",
+            value: rtt.to_string(),
+            range: format!("{RTT_MIN}..{RTT_MAX}"),
+            why: "cake holds rtt as a 32-bit count of microseconds, and tc does not send 0",
+        });
+    }
+    if let Some(m) = opts.memlimit {
+        if !(1..=MEMLIMIT_MAX).contains(&m.bytes()) {
+            return Err(CakeError::Range {
+                option: "memlimit",
+                value: m.to_string(),
+                range: format!("1..{MEMLIMIT_MAX} bytes"),
+                why: "cake holds memlimit as a 32-bit byte count, and tc does not send 0",
+            });
+        }
+    }
+    Ok(CakeParams {
         bandwidth: rate,
-        rtt: opts.rtt.unwrap_or(CAKE_DEFAULT_RTT),
+        rtt,
         diffserv: opts.diffserv.unwrap_or(Diffserv::Besteffort),
         flow_mode: FlowMode::for_direction(opts.isolation.unwrap_or(Isolation::TripleIsolate), dir),
         nat: opts.nat.unwrap_or(false),
@@ -162,7 +212,7 @@ pub fn params(rate: Rate, opts: &ShapeOptions, dir: Direction, link: LinkLayer) 
         split_gso: opts.split_gso.unwrap_or(true),
         memlimit: opts.memlimit,
         link,
-    }
+    })
 }
 
 impl CakeParams {
@@ -206,8 +256,8 @@ mod tests {
     fn defaults_follow_the_field() {
         let o = ShapeOptions::default();
         let l = LinkPreset::Ethernet.link_layer();
-        let e = params(Rate::from_mbit(20), &o, Direction::Egress, l);
-        let i = params(Rate::from_mbit(80), &o, Direction::Ingress, l);
+        let e = params(Rate::from_mbit(20), &o, Direction::Egress, l).expect("valid");
+        let i = params(Rate::from_mbit(80), &o, Direction::Ingress, l).expect("valid");
         assert_eq!(e.diffserv, Diffserv::Besteffort);
         assert_eq!(e.flow_mode, FlowMode::TripleIsolate);
         assert!(!e.nat && !e.wash && !e.ingress);
@@ -225,7 +275,9 @@ mod tests {
     fn ingress_mode_from_4mbit_unless_told() {
         let l = LinkPreset::PppoaVcmux.link_layer();
         let at = |kbit: u64, o: &ShapeOptions| {
-            params(Rate::from_kbit(kbit), o, Direction::Ingress, l).ingress
+            params(Rate::from_kbit(kbit), o, Direction::Ingress, l)
+                .expect("valid")
+                .ingress
         };
         let none = ShapeOptions::default();
         assert!(!at(760, &none) && !at(3999, &none));
@@ -250,11 +302,15 @@ mod tests {
         };
         let l = LinkPreset::Docsis.link_layer();
         assert_eq!(
-            params(Rate::from_mbit(5), &o, Direction::Egress, l).flow_mode,
+            params(Rate::from_mbit(5), &o, Direction::Egress, l)
+                .expect("valid")
+                .flow_mode,
             FlowMode::DualSrchost
         );
         assert_eq!(
-            params(Rate::from_mbit(5), &o, Direction::Ingress, l).flow_mode,
+            params(Rate::from_mbit(5), &o, Direction::Ingress, l)
+                .expect("valid")
+                .flow_mode,
             FlowMode::DualDsthost
         );
     }
@@ -271,5 +327,43 @@ mod tests {
             assert_eq!(d.parse::<Diffserv>().unwrap().keyword(), d);
         }
         assert!("diffserv5".parse::<Diffserv>().is_err());
+    }
+
+    #[test]
+    fn rtt_and_memlimit_outside_what_the_kernel_holds_are_refused() {
+        let l = LinkPreset::Ethernet.link_layer();
+        let err = |o: ShapeOptions| {
+            params(Rate::from_mbit(10), &o, Direction::Egress, l)
+                .expect_err("refused")
+                .to_string()
+        };
+        let rtt = |t: Time| ShapeOptions {
+            rtt: Some(t),
+            ..Default::default()
+        };
+        assert_eq!(
+            err(rtt(Time::from_secs(5000))),
+            "--rtt 5000s: out of range 1us..4294s (cake holds rtt as a 32-bit count of \
+             microseconds, and tc does not send 0)"
+        );
+        assert!(err(rtt(Time::from_micros(0))).starts_with("--rtt 0us: out of range 1us..4294s"));
+        let mem = |b: u64| ShapeOptions {
+            memlimit: Some(unbloat_units::Size::from_bytes(b)),
+            ..Default::default()
+        };
+        let e = err(mem(0));
+        assert!(e.starts_with("memlimit 0"), "{e}");
+        assert!(e.contains("out of range 1..4294967295 bytes"), "{e}");
+        assert!(err(mem(1 << 32)).contains("out of range 1..4294967295 bytes"));
+        // The limits themselves are fine, and so is cake's longest preset.
+        for o in [
+            rtt(RTT_MIN),
+            rtt(RTT_MAX),
+            rtt(Time::from_secs(3600)),
+            mem(1),
+            mem(MEMLIMIT_MAX),
+        ] {
+            assert!(params(Rate::from_mbit(10), &o, Direction::Egress, l).is_ok());
+        }
     }
 }

@@ -24,7 +24,7 @@
 
 use crate::linklayer::LinkLayer;
 use crate::model::{Direction, FqCodelParams};
-use crate::options::ShapeOptions;
+use crate::options::{option_name, ShapeOptions};
 use std::fmt;
 use unbloat_units::{Rate, Time};
 
@@ -41,6 +41,15 @@ pub const QUANTUM_MIN: u32 = 256;
 pub const QUANTUM_MAX: u32 = 1 << 20;
 /// The kernel refuses 0 or more than 65536 flows (`fq_codel_change`).
 pub const FLOWS_MAX: u32 = 65536;
+/// The longest `target` or `interval`. tc sends them as u32 microseconds, but the kernel keeps
+/// CoDel times as u32 counts of 1024 ns (`codel_time_t`, include/net/codel.h) and compares them
+/// as signed 32-bit differences (`codel_time_after`): from 2^31 units (2199.02 s) on, a delay of
+/// zero compares as above the target and CoDel drops everything. Whole seconds below that.
+pub const TIME_MAX: Time = Time::from_secs(2199);
+/// The largest `memory_limit`: the kernel silently caps it at 2^31 bytes (`fq_codel_change`:
+/// `min(1U << 31, ...)`), so a larger one would not be what the kernel holds. 0 would drop every
+/// packet (the limit is checked after each enqueue).
+pub const MEMORY_LIMIT_MAX: u64 = 1 << 31;
 
 /// sqm-scripts' leaf limit.
 pub const SQM_LIMIT: u32 = 1001;
@@ -55,11 +64,11 @@ pub const MTU: u32 = 1500;
 /// Why an fq_codel option cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FqCodelError {
-    #[error("--{option} {value}: out of range {range} ({why})")]
+    #[error("{} {value}: out of range {range} ({why})", option_name(.option))]
     Range {
         option: &'static str,
         value: String,
-        range: &'static str,
+        range: String,
         why: &'static str,
     },
     #[error("--interval {interval}: must be longer than --target {target} (RFC 8289: target is a few per cent of interval)")]
@@ -84,8 +93,13 @@ pub fn params(
             KERNEL_INTERVAL.micros() + target.micros().saturating_sub(KERNEL_TARGET.micros()),
         )
     });
-    if target.micros() == 0 {
-        return Err(range("target", target, "> 0", "CoDel needs a target delay"));
+    let times = format!("1us..{TIME_MAX}");
+    let codel = "CoDel compares times as signed 32-bit counts of 1024 ns, and tc does not send 0";
+    if target.micros() == 0 || target > TIME_MAX {
+        return Err(range("target", target, &times, codel));
+    }
+    if interval.micros() == 0 || interval > TIME_MAX {
+        return Err(range("interval", interval, &times, codel));
     }
     if interval <= target {
         return Err(FqCodelError::IntervalBelowTarget { interval, target });
@@ -120,6 +134,16 @@ pub fn params(
     if !(1..=FLOWS_MAX).contains(&flows) {
         return Err(range("flows", flows, "1..65536", "the kernel's limit"));
     }
+    if let Some(m) = opts.memory_limit {
+        if !(1..=MEMORY_LIMIT_MAX).contains(&m.bytes()) {
+            return Err(range(
+                "memory-limit",
+                m,
+                &format!("1..{MEMORY_LIMIT_MAX} bytes"),
+                "the kernel caps it at 2 GiB, and 0 drops every packet",
+            ));
+        }
+    }
     let ecn = match dir {
         Direction::Egress => opts.ecn_egress.unwrap_or(rate >= EGRESS_ECN_FROM),
         Direction::Ingress => opts.ecn_ingress.unwrap_or(true),
@@ -138,13 +162,13 @@ pub fn params(
 fn range(
     option: &'static str,
     value: impl fmt::Display,
-    range: &'static str,
+    range: &str,
     why: &'static str,
 ) -> FqCodelError {
     FqCodelError::Range {
         option,
         value: value.to_string(),
-        range,
+        range: range.to_string(),
         why,
     }
 }
@@ -269,6 +293,50 @@ mod tests {
             ..Default::default()
         };
         assert!(params(Rate::from_mbit(10), &l, 14, &o, Direction::Egress).is_err());
+    }
+
+    #[test]
+    fn times_and_memory_the_kernel_cannot_hold_are_refused() {
+        let l = LinkPreset::Ethernet.link_layer();
+        let err = |o: ShapeOptions| {
+            params(Rate::from_mbit(10), &l, 14, &o, Direction::Egress)
+                .expect_err("refused")
+                .to_string()
+        };
+        let t = |target: Option<Time>, interval: Option<Time>| ShapeOptions {
+            target,
+            interval,
+            ..Default::default()
+        };
+        let s = Time::from_secs;
+        let e = err(t(Some(s(5000)), None));
+        assert!(
+            e.starts_with("--target 5000s: out of range 1us..2199s (CoDel"),
+            "{e}"
+        );
+        let e = err(t(None, Some(s(5000))));
+        assert!(
+            e.starts_with("--interval 5000s: out of range 1us..2199s"),
+            "{e}"
+        );
+        let e = err(t(Some(Time::from_micros(0)), None));
+        assert!(e.starts_with("--target 0us: out of range"), "{e}");
+        let e = err(t(Some(s(1)), Some(Time::from_micros(0))));
+        assert!(e.starts_with("--interval 0us: out of range"), "{e}");
+        let e = err(t(Some(s(2199)), Some(s(2200))));
+        assert!(e.starts_with("--interval 2200s: out of range"), "{e}");
+        let mem = |b: u64| ShapeOptions {
+            memory_limit: Some(unbloat_units::Size::from_bytes(b)),
+            ..Default::default()
+        };
+        let e = err(mem(0));
+        assert!(e.starts_with("--memory-limit 0"), "{e}");
+        assert!(e.contains("out of range 1..2147483648 bytes"), "{e}");
+        assert!(err(mem((1 << 31) + 1)).contains("out of range 1..2147483648 bytes"));
+        // The limits themselves are fine.
+        for o in [t(Some(s(1)), Some(TIME_MAX)), mem(1), mem(MEMORY_LIMIT_MAX)] {
+            assert!(params(Rate::from_mbit(10), &l, 14, &o, Direction::Egress).is_ok());
+        }
     }
 
     trait Gbit {

@@ -442,28 +442,67 @@ fn fq_codel_word<'a>(
     Ok(true)
 }
 
-/// Words tc would take but unbloat refuses, with the reason.
+/// Words tc would take but unbloat refuses, with the reason shown to the user. Every hint names
+/// only flags, config keys and commands that exist (a test checks them against the binary's).
+pub const REFUSED_WORDS: &[(Qdisc, &str, &str)] = &[
+    (
+        Qdisc::Cake,
+        "autorate-ingress",
+        "unbloat shapes at a fixed rate; set --down, and change it in place with `unbloat set-rate`",
+    ),
+    (
+        Qdisc::Cake,
+        "unlimited",
+        "a shaper without a rate does not remove bufferbloat; set --down/--up",
+    ),
+    (
+        Qdisc::Cake,
+        "fwmark",
+        "firewall-mark tin selection is not supported; use DSCP marks",
+    ),
+    (
+        Qdisc::Cake,
+        "ingress",
+        "cake's ingress mode belongs on the ingress (IFB) side",
+    ),
+    (
+        Qdisc::Cake,
+        "vdsl2",
+        "it is an unbloat --link name, not a cake word; use --link",
+    ),
+    (
+        Qdisc::Cake,
+        "none",
+        "it is an unbloat --link name, not a cake word; use --link",
+    ),
+    (Qdisc::FqCodel, "ce_threshold", "not supported by unbloat"),
+    (Qdisc::FqCodel, "ce_threshold_selector", "not supported by unbloat"),
+    (Qdisc::FqCodel, "drop_batch", "not supported by unbloat"),
+];
+
 fn refused_hint(qdisc: Qdisc, w: &str) -> Option<&'static str> {
-    match (qdisc, w) {
-        (Qdisc::Cake, "autorate-ingress") => {
-            Some("unbloat shapes at a fixed rate; measure it with `unbloat tune`")
-        }
-        (Qdisc::Cake, "unlimited") => {
-            Some("a shaper without a rate does not remove bufferbloat; set --down/--up")
-        }
-        (Qdisc::Cake, "fwmark") => {
-            Some("firewall-mark tin selection is not supported; use DSCP marks")
-        }
-        (Qdisc::Cake, "ingress") => Some("cake's ingress mode belongs on the ingress (IFB) side"),
-        (Qdisc::Cake, "vdsl2" | "none") => {
-            Some("it is an unbloat --link name, not a cake word; use --link")
-        }
-        (Qdisc::FqCodel, "ce_threshold" | "ce_threshold_selector" | "drop_batch") => {
-            Some("not supported by unbloat")
-        }
-        _ => None,
+    REFUSED_WORDS
+        .iter()
+        .find(|(q, word, _)| *q == qdisc && *word == w)
+        .map(|(_, _, hint)| *hint)
+}
+
+/// How messages name an option, whichever of the three ways it was given (a flag, a config key,
+/// a word of an option string): `--KEY` when the command line has a flag spelled like the config
+/// key, the config key alone when only a config file or an option string can set it, and both
+/// names when the flag is spelled differently.
+pub fn option_name(key: &str) -> String {
+    match key {
+        "extra-egress" => "--egress-options/extra-egress".to_string(),
+        "extra-ingress" => "--ingress-options/extra-ingress".to_string(),
+        k if CONFIG_ONLY.contains(&k) => k.to_string(),
+        k => format!("--{k}"),
     }
 }
+
+/// Config keys (and option-string words) with no command-line flag of the same name.
+/// `ingress-keyword` has the flag `--no-ingress-keyword`, which only turns it off.
+pub const CONFIG_ONLY: &[&str] = &["memlimit", "flows", "split-gso", "ingress-keyword"];
 
 fn is_cake_word(w: &str) -> bool {
     let mut o = ShapeOptions::default();

@@ -8,12 +8,16 @@
 //!
 //! Checks, in order: the extra option strings parse with the chosen qdisc's grammar; at least one
 //! direction has a rate; rates are sane (8 kbit/s..100 Gbit/s); every option suits the chosen
-//! qdisc; tiers are 1 or 3; link-layer values are in cake's ranges and do not conflict; fq_codel's
-//! values are in the kernel's ranges.
+//! qdisc; tiers are 1 or 3; link-layer values are in cake's ranges and do not conflict; cake's
+//! rtt and memlimit and fq_codel's values are in the ranges the kernel holds as written (each
+//! limit is a named constant in [`cake`] or [`fq_codel`] citing its source), so nothing reaches tc
+//! that tc would refuse, wrap, leave out (tc sends no rtt, memlimit or target of 0) or the kernel
+//! would silently change. An option is named as [`option_name`] says: `--KEY` when there is such
+//! a flag, the config key otherwise.
 
 use crate::linklayer::{LinkError, LinkLayer};
 use crate::model::{CakeParams, Direction, FlowMode, FqCodelParams};
-use crate::options::{parse_extra, ExtraError, Qdisc, ShapeOptions};
+use crate::options::{option_name, parse_extra, ExtraError, Qdisc, ShapeOptions};
 use crate::{cake, fq_codel, ifb};
 use unbloat_units::{IfName, Rate, UnitError};
 
@@ -44,10 +48,14 @@ pub enum SpecError {
     #[error("--tiers {0}: tiers are for --qdisc fq_codel; cake sorts DSCPs into tins itself (--diffserv)")]
     TiersWithCake(u8),
     #[error(
-        "--{option} {value}: a cake option, which --qdisc fq_codel cannot take; use --qdisc cake"
+        "{} {value}: a cake option, which --qdisc fq_codel cannot take; use --qdisc cake",
+        option_name(.option)
     )]
     CakeOnly { option: &'static str, value: String },
-    #[error("--{option} {value}: an fq_codel option, which --qdisc cake cannot take ({hint})")]
+    #[error(
+        "{} {value}: an fq_codel option, which --qdisc cake cannot take ({hint})",
+        option_name(.option)
+    )]
     FqCodelOnly {
         option: &'static str,
         value: String,
@@ -57,6 +65,8 @@ pub enum SpecError {
     Link(#[from] LinkError),
     #[error(transparent)]
     Extra(#[from] ExtraError),
+    #[error(transparent)]
+    Cake(#[from] cake::CakeError),
     #[error(transparent)]
     FqCodel(#[from] fq_codel::FqCodelError),
 }
@@ -148,7 +158,9 @@ impl Spec {
                 },
             };
             let merged = match extra {
-                Some(text) => ShapeOptions::merge(&base, &parse_extra(text, qdisc, dir, key)?),
+                Some(text) => {
+                    ShapeOptions::merge(&base, &parse_extra(text, qdisc, dir, &option_name(key))?)
+                }
                 None => base,
             };
             let (rate, flag) = match dir {
@@ -206,7 +218,7 @@ fn direction(
     let link = LinkLayer::resolve(o.link, o.overhead, o.mpu, o.framing, o.vlan)?;
     let shaper = match qdisc {
         Qdisc::Cake => {
-            let p = cake::params(rate, o, dir, link);
+            let p = cake::params(rate, o, dir, link)?;
             if p.flow_mode.is_per_host() && p.flow_mode != FlowMode::TripleIsolate && !p.nat {
                 warnings.push(format!(
                     "{dir}: isolation {} without --nat: if this machine does the NAT, all LAN hosts look like one; add --nat",
@@ -263,6 +275,8 @@ fn check_qdisc_fit(qdisc: Qdisc, o: &ShapeOptions) -> Result<(), SpecError> {
                 return Err(SpecError::TiersWithCake(t));
             }
             let aqm = "cake tunes its AQM from --rtt";
+            let memory = "cake bounds its queue by memory: the config key memlimit, or the word \
+                          memlimit in --egress-options/--ingress-options";
             let fq_only: [(&'static str, Option<String>, &'static str); 8] = [
                 ("target", o.target.map(|t| t.to_string()), aqm),
                 ("interval", o.interval.map(|t| t.to_string()), aqm),
@@ -271,7 +285,7 @@ fn check_qdisc_fit(qdisc: Qdisc, o: &ShapeOptions) -> Result<(), SpecError> {
                     o.quantum.map(|q| q.to_string()),
                     "cake sizes its quantum from the rate",
                 ),
-                ("limit", o.limit.map(|l| l.to_string()), "use --memlimit"),
+                ("limit", o.limit.map(|l| l.to_string()), memory),
                 (
                     "flows",
                     o.flows.map(|f| f.to_string()),
@@ -280,7 +294,7 @@ fn check_qdisc_fit(qdisc: Qdisc, o: &ShapeOptions) -> Result<(), SpecError> {
                 (
                     "memory-limit",
                     o.memory_limit.map(|m| m.to_string()),
-                    "use --memlimit",
+                    memory,
                 ),
                 (
                     "ecn-egress",
@@ -442,14 +456,84 @@ mod tests {
     fn unknown_extra_words_are_refused() {
         let e = err("up = \"1mbit\"\nextra-egress = \"nat frobnicate\"");
         assert!(
-            e.starts_with("extra-egress: \"frobnicate\" is not a cake option"),
+            e.starts_with("--egress-options/extra-egress: \"frobnicate\" is not a cake option"),
             "{e}"
         );
         let e = err("down = \"1mbit\"\nextra-ingress = \"autorate-ingress\"");
         assert!(
-            e.contains("\"autorate-ingress\"") && e.contains("unbloat tune"),
+            e.starts_with("--ingress-options/extra-ingress: \"autorate-ingress\"")
+                && e.contains("unbloat set-rate"),
             "{e}"
         );
+    }
+
+    /// Values tc or the kernel would refuse, wrap or silently change are refused here (exit 2 in
+    /// the binary), naming the option and the value, whether they come from a config key (the
+    /// same key as the flag) or a word of an option string.
+    #[test]
+    fn values_the_kernel_cannot_hold_are_refused_before_the_kernel() {
+        let cake = "up = \"10mbit\"";
+        let fq = "qdisc = \"fq_codel\"\nup = \"10mbit\"";
+        for (opts, line, want) in [
+            (
+                cake,
+                "rtt = \"5000s\"",
+                "--rtt 5000s: out of range 1us..4294s",
+            ),
+            (cake, "rtt = \"0ms\"", "--rtt 0us: out of range 1us..4294s"),
+            (cake, "rtt = 0", "--rtt 0us: out of range"),
+            (
+                cake,
+                "extra-egress = \"rtt 5000s\"",
+                "--rtt 5000s: out of range",
+            ),
+            (cake, "memlimit = 0", "memlimit 0"),
+            (
+                cake,
+                "memlimit = \"8gb\"",
+                "memlimit 8589934592b: out of range",
+            ),
+            (cake, "extra-egress = \"memlimit 0\"", "memlimit 0"),
+            (
+                fq,
+                "target = \"5000s\"",
+                "--target 5000s: out of range 1us..2199s",
+            ),
+            (
+                fq,
+                "interval = \"5000s\"",
+                "--interval 5000s: out of range 1us..2199s",
+            ),
+            (fq, "target = \"0ms\"", "--target 0us: out of range"),
+            (
+                fq,
+                "extra-egress = \"target 5000s\"",
+                "--target 5000s: out of range",
+            ),
+            (
+                fq,
+                "extra-egress = \"interval 5000s\"",
+                "--interval 5000s: out of range",
+            ),
+            (
+                fq,
+                "memory-limit = \"3gb\"",
+                "--memory-limit 3221225472b: out of range",
+            ),
+            (fq, "extra-egress = \"memory_limit 0\"", "--memory-limit 0"),
+            (fq, "flows = 0", "flows 0: out of range 1..65536"),
+            (fq, "quantum = 70000000", "--quantum 70000000: out of range"),
+            (fq, "limit = 0", "--limit 0: out of range"),
+        ] {
+            let e = err(&format!("{opts}\n{line}"));
+            assert!(e.starts_with(want), "{line}: {e}");
+            if e.contains("out of range") {
+                assert!(e.contains(".."), "{line}: names the allowed range: {e}");
+            }
+        }
+        // The ingress side's option string is checked the same way.
+        let e = err("down = \"10mbit\"\nextra-ingress = \"rtt 5000s\"");
+        assert!(e.starts_with("--rtt 5000s: out of range"), "{e}");
     }
 
     #[test]
