@@ -40,20 +40,25 @@ exec tc "$@"
     path.display().to_string()
 }
 
-/// A `tc` that runs the first `k` lines of an apply batch and then SIGKILLs unbloat, its parent.
+/// A `tc` that runs the first `k` lines of an apply batch and then SIGKILLs unbloat, its parent;
+/// a batch of `k` lines or fewer runs whole, as if nothing happened.
 fn tc_killing_parent_after(ns: &Netns, k: usize) -> String {
     let path = ns.run_dir.join(format!("tc-kills-after-{k}"));
+    let batch = ns.run_dir.join("batch");
     std::fs::write(
         &path,
         format!(
             r#"#!/bin/sh
 if [ "$1" = "-batch" ]; then
-  head -n {k} | tc -batch -
+  cat > {batch}
+  if [ $(wc -l < {batch}) -le {k} ]; then exec tc -batch {batch}; fi
+  head -n {k} {batch} | tc -batch -
   kill -9 $PPID
   exit 1
 fi
 exec tc "$@"
-"#
+"#,
+            batch = batch.display()
         ),
     )
     .unwrap();
