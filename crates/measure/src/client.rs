@@ -14,6 +14,9 @@
 //!   firewall); every ICMP probe lost is only a note (ICMP is often filtered).
 //! - Neither stream bytes nor probe replies for [`STALL`] (or a stream failing) ends the run as
 //!   [`MeasureError::LinkGone`].
+//! - The server closing the test's control connection, in any phase, or not answering the
+//!   final Finish, ends the run as [`MeasureError::ServerGone`] with partial results: a run
+//!   whose idle tail the server did not see to the end is not a complete run.
 //! - Failing to read the egress qdiscs never fails a run: it becomes a note.
 
 use std::io::IsTerminal;
@@ -43,6 +46,18 @@ pub const MIN_IDLE_BEFORE: Duration = Duration::from_secs(3);
 pub const STALL: Duration = Duration::from_secs(5);
 /// The fastest probe rate per class.
 pub const MAX_PROBE_HZ: f64 = 100.0;
+/// The slowest probe rate per class: one a second puts at least three probes in the shortest
+/// idle baseline ([`MIN_IDLE_BEFORE`]), which the idle median and the clock relation need.
+pub const MIN_PROBE_HZ: f64 = 1.0;
+/// The longest load `--duration` allows. Servers allow 10 minutes by default; an hour covers a
+/// soak test against one's own server, and keeps every sum of phases far from overflowing.
+pub const MAX_LOAD: Duration = Duration::from_secs(3600);
+/// The longest idle phase `--idle` allows.
+pub const MAX_IDLE: Duration = Duration::from_secs(600);
+/// `--connect-timeout` bounds: below 100 ms even a nearby server on a loaded link fails to
+/// answer; above a minute nobody is waiting any more.
+pub const CONNECT_TIMEOUT_RANGE: (Duration, Duration) =
+    (Duration::from_millis(100), Duration::from_secs(60));
 
 /// `unbloat test`: measure latency under load against an `unbloat serve`.
 #[derive(Debug, Clone, clap::Args)]
@@ -56,19 +71,19 @@ pub struct TestArgs {
     /// only), tcp_nup, tcp_ndown.
     #[arg(long, value_name = "PROFILE", default_value = "rrul")]
     pub profile: String,
-    /// How long the load runs (e.g. 30s, 1m). The idle phases come on top.
+    /// How long the load runs (e.g. 30s, 1m; 1s to 1h). The idle phases come on top.
     #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_duration)]
     pub duration: Duration,
     /// Number of TCP streams per direction, for upload, download, bidir, tcp_nup and tcp_ndown.
     #[arg(long, value_name = "N")]
     pub streams: Option<usize>,
-    /// Length of the idle baseline before the load and of the idle tail after it (at least 3s).
+    /// Length of the idle baseline before the load and of the idle tail after it (3s to 10m).
     #[arg(long, value_name = "TIME", default_value = "5s", value_parser = parse_duration)]
     pub idle: Duration,
-    /// Latency probes per second for each probe class (up to 100).
+    /// Latency probes per second for each probe class (1 to 100).
     #[arg(long, value_name = "HZ", default_value_t = 5.0)]
     pub probe_rate: f64,
-    /// How long to wait for the server to answer a connection.
+    /// How long to wait for the server to answer a connection (100ms to 60s).
     #[arg(long, value_name = "TIME", default_value = "5s", value_parser = parse_duration)]
     pub connect_timeout: Duration,
 }
@@ -92,16 +107,36 @@ impl TestArgs {
     /// Checks the arguments and resolves the profile.
     pub fn plan(&self) -> Result<TestPlan, MeasureError> {
         let invalid = |s: String| Err(MeasureError::InvalidArgument(s));
-        if self.idle < MIN_IDLE_BEFORE {
-            return invalid(format!("--idle {:?}: must be at least 3s", self.idle));
-        }
-        if self.duration.is_zero() {
-            return invalid("--duration must be longer than 0s".into());
-        }
-        if !(self.probe_rate > 0.0 && self.probe_rate <= MAX_PROBE_HZ) {
+        let secs = |d: Duration| format!("{}s", d.as_secs_f64());
+        if !(MIN_IDLE_BEFORE..=MAX_IDLE).contains(&self.idle) {
             return invalid(format!(
-                "--probe-rate {}: must be above 0 and at most 100",
+                "--idle {}: must be from {} to {}",
+                secs(self.idle),
+                secs(MIN_IDLE_BEFORE),
+                secs(MAX_IDLE)
+            ));
+        }
+        if !(Duration::from_secs(1)..=MAX_LOAD).contains(&self.duration) {
+            return invalid(format!(
+                "--duration {}: must be from 1s to {}",
+                secs(self.duration),
+                secs(MAX_LOAD)
+            ));
+        }
+        // Written so that NaN fails too.
+        if !(self.probe_rate >= MIN_PROBE_HZ && self.probe_rate <= MAX_PROBE_HZ) {
+            return invalid(format!(
+                "--probe-rate {:?}: must be from {MIN_PROBE_HZ} to {MAX_PROBE_HZ} probes a second",
                 self.probe_rate
+            ));
+        }
+        let (shortest, longest) = CONNECT_TIMEOUT_RANGE;
+        if !(shortest..=longest).contains(&self.connect_timeout) {
+            return invalid(format!(
+                "--connect-timeout {}: must be from {} to {}",
+                secs(self.connect_timeout),
+                secs(shortest),
+                secs(longest)
             ));
         }
         parse_remote(&self.server)?;
@@ -182,8 +217,8 @@ impl Default for TerminalProgress {
 pub fn progress_line(s: &ProgressStatus) -> String {
     let phase = match s.phase {
         Phase::IdleBefore => "idle",
-        Phase::Loaded => "load",
-        Phase::IdleAfter => "idle tail",
+        Phase::Loaded => "the load",
+        Phase::IdleAfter => "the idle tail",
     };
     let latency = s
         .latency_ms
@@ -301,6 +336,10 @@ pub fn run_plan(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results,
 /// The measured data of a run in progress.
 struct Run<'a> {
     plan: &'a TestPlan,
+    /// The test's control connection: the server says nothing on it until the Finish, so
+    /// anything that ends it (a close, a reset) means the server is gone. A second handle to
+    /// the connection the Finish is sent on.
+    control: TcpStream,
     epoch: Instant,
     streams: Vec<LoadStream>,
     series: Vec<StreamSeries>,
@@ -364,6 +403,9 @@ fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, Te
     )?;
     let mut run = Run {
         plan,
+        control: control
+            .try_clone()
+            .map_err(|e| MeasureError::io("control connection", e))?,
         epoch,
         streams: Vec::new(),
         series: Vec::new(),
@@ -375,7 +417,7 @@ fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, Te
     };
     let mut notes = info.notes.clone();
     notes.extend(prober.notes.iter().cloned());
-    let failure = timeline(
+    let mut failure = timeline(
         &mut run,
         &prober,
         probe_target,
@@ -399,7 +441,12 @@ fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, Te
             Ok(other) => notes.push(format!(
                 "server ended the test with {other:?} instead of a report"
             )),
-            Err(e) => notes.push(format!("server's final report missing: {e}")),
+            Err(e) => {
+                failure = Some(MeasureError::ServerGone {
+                    phase: "the final report",
+                    why: e.to_string(),
+                })
+            }
         }
     }
     let results = Results {
@@ -569,6 +616,14 @@ impl Run<'_> {
             {
                 return Err(MeasureError::LinkGone(format!("{name}: {err}")));
             }
+            if let Some(why) = connection_ended(&self.control) {
+                let phase = match phase {
+                    Phase::IdleBefore => "the idle baseline",
+                    Phase::Loaded => "the load",
+                    Phase::IdleAfter => "the idle tail",
+                };
+                return Err(MeasureError::ServerGone { phase, why });
+            }
             let stall = STALL.max(self.plan.probe_interval * 10);
             if self.last_activity.elapsed() >= stall && self.epoch.elapsed() > stall {
                 return Err(MeasureError::LinkGone(format!(
@@ -608,6 +663,20 @@ impl Run<'_> {
             }
         }
         (down, up)
+    }
+}
+
+/// Why `conn` has ended (the peer closed or reset it), or `None` while it is open. Never waits,
+/// and leaves the connection's blocking mode alone (a peek with MSG_DONTWAIT).
+fn connection_ended(conn: &TcpStream) -> Option<String> {
+    let mut byte = [std::mem::MaybeUninit::<u8>::uninit()];
+    let flags = libc::MSG_PEEK | libc::MSG_DONTWAIT;
+    match socket2::SockRef::from(conn).recv_with_flags(&mut byte, flags) {
+        Ok(0) => Some("it closed the test's control connection".to_string()),
+        // Something unasked for: the Finish's answer will say whether it makes sense.
+        Ok(_) => None,
+        Err(e) if crate::server::is_timeout(&e) => None,
+        Err(e) => Some(format!("the test's control connection failed: {e}")),
     }
 }
 
@@ -672,6 +741,46 @@ mod tests {
         assert!(err(&["host", "--duration", "0s"]).contains("--duration"));
         assert!(err(&["host", "--profile", "nope"]).contains("known profiles"));
         assert!(err(&["host:x"]).contains("port"));
+    }
+
+    /// Bug: `--connect-timeout 0s` was accepted (every connection then failed at once), and a
+    /// tiny `--probe-rate` (1e-300) panicked turning its interval into a Duration. Every time
+    /// and rate flag is now finite and within a range, or refused with the flag named.
+    #[test]
+    fn connect_timeout_zero_and_out_of_range_times_and_rates_are_refused() {
+        let refused = [
+            ("--connect-timeout", "0s"),
+            ("--connect-timeout", "10ms"),
+            ("--connect-timeout", "61s"),
+            ("--probe-rate", "1e-300"),
+            ("--probe-rate", "0.5"),
+            ("--probe-rate", "inf"),
+            ("--probe-rate", "NaN"),
+            ("--probe-rate", "-5"),
+            ("--duration", "1440m"),
+            ("--duration", "500ms"),
+            ("--idle", "11m"),
+        ];
+        for (flag, value) in refused {
+            let arg = format!("{flag}={value}");
+            let err = args(&["host", arg.as_str()]).expect_err(&arg).to_string();
+            assert!(err.contains(flag), "{arg}: {err}");
+        }
+        for (flag, value) in [("--duration", "inf"), ("--idle", "nan"), ("--idle", "1e99")] {
+            let arg = format!("{flag}={value}");
+            let err = args(&["host", arg.as_str()]).expect_err(&arg).to_string();
+            assert!(err.contains(flag), "{arg}: {err}");
+        }
+        let plan = args(&[
+            "host",
+            "--connect-timeout=100ms",
+            "--probe-rate=1",
+            "--duration=60m",
+            "--idle=10m",
+        ])
+        .expect("the ends of every range");
+        assert_eq!(plan.connect_timeout, Duration::from_millis(100));
+        assert_eq!(plan.probe_interval, Duration::from_secs(1));
     }
 
     #[test]

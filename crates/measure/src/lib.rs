@@ -88,6 +88,8 @@ pub enum MeasureError {
     },
     #[error("the link is gone: {0}")]
     LinkGone(String),
+    #[error("the server went away during {phase}: {why}")]
+    ServerGone { phase: &'static str, why: String },
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,

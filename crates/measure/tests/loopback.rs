@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use common::{mean_goodput, plan, quantile, rtts, Running};
-use unbloat_measure::{client, MeasureError, NoProgress};
-use unbloat_report::{Direction, ProbeKind};
+use unbloat_measure::{client, MeasureError, NoProgress, Progress, ProgressStatus};
+use unbloat_report::{Direction, Phase, ProbeKind};
 
 #[test]
 fn ping_profile_over_ipv4_and_ipv6() {
@@ -128,13 +128,70 @@ fn server_gone_mid_test_returns_partial_results() {
     std::thread::sleep(Duration::from_millis(1500));
     server.stop();
     let err = run.join().expect("client thread").expect_err("must fail");
-    assert!(matches!(err.error, MeasureError::LinkGone(_)), "{err}");
+    // The streams failing or the control connection closing, whichever the client sees first.
+    assert!(
+        matches!(
+            err.error,
+            MeasureError::LinkGone(_) | MeasureError::ServerGone { .. }
+        ),
+        "{err}"
+    );
     let partial = err.partial.expect("partial results");
     assert!(partial.metadata.partial);
     assert!(partial.metadata.partial_reason.is_some());
     let measured: usize = partial.streams.iter().map(|s| s.samples.len()).sum();
     assert!(measured >= 2, "nothing kept of the load before the failure");
     assert!(partial.probes[0].samples.iter().any(|s| s.rtt_ms.is_some()));
+}
+
+/// Stops the server when the idle tail begins.
+struct StopInTheTail(Option<Running>);
+
+impl Progress for StopInTheTail {
+    fn update(&mut self, status: &ProgressStatus) {
+        if status.phase == Phase::IdleAfter {
+            if let Some(mut server) = self.0.take() {
+                server.stop();
+            }
+        }
+    }
+}
+
+/// Bug: a server that died in the idle tail (after the load) went unnoticed: the tail's probes
+/// were lost, the missing final report became a note, and `unbloat test` exited 0 as if the run
+/// were complete. Now the client sees the control connection close and fails with partial
+/// results (which the CLI saves, exit status 3).
+#[test]
+fn server_gone_in_the_idle_tail_is_a_partial_run() {
+    let server = Running::loopback();
+    let remote = format!("127.0.0.1:{}", server.addr.port());
+    let p = plan(&remote, "upload", Some(1), 1.0, 1.0);
+    let mut progress = StopInTheTail(Some(server));
+    let err = client::run_plan(&p, &mut progress).expect_err("the server went away");
+    assert!(progress.0.is_none(), "the tail was never reached");
+    assert!(
+        matches!(
+            err.error,
+            MeasureError::ServerGone {
+                phase: "the idle tail",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("idle tail"), "{err}");
+    let partial = err.partial.expect("partial results");
+    assert!(partial.metadata.partial);
+    assert!(
+        partial
+            .metadata
+            .partial_reason
+            .as_deref()
+            .is_some_and(|r| r.contains("the server went away during the idle tail")),
+        "{:?}",
+        partial.metadata.partial_reason
+    );
+    assert!(partial.streams[0].total_bytes > 0, "the load was kept");
 }
 
 #[test]

@@ -9,6 +9,7 @@
 //!   measurements themselves are already safe on disk.
 //! - [`redraw`] rebuilds the plots from a results file of any supported version; it never
 //!   rewrites the results file.
+//! - [`check_writable`] finds out before a run whether its files could be written at all.
 //! - Every error names the file and what was being done ([`ReportError::Io`]).
 
 use std::path::{Path, PathBuf};
@@ -67,6 +68,22 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Repor
         path,
         source,
     }
+}
+
+/// Creates `dir` if needed and creates (and removes) a file in it: a run that will write its
+/// results there learns before it starts, not after minutes of measuring, that it cannot.
+pub fn check_writable(dir: &Path) -> Result<(), ReportError> {
+    use std::io::Write;
+    std::fs::create_dir_all(dir).map_err(io("creating results directory", dir))?;
+    let probe = dir.join(format!(".unbloat-write-check-{}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .and_then(|mut f| f.write_all(b"x"));
+    let removed = std::fs::remove_file(&probe);
+    written.map_err(io("writing a file in", dir))?;
+    removed.map_err(io("removing a file from", dir))
 }
 
 /// Writes the results file, the flent file (when the profile has one) and the plots.

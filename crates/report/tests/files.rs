@@ -119,3 +119,19 @@ fn default_basename_is_profile_and_utc_time() {
         "unbloat-rrul-2023-11-14T221320"
     );
 }
+
+#[test]
+fn check_writable_creates_the_directory_leaves_nothing_and_refuses_a_path_through_a_file() {
+    use unbloat_report::files::check_writable;
+    let dir = scratch("writable");
+    let nested = dir.join("a/b");
+    check_writable(&nested).expect("writable");
+    assert!(nested.is_dir());
+    assert_eq!(std::fs::read_dir(&nested).expect("list").count(), 0);
+    let file = dir.join("file");
+    std::fs::write(&file, "x").expect("file");
+    let err = check_writable(&file.join("out")).expect_err("a file is no directory");
+    assert!(matches!(err, ReportError::Io { .. }), "{err}");
+    assert!(err.to_string().contains("file/out"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
