@@ -24,6 +24,15 @@
 //!
 //! `mtu 2047 tsize 512` as sqm-scripts: 512 slots of 4 bytes cover every frame up to 2048 bytes,
 //! finer than the 16 bytes ATM needs (tc-stab(8)); bigger GSO packets are counted in whole tables.
+//!
+//! Unless no table is needed: with `linklayer ethernet` and `mpu 0` a packet's size is its length
+//! plus the overhead, which the kernel adds without a table, so tc sends none and zeroes `mtu` and
+//! `tsize` (iproute2 tc/tc_core.c `tc_calc_size_table`: "don't need data table in this case (only
+//! overhead set)"). The kernel then holds and reports a stab of only `linklayer ethernet` and the
+//! overhead (`tc -j -d qdisc show`: `"stab":{"linklayer":"ethernet","overhead":24}`, and just
+//! `{"linklayer":"ethernet"}` when the overhead is 0 too; tc prints no key whose value is 0).
+//! [`for_link`] plans exactly that (`mtu` and `tsize` 0), so that the plan is what the kernel
+//! reports: `--mpu 0`, and `--link raw` without an mpu, under HTB.
 
 use crate::linklayer::{Framing, LinkLayer};
 use crate::model::{Stab, StabLinkLayer};
@@ -46,9 +55,11 @@ pub fn for_link(link: &LinkLayer, mac_header: u32) -> (Stab, bool) {
         Framing::Atm => StabLinkLayer::Atm,
         Framing::None | Framing::Ptm => StabLinkLayer::Ethernet,
     };
+    // tc_calc_size_table: no table for ethernet without an mpu; tc zeroes mtu and tsize.
+    let table = linklayer != StabLinkLayer::Ethernet || link.mpu != 0;
     let stab = Stab {
-        mtu: STAB_MTU,
-        tsize: STAB_TSIZE,
+        mtu: if table { STAB_MTU } else { 0 },
+        tsize: if table { STAB_TSIZE } else { 0 },
         mpu: link.mpu,
         overhead,
         linklayer,
@@ -57,14 +68,19 @@ pub fn for_link(link: &LinkLayer, mac_header: u32) -> (Stab, bool) {
 }
 
 impl Stab {
-    /// `stab mtu 2047 tsize 512 mpu 84 overhead 24 linklayer ethernet`.
+    /// `stab mtu 2047 tsize 512 mpu 84 overhead 24 linklayer ethernet`; without a table
+    /// (`tsize` 0) `stab mpu 0 overhead 24 linklayer ethernet`, which tc sends the same way.
     pub fn words(&self) -> Vec<String> {
-        vec![
-            "stab".into(),
-            "mtu".into(),
-            self.mtu.to_string(),
-            "tsize".into(),
-            self.tsize.to_string(),
+        let mut w: Vec<String> = vec!["stab".into()];
+        if self.tsize != 0 {
+            w.extend([
+                "mtu".into(),
+                self.mtu.to_string(),
+                "tsize".into(),
+                self.tsize.to_string(),
+            ]);
+        }
+        w.extend([
             "mpu".into(),
             self.mpu.to_string(),
             "overhead".into(),
@@ -75,7 +91,8 @@ impl Stab {
                 StabLinkLayer::Atm => "atm",
             }
             .into(),
-        ]
+        ]);
+        w
     }
 
     /// The length HTB will charge for a packet Linux counts as `len` bytes (tc_core.c's table
@@ -127,5 +144,25 @@ mod tests {
         let (s, ptm) = for_link(&LinkPreset::Vdsl2.link_layer(), 14);
         assert!(ptm);
         assert_eq!((s.overhead, s.mpu), (12, 64));
+    }
+
+    #[test]
+    fn no_table_for_ethernet_without_mpu_as_tc_sends_it() {
+        // --mpu 0 under HTB (the ethernet preset's overhead stays): tc keeps no table.
+        let link = LinkLayer::resolve(Some(LinkPreset::Ethernet), None, Some(0), None, None)
+            .expect("valid");
+        let (s, _) = for_link(&link, 14);
+        assert_eq!((s.mtu, s.tsize, s.mpu, s.overhead), (0, 0, 0, 24));
+        assert_eq!(
+            s.words().join(" "),
+            "stab mpu 0 overhead 24 linklayer ethernet"
+        );
+        assert_eq!(s.adjusted(1514), 1538);
+        // --link raw: overhead 0 and no mpu, a stab of nothing but `linklayer ethernet`.
+        let (s, _) = for_link(&LinkPreset::Raw.link_layer(), 14);
+        assert_eq!((s.mtu, s.tsize, s.mpu, s.overhead), (0, 0, 0, 0));
+        // ATM always needs its table, mpu or not.
+        let (s, _) = for_link(&LinkPreset::PppoaVcmux.link_layer(), 14);
+        assert_eq!((s.mtu, s.tsize, s.mpu), (STAB_MTU, STAB_TSIZE, 0));
     }
 }

@@ -472,3 +472,46 @@ fn extra_classes_and_qdiscs_are_named() {
         ]
     );
 }
+
+/// Bug: HTB + fq_codel with `--mpu 0` or `--link raw` always failed verification ("egress stab:
+/// mtu is 0, expected 2047"). tc keeps no size table for `linklayer ethernet` without an mpu
+/// (tc_core.c `tc_calc_size_table` zeroes mtu and tsize), and `tc -j` leaves out every stab key
+/// that is 0. The plan now holds what the kernel does; the captures are of unbloat's own plans.
+#[test]
+fn htb_with_mpu_0_or_link_raw_failed_verification_on_the_stab() {
+    for (scenario, link) in [
+        ("htb-mpu0", "link = \"ethernet\"\nmpu = 0"),
+        ("htb-raw", "link = \"raw\""),
+    ] {
+        let text = format!("qdisc = \"fq_codel\"\nup = \"10mbit\"\ndown = \"50mbit\"\n{link}");
+        let opts = toml::from_str(&text).expect("options");
+        let spec = unbloat_shaper::spec::Spec::new(name("wanx"), &opts).expect("valid");
+        let plan = Plan::build(&spec);
+        let t = texts(scenario, "ifb4wanx");
+        assert_eq!(lines(&plan, &t), Vec::<String>::new(), "{scenario}");
+
+        // The plan before the fix asked for the table tc never sends.
+        let mut old = plan.clone();
+        let roots = [
+            &mut old.egress.as_mut().expect("egress").root,
+            &mut old.ingress.as_mut().expect("ingress").shaping.root,
+        ];
+        for root in roots {
+            let RootQdisc::Htb(tree) = root else {
+                panic!("htb")
+            };
+            let stab = tree.stab.as_mut().expect("a stab");
+            (stab.mtu, stab.tsize) = (2047, 512);
+        }
+        assert_eq!(
+            lines(&old, &t),
+            [
+                "egress stab: mtu is 0, expected 2047",
+                "egress stab: tsize is 0, expected 512",
+                "ingress stab: mtu is 0, expected 2047",
+                "ingress stab: tsize is 0, expected 512",
+            ],
+            "{scenario}"
+        );
+    }
+}
