@@ -5,11 +5,12 @@ use anyhow::anyhow;
 use clap::Args;
 use std::time::Duration;
 use unbloat_lab::bench::{
-    load_benchmark, render_benchmark, render_json, run_benchmark, BenchLabArgs,
+    self as lab_bench_run, load_benchmark, render_benchmark, render_json, run_benchmark,
+    BenchLabArgs,
 };
-use unbloat_lab::lab::{print_report, run_lab, LabArgs};
+use unbloat_lab::lab::{check, print_report, run_lab, LabArgs};
 use unbloat_measure::bench::{self, IdleRtt, Part};
-use unbloat_system::kernel::{GuestOptions, Kernel};
+use unbloat_system::kernel::{interrupted_by, GuestOptions, Kernel};
 
 #[derive(Debug, Args)]
 pub struct LabCmd {
@@ -37,17 +38,48 @@ pub struct MeasureBenchCmd {
 }
 
 pub fn lab(cmd: &LabCmd) -> Result<(), Failure> {
+    // Every option and the report directory, before anything is built or booted.
+    check(&cmd.args).map_err(crate::invalid)?;
     let exe = std::env::current_exe()?;
-    let report = run_lab(&cmd.args, &exe)?;
+    let report = run_lab(&cmd.args, &exe).map_err(stopped_or_failed)?;
     print_report(&cmd.args, &report)?;
+    // The copy inside a kernel leaves this verdict to the outer process, which reads its report.
+    let partial: Vec<String> = report
+        .runs
+        .iter()
+        .filter(|r| r.row.partial)
+        .map(|r| r.row.strategy.to_string())
+        .collect();
+    if !cmd.args.in_kernel && !partial.is_empty() {
+        return Err(Failure {
+            code: 3,
+            error: anyhow!(
+                "the test of {} ended early; its row is marked partial (see the notes)",
+                partial.join(", ")
+            ),
+        });
+    }
     Ok(())
 }
 
+/// A run that a stop signal ended (the User-Mode Linux guest was killed and its run directory
+/// removed) exits with 128 + the signal, as a shell reports a process the signal killed.
+fn stopped_or_failed(e: impl Into<anyhow::Error>) -> Failure {
+    match interrupted_by() {
+        Some(signal) => Failure {
+            code: 128 + signal,
+            error: e.into(),
+        },
+        None => Failure::from(e),
+    }
+}
+
 pub fn lab_bench(cmd: &LabBenchCmd) -> Result<(), Failure> {
+    lab_bench_run::check(&cmd.args).map_err(crate::invalid)?;
     let exe = std::env::current_exe()?;
     let benches = match &cmd.args.from {
         Some(dir) => load_benchmark(dir)?,
-        None => run_benchmark(&cmd.args, &exe)?,
+        None => run_benchmark(&cmd.args, &exe).map_err(stopped_or_failed)?,
     };
     if cmd.args.json {
         println!("{}", render_json(&benches)?);
@@ -115,5 +147,64 @@ fn netem_in_a_kernel() -> Result<IdleRtt, String> {
         Part { not_measured, .. } => {
             Err(not_measured.unwrap_or_else(|| anyhow!("no result").to_string()))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use std::time::Instant;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        lab: LabCmd,
+    }
+
+    /// Bug: `unbloat lab` exited 1 on bad input, and `--test bogus` failed only after some 45 s
+    /// of setup (a User-Mode Linux boot and the calibration). Every option, and the report
+    /// directory, is now checked first: exit status 2, the flag named, nothing booted.
+    #[test]
+    fn bad_lab_input_exits_2_before_anything_boots() {
+        let scratch = std::env::temp_dir().join(format!("unbloat-cli-lab-{}", std::process::id()));
+        std::fs::create_dir_all(&scratch).expect("scratch");
+        let file = scratch.join("a-file");
+        std::fs::write(&file, "not a directory").expect("file");
+        let out = scratch.join("report").display().to_string();
+        let through_a_file = file.join("report").display().to_string();
+        let cases: [(&[&str], &str); 7] = [
+            (&["--test", "bogus"], "--test"),
+            (&["--strategies", "none,cake"], "--strategies"),
+            (&["--duration", "500ms"], "--duration"),
+            (&["--duration", "2h"], "--duration"),
+            (&["--duration", "2000001us"], "--duration"),
+            (&["--profile", "no-such-link"], "no-such-link"),
+            (&["--out", &through_a_file], "--out"),
+        ];
+        for (extra, needle) in cases {
+            let argv = ["lab", "--out", out.as_str()]
+                .into_iter()
+                .chain(extra.iter().copied());
+            let cmd = match Cli::try_parse_from(argv) {
+                Ok(cli) => cli.lab,
+                // clap refuses some values itself, with exit status 2 as well.
+                Err(e) => {
+                    assert_eq!(e.exit_code(), 2, "{extra:?}: {e}");
+                    continue;
+                }
+            };
+            let started = Instant::now();
+            let failure = lab(&cmd).expect_err("refused");
+            let text = format!("{:#}", failure.error);
+            assert_eq!(failure.code, 2, "{extra:?}: {text}");
+            assert!(text.contains(needle), "{extra:?}: {text}");
+            assert!(
+                started.elapsed() < Duration::from_secs(2),
+                "{extra:?} took {:?}: something ran first",
+                started.elapsed()
+            );
+        }
+        let _ = std::fs::remove_dir_all(&scratch);
     }
 }

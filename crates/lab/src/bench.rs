@@ -242,6 +242,20 @@ fn plan(args: &BenchLabArgs) -> Result<Vec<LabArgs>, LabError> {
         .collect()
 }
 
+/// Everything [`run_benchmark`] could refuse as invalid input (exit status 2), before any lab
+/// starts: each profile's request, and that the report directory can be written. `--from` runs
+/// nothing, so only its own reading can fail.
+pub fn check(args: &BenchLabArgs) -> Result<(), LabError> {
+    if args.from.is_some() {
+        return Ok(());
+    }
+    plan(args)?;
+    unbloat_report::files::check_writable(&args.out).map_err(|source| LabError::Out {
+        path: args.out.clone(),
+        source,
+    })
+}
+
 /// Runs every profile (or those asked) with every strategy (or those asked), `runs` times each.
 /// Progress on stderr.
 pub fn run_benchmark(

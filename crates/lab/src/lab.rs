@@ -195,10 +195,16 @@ fn calibration_line(c: &Calibration) -> String {
 pub enum LabError {
     #[error("--strategies {0}")]
     Strategies(String),
-    #[error("--test {0:?}: a test profile name must be letters, digits, '_' or '-'")]
-    TestName(String),
-    #[error("--duration {0}: give at least 2s")]
+    #[error("--test {name:?}: no such `unbloat test` profile; known profiles: {}", .known.join(", "))]
+    TestName { name: String, known: Vec<String> },
+    #[error("--duration {0}: give 2s to 60m, in whole milliseconds (as `unbloat test` takes it)")]
     Duration(Time),
+    #[error("--out {path}: the report cannot be written there: {source}")]
+    Out {
+        path: PathBuf,
+        #[source]
+        source: unbloat_report::ReportError,
+    },
     #[error("--runs 0: give at least 1")]
     Runs,
     #[error("{0} holds no PROFILE/lab.json or PROFILE/run-K/lab.json: give the --out of a finished bench lab")]
@@ -270,23 +276,37 @@ pub(crate) struct Request {
     strategies: Vec<Strategy>,
 }
 
+/// Checks every option without touching anything: the link profile, the strategies, and the
+/// test profile and duration as each strategy's `unbloat test` will check them (a name it does not
+/// know used to surface only after the calibration, some 45 s in).
 pub(crate) fn validate(args: &LabArgs) -> Result<Request, LabError> {
     let profile = LinkProfile::load(&args.profile)?;
     let strategies = strategies::parse_list(&args.strategies).map_err(LabError::Strategies)?;
-    if args.test.is_empty()
-        || !args
-            .test
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        return Err(LabError::TestName(args.test.clone()));
+    if unbloat_measure::profile::Profile::by_name(&args.test).is_err() {
+        return Err(LabError::TestName {
+            name: args.test.clone(),
+            known: unbloat_measure::profile::names(),
+        });
     }
-    if args.duration < Time::from_secs(2) {
+    let as_test_takes_it = unbloat_measure::parse_duration(&args.duration.to_string());
+    if args.duration < Time::from_secs(2)
+        || !as_test_takes_it.is_ok_and(|d| d <= unbloat_measure::client::MAX_LOAD)
+    {
         return Err(LabError::Duration(args.duration));
     }
     Ok(Request {
         profile,
         strategies,
+    })
+}
+
+/// Everything [`run_lab`] could refuse as invalid input (exit status 2), checked before anything
+/// is built or booted: the options, and that the report directory can be created and written.
+pub fn check(args: &LabArgs) -> Result<(), LabError> {
+    validate(args)?;
+    unbloat_report::files::check_writable(&args.out).map_err(|source| LabError::Out {
+        path: args.out.clone(),
+        source,
     })
 }
 

@@ -84,6 +84,27 @@ fn bad_requests_name_the_flag() {
             },
             "adls",
         ),
+        (
+            LabArgs {
+                test: "bogus".into(),
+                ..LabArgs::default()
+            },
+            "--test \"bogus\": no such `unbloat test` profile; known profiles: rrul",
+        ),
+        (
+            LabArgs {
+                duration: Time::from_secs(3601),
+                ..LabArgs::default()
+            },
+            "--duration",
+        ),
+        (
+            LabArgs {
+                duration: Time::from_micros(2_000_001),
+                ..LabArgs::default()
+            },
+            "--duration",
+        ),
     ];
     for (args, needle) in cases {
         let err = validate(&args).err().expect(needle);
