@@ -27,17 +27,19 @@
 //!   run in such a kernel: see [`reexec`].
 
 mod reexec;
+mod signals;
 mod uml;
 
 pub use reexec::{libtest_name, run_test_in_real_kernel};
+pub use signals::interrupted_by;
 pub use uml::Uml;
+
+use signals::SignalGuard;
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::Child;
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::probe::{self, ProbeError};
@@ -133,7 +135,7 @@ pub enum KernelError {
     },
     #[error("the User-Mode Linux guest ended without reporting the exit status of `{command}` (it crashed or never started){}", tail_note(.log_tail))]
     GuestCrashed { command: String, log_tail: String },
-    #[error("interrupted by {}: the run was stopped and its temporary files removed", signal_name(*.signal))]
+    #[error("interrupted by {}: the run was stopped and its temporary files removed", signals::name(*.signal))]
     Interrupted { signal: i32 },
 }
 
@@ -353,97 +355,6 @@ pub(crate) fn tail_lines(text: &str, n: usize) -> String {
 pub(crate) enum Ended {
     Exited(i32),
     TimedOut,
-}
-
-/// The signals that end a run early instead of killing this process outright.
-const STOP_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
-
-/// The stop signal caught during a run, 0 while none was. Sticky: the user asked to stop.
-static CAUGHT: AtomicI32 = AtomicI32::new(0);
-
-/// How many runs are under way (threads may run several), and the dispositions the first one
-/// replaced, restored when the last one ends.
-static GUARDS: Mutex<(usize, Vec<(libc::c_int, libc::sigaction)>)> = Mutex::new((0, Vec::new()));
-
-/// The signal handler: one atomic store, which is async-signal-safe; the supervising loop does
-/// the rest (it looks at [`CAUGHT`] every 50 ms).
-extern "C" fn note_signal(signal: libc::c_int) {
-    CAUGHT.store(signal, Ordering::SeqCst);
-}
-
-/// The stop signal (SIGINT, SIGTERM or SIGHUP) that interrupted a kernel run in this process,
-/// if one did: the caller should exit with 128 + it, as a shell reports a process the signal
-/// killed.
-pub fn interrupted_by() -> Option<i32> {
-    match CAUGHT.load(Ordering::SeqCst) {
-        0 => None,
-        signal => Some(signal),
-    }
-}
-
-fn signal_name(signal: i32) -> String {
-    match signal {
-        libc::SIGINT => "SIGINT".into(),
-        libc::SIGTERM => "SIGTERM".into(),
-        libc::SIGHUP => "SIGHUP".into(),
-        n => format!("signal {n}"),
-    }
-}
-
-/// While alive, [`STOP_SIGNALS`] set [`CAUGHT`] instead of ending the process.
-struct SignalGuard;
-
-impl SignalGuard {
-    fn install() -> Result<SignalGuard, KernelError> {
-        let mut guards = GUARDS.lock().unwrap_or_else(|e| e.into_inner());
-        if guards.0 == 0 {
-            let mut previous = Vec::new();
-            for signal in STOP_SIGNALS {
-                // SAFETY: sigaction with a zeroed (valid: empty mask, no flags) struct whose
-                // handler is an extern "C" fn that only stores to an atomic; `old` is written
-                // by the kernel.
-                let old = unsafe {
-                    let mut action: libc::sigaction = std::mem::zeroed();
-                    action.sa_sigaction = note_signal as extern "C" fn(libc::c_int) as usize;
-                    action.sa_flags = libc::SA_RESTART;
-                    libc::sigemptyset(&mut action.sa_mask);
-                    let mut old: libc::sigaction = std::mem::zeroed();
-                    if libc::sigaction(signal, &action, &mut old) != 0 {
-                        let source = io::Error::last_os_error();
-                        restore(&previous);
-                        return Err(KernelError::Io {
-                            what: format!("cannot catch {}", signal_name(signal)),
-                            source,
-                        });
-                    }
-                    old
-                };
-                previous.push((signal, old));
-            }
-            guards.1 = previous;
-        }
-        guards.0 += 1;
-        Ok(SignalGuard)
-    }
-}
-
-fn restore(previous: &[(libc::c_int, libc::sigaction)]) {
-    for (signal, old) in previous {
-        // SAFETY: puts back a disposition sigaction itself returned.
-        unsafe {
-            libc::sigaction(*signal, old, std::ptr::null_mut());
-        }
-    }
-}
-
-impl Drop for SignalGuard {
-    fn drop(&mut self) {
-        let mut guards = GUARDS.lock().unwrap_or_else(|e| e.into_inner());
-        guards.0 -= 1;
-        if guards.0 == 0 {
-            restore(&std::mem::take(&mut guards.1));
-        }
-    }
 }
 
 /// Waits for `child` (the leader of its own process group) within `opts.timeout`, copying what is
@@ -694,125 +605,6 @@ mod tests {
     /// removed, and the process exits with 128 + the signal. The child is this test binary,
     /// filtered to this test, booting a guest that runs `sleep 60`; it is signalled once the
     /// guest runs the command (its `stdout` file exists).
-    #[test]
-    fn a_stop_signal_ends_the_guest_and_removes_its_run_directory() {
-        const CHILD: &str = "UNBLOAT_TEST_SIGNAL_CHILD";
-        let name = "a_stop_signal_ends_the_guest_and_removes_its_run_directory";
-        if std::env::var_os(CHILD).is_some() {
-            let opts = GuestOptions {
-                mem_mb: 256,
-                timeout: Duration::from_secs(90),
-                ..GuestOptions::default()
-            };
-            let uml = Uml::find().expect("User-Mode Linux");
-            let result = Kernel::Uml(uml).run(&["sleep".into(), "60".into()], &opts);
-            // As the command line does: 128 + the signal.
-            match (&result, interrupted_by()) {
-                (Err(KernelError::Interrupted { signal }), Some(caught)) if *signal == caught => {
-                    std::process::exit(128 + signal)
-                }
-                _ => {
-                    eprintln!("child: not interrupted: {result:?}");
-                    std::process::exit(1)
-                }
-            }
-        }
-        if let Err(e) = Uml::find() {
-            panic!("this test needs User-Mode Linux: {e}");
-        }
-        let exe = std::env::current_exe().unwrap();
-        let base = std::path::absolute(std::env::temp_dir()).unwrap();
-        let logs = RunDir::create("test").unwrap();
-        let filter = libtest_name(module_path!()).to_string() + "::" + name;
-        for signal in [libc::SIGTERM, libc::SIGINT] {
-            let log = logs.path().join(format!("child-{signal}.log"));
-            let mut child = std::process::Command::new(&exe)
-                .args([
-                    filter.as_str(),
-                    "--exact",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(CHILD, "1")
-                .stdout(std::process::Stdio::null())
-                .stderr(File::create(&log).unwrap())
-                .spawn()
-                .unwrap();
-            let prefix = format!("unbloat-uml-{}-", child.id());
-            let started = Instant::now();
-            let run_dir = loop {
-                let found = std::fs::read_dir(&base).unwrap().find_map(|e| {
-                    let path = e.ok()?.path();
-                    let ours = path.file_name()?.to_str()?.starts_with(&prefix);
-                    (ours && path.join("stdout").exists()).then_some(path)
-                });
-                if let Some(dir) = found {
-                    break dir;
-                }
-                if started.elapsed() > Duration::from_secs(60)
-                    || child.try_wait().unwrap().is_some()
-                {
-                    let _ = child.kill();
-                    panic!(
-                        "the guest never ran its command: {}",
-                        read_lossy(&log).unwrap()
-                    );
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            };
-            let booted = started.elapsed();
-            // SAFETY: kill has no memory preconditions; the child is ours and not yet waited for.
-            unsafe {
-                libc::kill(child.id() as i32, signal);
-            }
-            let signalled = Instant::now();
-            let status = loop {
-                if let Some(status) = child.try_wait().unwrap() {
-                    break status;
-                }
-                if signalled.elapsed() > Duration::from_secs(20) {
-                    let _ = child.kill();
-                    panic!(
-                        "the child did not end within 20 s of {}",
-                        signal_name(signal)
-                    );
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            };
-            let log_text = read_lossy(&log).unwrap();
-            assert_eq!(status.code(), Some(128 + signal), "{status:?}: {log_text}");
-            assert!(!run_dir.exists(), "{} was left behind", run_dir.display());
-            // No process (linux.uml or a helper) still names the run directory.
-            let needle = run_dir.display().to_string();
-            let survivors = |needle: &str| -> Vec<String> {
-                std::fs::read_dir("/proc")
-                    .unwrap()
-                    .filter_map(|e| {
-                        let path = e.ok()?.path();
-                        let cmdline = std::fs::read(path.join("cmdline")).ok()?;
-                        String::from_utf8_lossy(&cmdline)
-                            .contains(needle)
-                            .then(|| path.display().to_string())
-                    })
-                    .collect()
-            };
-            let mut left = survivors(&needle);
-            for _ in 0..40 {
-                if left.is_empty() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-                left = survivors(&needle);
-            }
-            assert!(left.is_empty(), "still running from {needle}: {left:?}");
-            eprintln!(
-                "{}: guest running after {booted:?}, all gone {:?} after the signal",
-                signal_name(signal),
-                signalled.elapsed()
-            );
-        }
-    }
-
     #[test]
     fn run_dirs_are_private_distinct_and_removed() {
         use std::os::unix::fs::PermissionsExt;
