@@ -83,7 +83,11 @@ pub fn collect(remote: IpAddr) -> HostInfo {
     };
     HostInfo {
         kernel: proc_text("/proc/sys/kernel/osrelease"),
-        hostname: proc_text("/proc/sys/kernel/hostname"),
+        // "(none)" is the kernel's word for a hostname nobody set (a fresh User-Mode Linux
+        // guest): recorded as unknown, not as a name.
+        hostname: Some(proc_text("/proc/sys/kernel/hostname"))
+            .filter(|h| h != "(none)")
+            .unwrap_or_default(),
         egress_iface: egress,
         qdiscs,
         notes,

@@ -67,7 +67,18 @@ pub fn write_plots_with_prefix(
 fn title(svg: &mut Svg, what: &str, results: &Results) {
     svg.text(WIDTH / 2.0, 24.0, 16.0, Anchor::Middle, what);
     let md = &results.metadata;
-    let mut sub = format!("{} to {} from {}", md.profile, md.remote, md.hostname);
+    // A field nobody recorded is left out rather than printed: an unset hostname reads
+    // "(none)" in /proc (every User-Mode Linux guest of the lab has one).
+    let known = |s: &str| {
+        let s = s.trim();
+        (!s.is_empty() && s != "(none)").then(|| s.to_string())
+    };
+    let parts = [
+        known(&md.profile),
+        known(&md.remote).map(|r| format!("to {r}")),
+        known(&md.hostname).map(|h| format!("from {h}")),
+    ];
+    let mut sub = parts.into_iter().flatten().collect::<Vec<_>>().join(" ");
     if md.partial {
         sub.push_str(" (PARTIAL: ");
         sub.push_str(md.partial_reason.as_deref().unwrap_or("ended early"));

@@ -199,3 +199,24 @@ fn write_plots_writes_three_files() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Bug: the plots' subtitle said "rrul to host from (none)" for a run in a User-Mode Linux guest
+/// (the kernel's name for an unset hostname), and "from " for an empty one. A field that is not
+/// known is left out.
+#[test]
+fn subtitle_leaves_out_what_is_not_known_instead_of_saying_none() {
+    let mut r = synthetic::rrul(1);
+    r.metadata.remote = "server.example:4420".into();
+    for hostname in ["(none)", "", "  "] {
+        r.metadata.hostname = hostname.into();
+        for (name, svg) in render_all(&r) {
+            assert!(!svg.contains("(none)"), "{name} with {hostname:?}");
+            assert!(!svg.contains("from"), "{name} with {hostname:?}");
+            assert!(svg.contains("rrul to server.example:4420<"), "{name}");
+        }
+    }
+    r.metadata.hostname = "laptop".into();
+    r.metadata.remote = String::new();
+    let svg = timeseries::render(&r);
+    assert!(svg.contains(">rrul from laptop<"), "{svg}");
+}
