@@ -108,7 +108,7 @@ impl FromStr for Diffserv {
         ]
         .into_iter()
         .find(|d| d.keyword() == s)
-        .ok_or_else(|| format!("unknown diffserv mode {s:?}; use besteffort, diffserv3, diffserv4, diffserv8 or precedence"))
+        .ok_or_else(|| format!("unknown diffserv mode {:?}; use besteffort, diffserv3, diffserv4, diffserv8 or precedence", crate::clip::clip(s)))
     }
 }
 

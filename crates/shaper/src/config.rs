@@ -14,18 +14,31 @@
 //!
 //! Callers can rely on: every error names the file, the line and column, and the key (an
 //! unknown key, a bad value, an interface named twice, an interface name the kernel would refuse,
-//! or options [`Spec::new`] refuses); an interface's options are its table merged over
+//! or options [`Spec::new`] refuses), repeating at most [`MAX_ECHO`](crate::clip::MAX_ECHO)
+//! characters of anything the file says; an interface's options are its table merged over
 //! `[defaults]`, and the command line is merged over that by the caller
 //! ([`ShapeOptions::merge`]). The example shipped in `examples/unbloat.toml` documents every key
 //! and is loaded by a test.
+//!
+//! Bounds: a file larger than [`MAX_CONFIG_BYTES`] is refused after reading one byte more than
+//! that, never read whole (`--config /dev/zero` fails at once); parsing is linear in the file's
+//! size (line and column come from one index of line starts, not a scan per table); and a file
+//! with no `[interface.NAME]` table is refused by [`ConfigFile::specs`]: it shapes nothing.
 
+use crate::clip::{clip, clip_quoted};
 use crate::options::ShapeOptions;
 use crate::spec::{parse_iface, Spec, SpecError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use unbloat_units::IfName;
+
+/// The largest configuration file unbloat reads: 1 MiB. One interface takes a few hundred bytes
+/// even with every key commented, so this is thousands of interfaces; anything larger is not a
+/// configuration file (a log, an image, `/dev/zero`).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// The file's shape; unknown top-level tables are errors too.
 #[derive(Debug, Deserialize)]
@@ -77,6 +90,16 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{path}: larger than {limit} bytes (1 MiB), the most a config file may be; is it the right file?")]
+    TooLarge { path: PathBuf, limit: u64 },
+    #[error("{path}: not UTF-8 text (at byte {at}); a config file is TOML")]
+    NotText { path: PathBuf, at: usize },
+    #[error(
+        "{path}: nothing to shape: no [interface.NAME] table ([defaults] alone shapes nothing); \
+         add one per interface, e.g. a line [interface.eth0] followed by down = \"78mbit\" and \
+         up = \"19950kbit\""
+    )]
+    NothingToShape { path: PathBuf },
     #[error("{path}:{at}: {key_note}{message}")]
     Syntax {
         path: PathBuf,
@@ -96,23 +119,42 @@ pub enum ConfigError {
 }
 
 impl ConfigFile {
-    /// Read and parse `path`.
+    /// Read and parse `path`: at most [`MAX_CONFIG_BYTES`] + 1 bytes are read, and a file with
+    /// more is refused.
     pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+        let io = |source| ConfigError::Io {
             path: path.to_path_buf(),
             source,
+        };
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .map_err(io)?
+            .take(MAX_CONFIG_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        if bytes.len() as u64 > MAX_CONFIG_BYTES {
+            return Err(ConfigError::TooLarge {
+                path: path.to_path_buf(),
+                limit: MAX_CONFIG_BYTES,
+            });
+        }
+        let text = String::from_utf8(bytes).map_err(|e| ConfigError::NotText {
+            path: path.to_path_buf(),
+            at: e.utf8_error().valid_up_to(),
         })?;
         ConfigFile::parse(&text, path)
     }
 
     /// Parse `text`; `path` is only used in messages and kept in the result.
     pub fn parse(text: &str, path: &Path) -> Result<ConfigFile, ConfigError> {
+        let lines = LineIndex::new(text);
         let raw: RawFile = toml::from_str(text).map_err(|e| {
             let offset = e.span().map(|s| s.start).unwrap_or(0);
-            let at = position(text, offset);
-            let key = key_at(text, offset);
-            // toml's messages may span lines ("invalid table header\nduplicate key ..."): one line.
-            let mut message = e.message().trim().replace('\n', ": ");
+            let at = lines.position(text, offset);
+            let key = key_at(text, offset).map(|k| clip(&k).into_owned());
+            // toml's messages may span lines ("invalid table header\nduplicate key ..."): one line,
+            // and what it quotes from the file cut to a length a message can repeat.
+            let mut message = clip_quoted(&e.message().trim().replace('\n', ": "));
             if message.contains("duplicate key") && message.contains("`interface`") {
                 message.push_str(" (each interface may have one table only)");
             }
@@ -132,11 +174,11 @@ impl ConfigFile {
         let defaults = raw.defaults.unwrap_or_default();
         let mut interfaces = Vec::new();
         for (name, table) in raw.interface {
-            let at = position(text, name.span().start);
+            let at = lines.position(text, name.span().start);
             let iface = parse_iface(name.get_ref()).map_err(|source| ConfigError::Interface {
                 path: path.to_path_buf(),
                 at,
-                name: name.get_ref().clone(),
+                name: clip(name.get_ref()).into_owned(),
                 source: Box::new(source),
             })?;
             interfaces.push(InterfaceConfig {
@@ -159,8 +201,14 @@ impl ConfigFile {
     }
 
     /// Validate every interface as `unbloat config check` does, with `flags` merged over each
-    /// (pass `ShapeOptions::default()` for none). The first refusal names file, line and table.
+    /// (pass `ShapeOptions::default()` for none). The first refusal names file, line and table;
+    /// a file without interfaces is refused ([`ConfigError::NothingToShape`]).
     pub fn specs(&self, flags: &ShapeOptions) -> Result<Vec<Spec>, ConfigError> {
+        if self.interfaces.is_empty() {
+            return Err(ConfigError::NothingToShape {
+                path: self.path.clone(),
+            });
+        }
         self.interfaces
             .iter()
             .map(|i| {
@@ -177,21 +225,41 @@ impl ConfigFile {
     }
 }
 
-/// The 1-based line and column (in characters) of a byte offset.
-fn position(text: &str, offset: usize) -> Position {
-    let offset = offset.min(text.len());
-    let before = text.get(..offset).unwrap_or(text);
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
-    let column = text
-        .get(line_start..offset)
-        .map(|s| s.chars().count())
-        .unwrap_or(0)
-        + 1;
-    Position { line, column }
+/// The byte offsets where the lines of a text start, built once: a position costs a binary
+/// search and a count within its own line, not a scan from the start of the file (which made
+/// 40,000 tables quadratic).
+struct LineIndex(Vec<usize>);
+
+impl LineIndex {
+    fn new(text: &str) -> LineIndex {
+        let starts = std::iter::once(0)
+            .chain(
+                text.bytes()
+                    .enumerate()
+                    .filter(|(_, b)| *b == b'\n')
+                    .map(|(i, _)| i + 1),
+            )
+            .collect();
+        LineIndex(starts)
+    }
+
+    /// The 1-based line and column (in characters) of a byte offset of `text`.
+    fn position(&self, text: &str, offset: usize) -> Position {
+        let offset = offset.min(text.len());
+        // The number of line starts at or before `offset` is the 1-based line.
+        let line = self.0.partition_point(|&start| start <= offset);
+        let line_start = self.0[line.max(1) - 1];
+        let column = text
+            .get(line_start..offset)
+            .map(|s| s.chars().count())
+            .unwrap_or(0)
+            + 1;
+        Position { line, column }
+    }
 }
 
-/// The key of a `key = value` line containing `offset`, if that is what the line is.
+/// The key of a `key = value` line containing `offset`, if that is what the line is. Called once,
+/// for the error, so the scan back to the line's start is no cost.
 fn key_at(text: &str, offset: usize) -> Option<String> {
     let offset = offset.min(text.len());
     let start = text.get(..offset)?.rfind('\n').map(|i| i + 1).unwrap_or(0);
@@ -298,5 +366,113 @@ mod tests {
         assert!(c.interfaces.len() >= 2);
         let specs = c.specs(&ShapeOptions::default()).unwrap();
         assert_eq!(specs.len(), c.interfaces.len());
+    }
+
+    #[test]
+    fn a_file_without_interfaces_has_nothing_to_shape() {
+        for text in [
+            "",
+            "# only a comment\n",
+            "[defaults]\nnat = true\nup = \"10mbit\"\n",
+        ] {
+            let c = parse(text).expect("parses");
+            let m = c.specs(&ShapeOptions::default()).unwrap_err().to_string();
+            assert!(
+                m.starts_with("/etc/unbloat/unbloat.toml: nothing to shape: no [interface.NAME]"),
+                "{m}"
+            );
+            assert!(
+                m.contains("[interface.eth0]") && m.contains("down = \"78mbit\""),
+                "{m}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_file_over_1_mib_is_refused_without_reading_it_whole() {
+        let dir = std::env::temp_dir().join(format!("unbloat-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let table = "[interface.eth0]\ndown = \"10mbit\"\n";
+        // Exactly the limit: read and parsed.
+        let fits = dir.join("fits.toml");
+        let pad = MAX_CONFIG_BYTES as usize - table.len() - 1;
+        std::fs::write(&fits, format!("{table}#{}", "x".repeat(pad))).expect("write");
+        assert_eq!(
+            std::fs::metadata(&fits).expect("meta").len(),
+            MAX_CONFIG_BYTES
+        );
+        assert_eq!(ConfigFile::load(&fits).expect("fits").interfaces.len(), 1);
+        // One byte more: refused, naming the file and the limit.
+        let big = dir.join("big.toml");
+        std::fs::write(&big, format!("{table}#{}", "x".repeat(pad + 1))).expect("write");
+        let m = ConfigFile::load(&big).unwrap_err().to_string();
+        assert!(
+            m.starts_with(&format!(
+                "{}: larger than 1048576 bytes (1 MiB)",
+                big.display()
+            )),
+            "{m}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+        // An endless file stops at the limit too.
+        if Path::new("/dev/zero").exists() {
+            let e = ConfigFile::load(Path::new("/dev/zero")).unwrap_err();
+            assert!(matches!(e, ConfigError::TooLarge { .. }), "{e}");
+        }
+    }
+
+    #[test]
+    fn forty_thousand_tables_parse_with_their_lines() {
+        // The position of each table comes from one index of line starts (a scan from the start
+        // of the file per table made this quadratic: 22 s for 40,000 tables).
+        let text: String = (0..40_000).map(|i| format!("[interface.e{i}]\n")).collect();
+        assert!(text.len() as u64 <= MAX_CONFIG_BYTES);
+        let c = parse(&text).expect("parses");
+        assert_eq!(c.interfaces.len(), 40_000);
+        let last = c.interfaces.last().expect("tables");
+        assert_eq!(last.name.as_str(), "e39999");
+        assert_eq!(
+            last.at,
+            Position {
+                line: 40_000,
+                column: 12
+            }
+        );
+    }
+
+    #[test]
+    fn line_index_agrees_with_counting_from_the_start() {
+        let text = "a\n\nbé = 1\n[interface.x]\r\nlast";
+        let index = LineIndex::new(text);
+        for offset in (0..=text.len()).filter(|&o| text.is_char_boundary(o)) {
+            let before = &text[..offset];
+            let line = before.matches('\n').count() + 1;
+            let start = before.rfind('\n').map_or(0, |i| i + 1);
+            let column = text[start..offset].chars().count() + 1;
+            assert_eq!(
+                index.position(text, offset),
+                Position { line, column },
+                "{offset}"
+            );
+        }
+    }
+
+    #[test]
+    fn huge_keys_names_and_values_are_not_repeated_whole() {
+        // 2 MB: any length over MAX_ECHO shows it; 10 MB only makes the debug test slower.
+        let huge = "k".repeat(2_000_000);
+        for text in [
+            format!("[interface.eth0]\n{huge} = 1\n"),
+            format!("[interface.eth0]\ndown = \"{huge}\"\n"),
+            format!("[interface.{huge}]\ndown = \"1mbit\"\n"),
+            format!("[interface.eth0]\ndown = \"1mbit\"\nextra-egress = \"{huge}\"\n"),
+        ] {
+            let m = match parse(&text) {
+                Err(e) => e.to_string(),
+                Ok(c) => c.specs(&ShapeOptions::default()).unwrap_err().to_string(),
+            };
+            assert!(m.len() < 1_500, "{} bytes: {}", m.len(), &m[..200]);
+            assert!(m.contains("kkkk…"), "{m}");
+        }
     }
 }

@@ -71,7 +71,10 @@ impl FromStr for Framing {
             "none" | "noatm" => Ok(Framing::None),
             "atm" => Ok(Framing::Atm),
             "ptm" => Ok(Framing::Ptm),
-            _ => Err(format!("unknown framing {s:?}; use atm, ptm or none")),
+            _ => Err(format!(
+                "unknown framing {:?}; use atm, ptm or none",
+                crate::clip::clip(s)
+            )),
         }
     }
 }
@@ -326,11 +329,13 @@ impl fmt::Display for LinkPreset {
 impl FromStr for LinkPreset {
     type Err = String;
     fn from_str(s: &str) -> Result<LinkPreset, String> {
-        TABLE
-            .iter()
-            .find(|r| r.1 == s)
-            .map(|r| r.0)
-            .ok_or_else(|| format!("unknown link {s:?}; use one of {}", LinkPreset::names()))
+        TABLE.iter().find(|r| r.1 == s).map(|r| r.0).ok_or_else(|| {
+            format!(
+                "unknown link {:?}; use one of {}",
+                crate::clip::clip(s),
+                LinkPreset::names()
+            )
+        })
     }
 }
 

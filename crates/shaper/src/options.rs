@@ -11,6 +11,7 @@
 //! Nothing is checked for sense here (ranges, conflicts): that is [`Spec`](crate::spec::Spec)'s job,
 //! so flags, files and extra strings get the same checks and the same messages.
 
+use crate::clip::clip;
 use crate::linklayer::{Framing, LinkPreset};
 use crate::model::{AckFilter, Diffserv, Direction};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -43,7 +44,7 @@ impl FromStr for Qdisc {
         match s {
             "cake" => Ok(Qdisc::Cake),
             "fq_codel" | "fq-codel" | "htb" => Ok(Qdisc::FqCodel),
-            _ => Err(format!("unknown qdisc {s:?}; use cake or fq_codel")),
+            _ => Err(format!("unknown qdisc {:?}; use cake or fq_codel", clip(s))),
         }
     }
 }
@@ -86,7 +87,7 @@ impl FromStr for Isolation {
     fn from_str(s: &str) -> Result<Isolation, String> {
         let v = serde_json::Value::String(s.to_string());
         serde_json::from_value(v).map_err(|_| {
-            format!("unknown isolation {s:?}; use flows, hosts, srchost, dsthost, dual-host, dual-srchost, dual-dsthost, triple-isolate or flowblind")
+            format!("unknown isolation {:?}; use flows, hosts, srchost, dsthost, dual-host, dual-srchost, dual-dsthost, triple-isolate or flowblind", clip(s))
         })
     }
 }
@@ -205,6 +206,7 @@ pub fn parse_rtt(s: &str) -> Result<Time, String> {
         return Ok(*t);
     }
     s.parse::<Time>().map_err(|e| {
+        let e = crate::clip::clip_quoted(&e.to_string());
         format!("{e}; or one of cake's names: datacentre, lan, metro, regional, internet, oceanic, satellite, interplanetary")
     })
 }
@@ -241,7 +243,8 @@ fn de_ack_filter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<AckFilter>, D
         Some(A::S(s)) if s == "enabled" => Ok(Some(AckFilter::Enabled)),
         Some(A::S(s)) if s == "disabled" => Ok(Some(AckFilter::Disabled)),
         Some(A::S(s)) => Err(serde::de::Error::custom(format!(
-            "invalid ack-filter {s:?}: use true, false or \"aggressive\""
+            "invalid ack-filter {:?}: use true, false or \"aggressive\"",
+            clip(&s)
         ))),
     }
 }
@@ -281,13 +284,13 @@ pub fn parse_extra(
         let mut value = |word: &str| {
             words.next().ok_or_else(|| ExtraError::MissingValue {
                 key: key.to_string(),
-                word: word.to_string(),
+                word: clip(word).into_owned(),
             })
         };
         let bad = |word: &str, v: &str, reason: String| ExtraError::BadValue {
             key: key.to_string(),
-            word: word.to_string(),
-            value: v.to_string(),
+            word: clip(word).into_owned(),
+            value: clip(v).into_owned(),
             reason,
         };
         let done = match qdisc {
@@ -307,7 +310,7 @@ pub fn parse_extra(
             };
             return Err(ExtraError::Unknown {
                 key: key.to_string(),
-                word: w.to_string(),
+                word: clip(w).into_owned(),
                 qdisc,
                 hint,
             });
@@ -323,7 +326,8 @@ fn parsed<T: FromStr>(word: &str, v: &str, bad: &BadFn) -> Result<T, ExtraError>
 where
     T::Err: fmt::Display,
 {
-    v.parse::<T>().map_err(|e| bad(word, v, e.to_string()))
+    v.parse::<T>()
+        .map_err(|e| bad(word, v, crate::clip::clip_quoted(&e.to_string())))
 }
 
 /// One cake word (tc/q_cake.c `cake_parse_opt`). Returns false for a word cake does not take.

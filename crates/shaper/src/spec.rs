@@ -15,6 +15,7 @@
 //! would silently change. An option is named as [`option_name`] says: `--KEY` when there is such
 //! a flag, the config key otherwise.
 
+use crate::clip::clip;
 use crate::linklayer::{LinkError, LinkLayer};
 use crate::model::{CakeParams, Direction, FlowMode, FqCodelParams};
 use crate::options::{option_name, parse_extra, ExtraError, Qdisc, ShapeOptions};
@@ -109,9 +110,11 @@ pub struct Spec {
     pub warnings: Vec<String>,
 }
 
-/// Parse a user's interface name, with the message of [`SpecError`].
+/// Parse a user's interface name, with the message of [`SpecError`]. A name longer than
+/// [`MAX_ECHO`](crate::clip::MAX_ECHO) characters is refused as too long (names have at most 15
+/// bytes) with the name cut, so a huge one is never repeated whole.
 pub fn parse_iface(text: &str) -> Result<IfName, SpecError> {
-    let name: IfName = text.parse().map_err(SpecError::Interface)?;
+    let name: IfName = clip(text).parse().map_err(SpecError::Interface)?;
     check_iface(&name)?;
     Ok(name)
 }
@@ -125,7 +128,7 @@ fn check_iface(name: &IfName) -> Result<(), SpecError> {
         .find(|c| matches!(c, '#' | '\'' | '"' | '\\'))
     {
         Some(ch) => Err(SpecError::InterfaceChar {
-            name: name.to_string(),
+            name: clip(name.as_str()).into_owned(),
             ch,
         }),
         None => Ok(()),
