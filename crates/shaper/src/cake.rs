@@ -26,8 +26,8 @@
 //!   bursts, and those queue in the modem's FIFO, upstream of the download shaper: in five runs
 //!   with and five without, the start-up peak went from 110-330 ms to 170-480 ms and the p99
 //!   after the first 3 s from 43-51 ms to 54-120 ms. At docsis rates it changed nothing
-//!   measurable. `--ack-filter` applies to the upload only; `extra-ingress` can ask for it on the
-//!   download.
+//!   measurable. `--ack-filter` applies to the upload only; `--ingress-options`
+//!   (`extra-ingress`) can ask for it on the download.
 //! - `nowash`, `split-gso`, `rtt 100ms` (cake's "internet"): cake's defaults, changed only when
 //!   the user says so.
 

@@ -271,7 +271,8 @@ pub enum ExtraError {
 }
 
 /// Parse an extra option string for `direction` with `qdisc`'s grammar into the options it
-/// stands for. `key` names the source in messages (`extra-egress`, `--extra-ingress`).
+/// stands for. `key` names the source in messages (the spec passes
+/// [`option_name`]`("extra-egress")`: `--egress-options/extra-egress`).
 pub fn parse_extra(
     text: &str,
     qdisc: Qdisc,

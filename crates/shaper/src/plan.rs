@@ -1,6 +1,6 @@
 //! The plan: every qdisc, class, filter and device unbloat will create, as typed values.
 //!
-//! A [`Plan`] is what a validated [`Spec`](crate::spec::Spec) turns into ([`Plan::build`]). It is
+//! A [`Plan`] is what a validated [`Spec`] turns into ([`Plan::build`]). It is
 //! organised the way the kernel will hold it, device by device, so that verification can compare it
 //! with `tc -j -s` output field by field: the WAN device's root qdisc (egress), and for ingress the
 //! IFB device, the `ingress` qdisc on the WAN device with its mirred redirect, and the IFB's root
