@@ -353,7 +353,7 @@ struct Run<'a> {
 
 fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, TestFailure> {
     let (mut control, addr) = connect_control(plan)?;
-    load::handshake(&mut control, addr)?;
+    load::handshake(&mut control, addr, plan.connect_timeout)?;
     let test_id = random_id();
     let total = plan.idle_before + plan.load + plan.idle_after;
     let request = TestRequest {
@@ -372,12 +372,13 @@ fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, Te
             })
             .collect(),
     };
-    let probe_port = match load::request(&mut control, addr, &ClientMsg::Request(request))? {
+    let asked = ClientMsg::Request(request);
+    let probe_port = match load::request(&mut control, addr, &asked, plan.connect_timeout)? {
         ServerMsg::Accept { probe_port } => probe_port,
         ServerMsg::Busy { active, limit } => {
             return Err(MeasureError::Busy { active, limit }.into())
         }
-        ServerMsg::Refused { reason } => return Err(MeasureError::Refused { reason }.into()),
+        ServerMsg::Refused { reason } => return Err(MeasureError::refused(&reason).into()),
         other => {
             let why = format!("expected Accept, got {other:?}");
             let e = crate::protocol::ProtocolError::BadField {
@@ -436,7 +437,7 @@ fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, Te
     let idle_end_ns = plan.idle_before.as_nanos() as u64;
     let probes = prober.finish(grace, idle_end_ns);
     if failure.is_none() {
-        match load::request(&mut control, addr, &ClientMsg::Finish) {
+        match load::request(&mut control, addr, &ClientMsg::Finish, plan.connect_timeout) {
             Ok(ServerMsg::Report { .. }) => {}
             Ok(other) => notes.push(format!(
                 "server ended the test with {other:?} instead of a report"

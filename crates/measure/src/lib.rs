@@ -103,6 +103,13 @@ pub enum MeasureError {
 }
 
 impl MeasureError {
+    /// A server's refusal, its reason made safe to print ([`protocol::printable`]).
+    pub(crate) fn refused(reason: &str) -> Self {
+        MeasureError::Refused {
+            reason: protocol::printable(reason),
+        }
+    }
+
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         MeasureError::Io {
             context: context.into(),

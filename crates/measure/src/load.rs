@@ -20,13 +20,13 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
 use unbloat_report::Direction;
 
 use crate::profile::StreamPlan;
-use crate::protocol::{self, ClientMsg, ProtocolError, ServerMsg, PROTOCOL_VERSION};
+use crate::protocol::{self, ClientMsg, Deadline, ProtocolError, ServerMsg, PROTOCOL_VERSION};
 use crate::server::{fill_pattern, is_timeout, BULK_BUFFER, BULK_LOWAT};
 use crate::{sockopt, MeasureError};
 
@@ -57,11 +57,16 @@ pub(crate) fn protocol_error(addr: SocketAddr, source: ProtocolError) -> Measure
     MeasureError::Protocol { addr, source }
 }
 
-/// Exchanges hellos; a version mismatch or a peer that is not unbloat is an error here.
-pub(crate) fn handshake(conn: &mut TcpStream, addr: SocketAddr) -> Result<(), MeasureError> {
+/// Exchanges hellos; a version mismatch or a peer that is not unbloat is an error here. The
+/// server's hello must arrive whole within `timeout`, however it is spaced.
+pub(crate) fn handshake(
+    conn: &mut TcpStream,
+    addr: SocketAddr,
+    timeout: Duration,
+) -> Result<(), MeasureError> {
     conn.write_all(&protocol::encode_hello(PROTOCOL_VERSION))
         .map_err(|e| protocol_error(addr, e.into()))?;
-    match protocol::read_hello(conn) {
+    match protocol::read_hello(&mut Deadline::new(conn, Instant::now() + timeout)) {
         Ok(v) if v == PROTOCOL_VERSION => Ok(()),
         Ok(server) => Err(MeasureError::WrongVersion {
             server,
@@ -72,14 +77,16 @@ pub(crate) fn handshake(conn: &mut TcpStream, addr: SocketAddr) -> Result<(), Me
     }
 }
 
-/// Sends a message and reads the server's answer.
+/// Sends a message and reads the server's answer, which must arrive whole within `timeout`.
 pub(crate) fn request(
     conn: &mut TcpStream,
     addr: SocketAddr,
     msg: &ClientMsg,
+    timeout: Duration,
 ) -> Result<ServerMsg, MeasureError> {
     protocol::write_frame(conn, &msg.encode()).map_err(|e| protocol_error(addr, e))?;
-    let body = protocol::read_frame(conn).map_err(|e| protocol_error(addr, e))?;
+    let body = protocol::read_frame(&mut Deadline::new(conn, Instant::now() + timeout))
+        .map_err(|e| protocol_error(addr, e))?;
     ServerMsg::decode(&body).map_err(|e| protocol_error(addr, e))
 }
 
@@ -103,7 +110,7 @@ impl LoadStream {
         timeout: Duration,
     ) -> Result<LoadStream, MeasureError> {
         let mut conn = connect(addr, timeout, plan.dscp)?;
-        handshake(&mut conn, addr)?;
+        handshake(&mut conn, addr, timeout)?;
         match request(
             &mut conn,
             addr,
@@ -111,9 +118,10 @@ impl LoadStream {
                 test_id,
                 stream: index,
             },
+            timeout,
         )? {
             ServerMsg::Attached => {}
-            ServerMsg::Refused { reason } => return Err(MeasureError::Refused { reason }),
+            ServerMsg::Refused { reason } => return Err(MeasureError::refused(&reason)),
             other => {
                 let why = format!("expected Attached, got {other:?}");
                 return Err(protocol_error(

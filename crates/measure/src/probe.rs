@@ -46,14 +46,16 @@ pub struct Record {
 }
 
 impl Record {
-    /// Receive minus send, less the server's holding time when it stamped both.
+    /// Receive minus send, less the server's holding time when it stamped both. The stamps come
+    /// from the peer: a hold longer than the round trip itself (a broken or lying server) is
+    /// ignored, rather than allowed to make the round trip zero.
     fn rtt_ns(&self) -> Option<u64> {
+        let round_trip = self.recv_ns?.saturating_sub(self.sent_ns);
         let hold = match (self.server_recv_ns, self.server_send_ns) {
-            (Some(r), Some(s)) => s.saturating_sub(r),
-            _ => 0,
+            (Some(r), Some(s)) => s.checked_sub(r).filter(|&h| h <= round_trip),
+            _ => None,
         };
-        self.recv_ns
-            .map(|r| r.saturating_sub(self.sent_ns).saturating_sub(hold))
+        Some(round_trip - hold.unwrap_or(0))
     }
 }
 

@@ -205,9 +205,9 @@ pub fn write_frame(w: &mut impl Write, body: &[u8]) -> Result<(), ProtocolError>
     Ok(())
 }
 
-/// A reader whose every read ends by one fixed instant: a handshake read through it takes at most
-/// the time left, however the peer spaces its bytes. A timeout per read would let a peer that
-/// sends one byte just before each timeout hold the connection for as long as it liked.
+/// A reader whose every read ends by one fixed instant: a hello or a frame read through it takes
+/// at most the time left, however the peer spaces its bytes. A timeout per read would let a peer
+/// that sends one byte just before each timeout hold the connection for as long as it liked.
 pub struct Deadline<'a> {
     conn: &'a TcpStream,
     at: Instant,
@@ -224,21 +224,36 @@ impl Read for Deadline<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let left = self.at.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the handshake deadline passed",
-            ));
+            return Err(deadline_passed());
         }
         // set_read_timeout refuses zero; `left` is not zero here.
         self.conn.set_read_timeout(Some(left))?;
         match (&mut &*self.conn).read(buf) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the handshake deadline passed",
-            )),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(deadline_passed()),
             other => other,
         }
     }
+}
+
+fn deadline_passed() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        "the whole message did not arrive in time",
+    )
+}
+
+/// Text from the peer made safe to print: control characters (a terminal's escape sequences,
+/// carriage returns) are written as escapes (`\u{1b}`) instead of acting on the terminal.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 fn read_exact_or_closed(r: &mut impl Read, buf: &mut [u8]) -> Result<(), ProtocolError> {

@@ -432,3 +432,186 @@ fn dribbling_clients_hold_the_server_no_longer_than_the_handshake_deadline() {
     );
     still_serves(&server);
 }
+
+/// A fake server on loopback: accepts one connection and hands it to `script`, which plays the
+/// server's side; joined by the caller.
+fn fake_server(
+    script: impl FnOnce(TcpStream) + Send + 'static,
+) -> (SocketAddr, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let t = std::thread::spawn(move || {
+        let (s, _) = listener.accept().expect("accept");
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        script(s);
+    });
+    (addr, t)
+}
+
+/// Writes `bytes` one at a time, `gap` apart, for at most `bound`; stops when the client hangs up.
+fn dribble(s: &mut TcpStream, bytes: &[u8], gap: Duration, bound: Duration) {
+    let start = Instant::now();
+    for b in bytes {
+        if start.elapsed() > bound || s.write_all(&[*b]).is_err() {
+            return;
+        }
+        std::thread::sleep(gap);
+    }
+}
+
+/// Bug: the client's timeout was per read too, so a server (or middlebox) dribbling its
+/// answer a byte a second held `unbloat test` for as long as the frame it announced: hours for
+/// a 4 KiB refusal. Each exchange now has one deadline, the connect timeout (2 s here).
+#[test]
+fn a_dribbling_server_is_given_up_on_at_the_connect_timeout() {
+    let (addr, t) = fake_server(|mut s| {
+        let _ = protocol::read_hello(&mut s);
+        // A hello, a byte every 300 ms: well inside a per-read timeout, never done in time.
+        let mut answer = protocol::encode_hello(protocol::PROTOCOL_VERSION).to_vec();
+        answer.extend_from_slice(&(protocol::MAX_FRAME as u32).to_be_bytes());
+        answer.push(12);
+        answer.resize(answer.len() + 100, b'x');
+        dribble(
+            &mut s,
+            &answer,
+            Duration::from_millis(300),
+            Duration::from_secs(10),
+        );
+    });
+    let started = Instant::now();
+    let err = client::run_plan(
+        &plan(&addr.to_string(), "ping", None, 0.5, 0.2),
+        &mut NoProgress,
+    )
+    .expect_err("given up on");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(4), "held for {took:?}: {err}");
+    assert!(err.partial.is_none(), "{err}");
+    t.join().expect("fake server");
+}
+
+/// Bug: the server's holding time (its send stamp minus its receive stamp) was taken from the
+/// reply as sent, and subtracted with saturation: a server claiming a hold longer than the whole
+/// round trip made every probe's round trip 0 ms. A hold the round trip cannot contain is
+/// ignored: the round trip is then what the client measured.
+#[test]
+fn a_forged_holding_time_cannot_make_round_trips_zero() {
+    let udp = UdpSocket::bind("127.0.0.1:0").expect("udp");
+    let probe_port = udp.local_addr().expect("addr").port();
+    let responder = std::thread::spawn(move || {
+        udp.set_read_timeout(Some(Duration::from_millis(200)))
+            .expect("timeout");
+        let started = Instant::now();
+        let mut buf = [0u8; 2048];
+        while started.elapsed() < Duration::from_secs(6) {
+            let Ok((n, from)) = udp.recv_from(&mut buf) else {
+                continue;
+            };
+            let Ok(request) = ProbeRequest::decode(&buf[..n]) else {
+                continue;
+            };
+            let reply = protocol::ProbeReply {
+                request,
+                server_recv_ns: 0,
+                server_send_ns: u64::MAX,
+            };
+            // A millisecond of real delay, so an honest round trip is clearly above zero.
+            std::thread::sleep(Duration::from_millis(1));
+            if let Some(len) = reply.encode_into(&mut buf[..n]) {
+                let _ = udp.send_to(&buf[..len], from);
+            }
+        }
+    });
+    let (addr, t) = fake_server(move |mut s| {
+        let _ = protocol::read_hello(&mut s);
+        s.write_all(&protocol::encode_hello(protocol::PROTOCOL_VERSION))
+            .expect("hello");
+        let _ = protocol::read_frame(&mut s);
+        protocol::write_frame(&mut s, &ServerMsg::Accept { probe_port }.encode()).expect("accept");
+        let _ = protocol::read_frame(&mut s);
+        let report = ServerMsg::Report {
+            stream_bytes: vec![],
+            probes_answered: 0,
+        };
+        let _ = protocol::write_frame(&mut s, &report.encode());
+    });
+    let results = client::run_plan(
+        &plan(&addr.to_string(), "ping", None, 0.5, 0.3),
+        &mut NoProgress,
+    )
+    .expect("a run");
+    t.join().expect("fake server");
+    responder.join().expect("responder");
+    let rtts: Vec<f64> = results.probes[0]
+        .samples
+        .iter()
+        .filter_map(|s| s.rtt_ms)
+        .collect();
+    assert!(rtts.len() >= 5, "{rtts:?}");
+    assert!(rtts.iter().all(|&r| r >= 0.9), "{rtts:?}");
+}
+
+/// A refusal reason comes from the peer: printed as it came, its control characters could
+/// rewrite the user's terminal. They are shown escaped, not sent to the terminal.
+#[test]
+fn a_refusal_reason_cannot_carry_terminal_control_sequences() {
+    let (addr, t) = fake_server(|mut s| {
+        let _ = protocol::read_hello(&mut s);
+        s.write_all(&protocol::encode_hello(protocol::PROTOCOL_VERSION))
+            .expect("hello");
+        let _ = protocol::read_frame(&mut s);
+        let reason = "no\x1b[2J\x1b]0;owned\x07\r\nroot# ".to_string();
+        protocol::write_frame(&mut s, &ServerMsg::Refused { reason }.encode()).expect("refuse");
+    });
+    let err = client::run_plan(
+        &plan(&addr.to_string(), "ping", None, 0.5, 0.2),
+        &mut NoProgress,
+    )
+    .expect_err("refused");
+    t.join().expect("fake server");
+    let text = err.to_string();
+    assert!(matches!(err.error, MeasureError::Refused { .. }), "{text}");
+    assert!(!text.chars().any(char::is_control), "{text:?}");
+    assert!(text.contains("no"), "{text}");
+}
+
+/// Answers that make no sense at that point (a report for a request, an accept with no probe
+/// port, a second hello) end the run with an error naming the server, never a panic or a hang.
+#[test]
+fn nonsense_answers_end_the_run_with_an_error() {
+    let answers: Vec<Vec<u8>> = vec![
+        ServerMsg::Report {
+            stream_bytes: vec![1; 255],
+            probes_answered: u64::MAX,
+        }
+        .encode(),
+        ServerMsg::Attached.encode(),
+        ServerMsg::Accept { probe_port: 0 }.encode(),
+        ServerMsg::Busy {
+            active: u16::MAX,
+            limit: 0,
+        }
+        .encode(),
+    ];
+    for answer in answers {
+        let body = answer.clone();
+        let (addr, t) = fake_server(move |mut s| {
+            let _ = protocol::read_hello(&mut s);
+            s.write_all(&protocol::encode_hello(protocol::PROTOCOL_VERSION))
+                .expect("hello");
+            let _ = protocol::read_frame(&mut s);
+            let _ = protocol::write_frame(&mut s, &body);
+            let _ = s.read(&mut [0u8; 64]);
+        });
+        let started = Instant::now();
+        let result = client::run_plan(
+            &plan(&addr.to_string(), "ping", None, 0.5, 0.2),
+            &mut NoProgress,
+        );
+        let err = result.expect_err("nonsense is an error");
+        assert!(started.elapsed() < Duration::from_secs(10), "{err}");
+        drop(err);
+        t.join().expect("fake server");
+    }
+}
