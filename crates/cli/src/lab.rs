@@ -103,6 +103,13 @@ pub fn measure_bench(cmd: &MeasureBenchCmd) -> Result<(), Failure> {
             netem_in_a_kernel()
         }
     });
+    // The netem part's guest was stopped by a signal: the user asked to stop, not for a table.
+    if let Some(signal) = interrupted_by() {
+        return Err(Failure {
+            code: 128 + signal,
+            error: anyhow!("interrupted (signal {signal}); the User-Mode Linux guest was stopped"),
+        });
+    }
     if cmd.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
