@@ -13,8 +13,10 @@
 //!
 //! Where the kernel cannot change a value in place, the piece is replaced instead:
 //! fq_codel refuses a new `flows` on a running qdisc (`fq_codel_change`: "if (q->flows) return
-//! -EINVAL"), HTB has no `change` for its root options (`htb_qdisc_ops` has none), and neither
-//! cake's `memlimit` nor fq_codel's `memory_limit` can go back to "the kernel's own" once set.
+//! -EINVAL"), HTB has no `change` for its root options (`htb_qdisc_ops` has none), neither
+//! cake's `memlimit` nor fq_codel's `memory_limit` can go back to "the kernel's own" once set,
+//! and cake's `mpu` cannot go back to 0 (iproute2's q_cake.c sends `TCA_CAKE_MPU` only when it
+//! is above 0, and `cake_change` keeps what it is not sent).
 //!
 //! The commands come in the order that never leaves a redirect pointing at nothing: the IFB is
 //! created and set up before the batch; in the batch deletions come first, then changes, then
@@ -184,7 +186,8 @@ fn in_place(p: &Shaping, n: &Shaping) -> Option<Vec<Vec<String>>> {
     }
     match (&p.root, &n.root) {
         (RootQdisc::Cake(a), RootQdisc::Cake(b)) => {
-            if a.memlimit.is_some() && b.memlimit.is_none() {
+            if (a.memlimit.is_some() && b.memlimit.is_none()) || (a.link.mpu > 0 && b.link.mpu == 0)
+            {
                 return None;
             }
             let add = Plan {
@@ -326,6 +329,27 @@ mod tests {
             l.iter().any(|c| c.starts_with("class change dev eth0")),
             "{l:?}"
         );
+    }
+
+    #[test]
+    fn cakes_mpu_back_to_zero_is_a_replace_since_tc_would_not_send_it() {
+        let a = plan("eth0", &rates("50mbit", "10mbit"));
+        let b = plan(
+            "eth0",
+            &ShapeOptions {
+                mpu: Some(0),
+                ..rates("50mbit", "10mbit")
+            },
+        );
+        assert!(a
+            .egress
+            .as_ref()
+            .is_some_and(|e| matches!(&e.root, RootQdisc::Cake(p) if p.link.mpu > 0)));
+        let t = between(Some(&a), Some(&b));
+        assert_eq!((t.changed_in_place, t.replaced), (0, 2), "{:?}", lines(&t));
+        // And from 0 to a value, tc sends it: in place.
+        let back = between(Some(&b), Some(&a));
+        assert_eq!((back.changed_in_place, back.replaced), (2, 0));
     }
 
     #[test]
