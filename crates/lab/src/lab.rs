@@ -221,6 +221,9 @@ pub enum LabError {
         #[source]
         source: KernelError,
     },
+    /// A stop signal ended the guest (see `unbloat_system::kernel::interrupted_by`).
+    #[error(transparent)]
+    Interrupted(KernelError),
     #[error("the lab builds network namespaces, which needs root: run it with sudo")]
     NotRoot,
     #[error("{what} {path}: {source}")]
@@ -396,9 +399,12 @@ fn run_in_kernel(
     let _ = std::fs::remove_file(&lab_json);
     let res = kernel
         .run(&reexec_argv(args, out, exe), &opts)
-        .map_err(|source| LabError::Kernel {
-            needs: kernel_needs(&req.strategies).join(", "),
-            source,
+        .map_err(|source| match source {
+            KernelError::Interrupted { .. } => LabError::Interrupted(source),
+            source => LabError::Kernel {
+                needs: kernel_needs(&req.strategies).join(", "),
+                source,
+            },
         })?;
     if res.status != 0 {
         let tail: Vec<&str> = res.stderr.lines().rev().take(5).collect();
