@@ -38,6 +38,9 @@ pub struct StartBench {
     /// Print the results as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Rate changes made under the UDP stream (set-rate's no-loss check).
+    #[arg(long, default_value_t = 1000)]
+    pub changes: usize,
     /// sqm-scripts' source (the directory with src/start-sqm), to time the real `start-sqm`
     /// beside unbloat; default: ../shared/peers/sqm-scripts from here or from the binary.
     #[arg(long, value_name = "DIR")]
@@ -71,6 +74,8 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
                 "--inside".into(),
                 "--runs".into(),
                 args.runs.to_string(),
+                "--changes".into(),
+                args.changes.to_string(),
             ];
             if args.json {
                 argv.push("--json".into());
@@ -111,7 +116,9 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
     run(&["link", "set", "benchwan", "up"])?;
     run(&["link", "set", "benchisp", "up"])?;
     let dir = std::env::temp_dir().join(format!("unbloat-bench-{}", std::process::id()));
-    let sqm = find_sqm_scripts(args).map(|d| SqmScripts::install(&d, &dir)).transpose()?;
+    let sqm = find_sqm_scripts(args)
+        .map(|d| SqmScripts::install(&d, &dir))
+        .transpose()?;
     let exe = std::env::current_exe()?;
     // One `unbloat` process, timed whole, in this namespace and with its own run directory.
     let unbloat = |argv: &[&str]| -> anyhow::Result<Duration> {
@@ -123,7 +130,11 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
             .output()?;
         let took = t.elapsed();
         if !out.status.success() {
-            bail!("unbloat {}: {}", argv.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+            bail!(
+                "unbloat {}: {}",
+                argv.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
         }
         Ok(took)
     };
@@ -131,8 +142,18 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
 
     let mut rows = vec![];
     for (name, extra, flags, sqm_recipe) in [
-        ("cake", ShapeOptions::default(), vec![], ("piece_of_cake.qos", "cake")),
-        ("fq_codel 3 tiers", fq_codel3(), vec!["--qdisc", "fq_codel", "--tiers", "3"], ("simple.qos", "fq_codel")),
+        (
+            "cake",
+            ShapeOptions::default(),
+            vec![],
+            ("piece_of_cake.qos", "cake"),
+        ),
+        (
+            "fq_codel 3 tiers",
+            fq_codel3(),
+            vec!["--qdisc", "fq_codel", "--tiers", "3"],
+            ("simple.qos", "fq_codel"),
+        ),
     ] {
         let opts = ShapeOptions {
             down: Some("78mbit".parse()?),
@@ -141,16 +162,31 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
             ..extra
         };
         let plan = Plan::build(&Spec::new("benchwan".parse()?, &opts)?);
-        let start_argv: Vec<&str> = ["start", "benchwan", "--down", "78mbit", "--up", "19950kbit", "--link", "vdsl2"]
-            .into_iter()
-            .chain(flags.iter().copied())
-            .collect();
+        let start_argv: Vec<&str> = [
+            "start",
+            "benchwan",
+            "--down",
+            "78mbit",
+            "--up",
+            "19950kbit",
+            "--link",
+            "vdsl2",
+        ]
+        .into_iter()
+        .chain(flags.iter().copied())
+        .collect();
         let mut row = Row::new(name);
         for run in 0..args.runs {
             row.start.push(unbloat(&start_argv)?);
             row.again.push(unbloat(&start_argv)?);
-            let (down, up) = if run % 2 == 0 { ("70mbit", "18mbit") } else { ("78mbit", "19950kbit") };
-            row.set_rate.push(unbloat(&["set-rate", "benchwan", "--down", down, "--up", up])?);
+            let (down, up) = if run % 2 == 0 {
+                ("70mbit", "18mbit")
+            } else {
+                ("78mbit", "19950kbit")
+            };
+            row.set_rate.push(unbloat(&[
+                "set-rate", "benchwan", "--down", down, "--up", up,
+            ])?);
             row.status.push(unbloat(&["status", "benchwan"])?);
             row.stop.push(unbloat(&["stop", "benchwan"])?);
             // The sqm-scripts way by hand: each command its own process, nothing checked.
@@ -163,13 +199,17 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
                 runner.run(&cmd)?;
             }
             if let Some(sqm) = &sqm {
-                row.sqm.push(sqm.start("benchwan", sqm_recipe.0, sqm_recipe.1)?);
+                row.sqm
+                    .push(sqm.start("benchwan", sqm_recipe.0, sqm_recipe.1)?);
                 sqm.stop("benchwan")?;
             }
         }
         // set-rate as autorate calls it: the library, no process.
         let opts_json = serde_json::to_value(&opts)?;
-        shaper.start(&[Request { plan: plan.clone(), options: opts_json }])?;
+        shaper.start(&[Request {
+            plan: plan.clone(),
+            options: opts_json,
+        }])?;
         let changes = 200;
         let t = Instant::now();
         for i in 0..changes {
@@ -179,15 +219,163 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
                 ..opts.clone()
             };
             let p = Plan::build(&Spec::new("benchwan".parse()?, &o)?);
-            shaper.set_rate(&Request { plan: p, options: serde_json::to_value(&o)? })?;
+            shaper.set_rate(&Request {
+                plan: p,
+                options: serde_json::to_value(&o)?,
+            })?;
         }
         row.set_rate_library = Some(t.elapsed() / changes as u32);
         shaper.stop(&["benchwan".parse()?])?;
         rows.push(row);
     }
+    let loss = udp_through_rate_changes(&shaper, &runner, args.changes)?;
     let _ = std::fs::remove_dir_all(&dir);
     print_rows(&rows, args, sqm.is_some())?;
+    if args.json {
+        println!("{}", serde_json::to_string(&loss)?);
+    } else {
+        println!(
+            "set-rate under a constant UDP stream ({} Mbit/s, iperf3) through cake's upload while it changes {} times between 10 and 12 Mbit/s: {} of {} packets lost, mean {:.2} ms per change",
+            loss.stream_mbit, loss.changes, loss.lost, loss.packets, loss.mean_change_ms
+        );
+    }
+    if loss.lost > 0 {
+        return Err(anyhow!(
+            "set-rate lost {} packets of a stream below the shaper's rate",
+            loss.lost
+        )
+        .into());
+    }
     Ok(())
+}
+
+#[derive(serde::Serialize)]
+struct UdpLoss {
+    stream_mbit: u32,
+    changes: usize,
+    packets: u64,
+    lost: u64,
+    mean_change_ms: f64,
+}
+
+/// A constant UDP stream (iperf3, below the shaper's rate) from this namespace through cake on
+/// `benchwan` to a peer namespace, while `Shaper::set_rate` changes the upload rate `changes`
+/// times: a change in place must lose no packet (a re-created qdisc drops its queue).
+fn udp_through_rate_changes(
+    shaper: &Shaper,
+    runner: &SystemRunner,
+    changes: usize,
+) -> anyhow::Result<UdpLoss> {
+    let peer = format!("unbloat-bench-peer-{}", std::process::id());
+    let sh = |argv: &[&str]| -> anyhow::Result<()> {
+        let out = runner.run(&Cmd::new(argv[0]).args(argv[1..].iter().copied()))?;
+        if !out.success() {
+            bail!("{}: {}", argv.join(" "), out.stderr.trim());
+        }
+        Ok(())
+    };
+    sh(&["ip", "netns", "add", &peer])?;
+    let result = (|| -> anyhow::Result<UdpLoss> {
+        sh(&["ip", "link", "set", "benchisp", "netns", &peer])?;
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &peer,
+            "ip",
+            "addr",
+            "add",
+            "10.201.0.2/30",
+            "dev",
+            "benchisp",
+        ])?;
+        sh(&[
+            "ip", "netns", "exec", &peer, "ip", "link", "set", "benchisp", "up",
+        ])?;
+        sh(&[
+            "ip", "netns", "exec", &peer, "ip", "link", "set", "lo", "up",
+        ])?;
+        sh(&["ip", "addr", "add", "10.201.0.1/30", "dev", "benchwan"])?;
+        let base = ShapeOptions {
+            up: Some("12mbit".parse()?),
+            ..ShapeOptions::default()
+        };
+        let plan_at = |kbit: u64| -> anyhow::Result<Request> {
+            let o = ShapeOptions {
+                up: Some(unbloat_units::Rate::from_kbit(kbit)),
+                ..base.clone()
+            };
+            Ok(Request {
+                plan: Plan::build(&Spec::new("benchwan".parse()?, &o)?),
+                options: serde_json::to_value(&o)?,
+            })
+        };
+        shaper.start(&[plan_at(12_000)?])?;
+        let mut server = std::process::Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &peer,
+                "iperf3",
+                "-s",
+                "-1",
+                "-B",
+                "10.201.0.2",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        std::thread::sleep(Duration::from_millis(500));
+        let stream_mbit = 8;
+        let spacing = Duration::from_millis(10);
+        let secs = (changes as u64 * 12 / 1000).max(3) + 2;
+        let client = std::process::Command::new("iperf3")
+            .args([
+                "-c",
+                "10.201.0.2",
+                "-u",
+                "-b",
+                &format!("{stream_mbit}M"),
+                "-l",
+                "1200",
+                "-J",
+                "-t",
+                &secs.to_string(),
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        std::thread::sleep(Duration::from_millis(1000));
+        let mut spent = Duration::ZERO;
+        for i in 0..changes {
+            let req = plan_at(if i % 2 == 0 { 10_000 } else { 12_000 })?;
+            let t = Instant::now();
+            shaper.set_rate(&req)?;
+            spent += t.elapsed();
+            std::thread::sleep(spacing);
+        }
+        let out = client.wait_with_output()?;
+        let _ = server.kill();
+        let _ = server.wait();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .map_err(|e| anyhow!("iperf3 -J printed no JSON: {e}"))?;
+        // The receiver's count: what reached the far end.
+        let sum = &v["end"]["sum"];
+        let (packets, lost) = (sum["packets"].as_u64(), sum["lost_packets"].as_u64());
+        let (Some(packets), Some(lost)) = (packets, lost) else {
+            bail!("iperf3's report has no packet counts: {}", v["error"]);
+        };
+        shaper.stop(&["benchwan".parse()?])?;
+        Ok(UdpLoss {
+            stream_mbit,
+            changes,
+            packets,
+            lost,
+            mean_change_ms: ms(spent) / changes.max(1) as f64,
+        })
+    })();
+    let _ = sh(&["ip", "netns", "del", &peer]);
+    result
 }
 
 /// Where sqm-scripts' source is: the flag, or ../shared/peers/sqm-scripts above the current
@@ -249,7 +437,10 @@ impl SqmScripts {
             .output()?;
         let took = t.elapsed();
         if !out.status.success() {
-            bail!("sqm-scripts {script}: {}", String::from_utf8_lossy(&out.stderr).trim());
+            bail!(
+                "sqm-scripts {script}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
         }
         Ok(took)
     }
@@ -334,18 +525,20 @@ fn print_rows(rows: &[Row], args: &StartBench, with_sqm: bool) -> anyhow::Result
     if args.json {
         let v: Vec<_> = rows
             .iter()
-            .map(|r| serde_json::json!({
-                "setup": r.setup,
-                "start_ms": ms(median(&r.start)),
-                "again_ms": ms(median(&r.again)),
-                "set_rate_ms": ms(median(&r.set_rate)),
-                "set_rate_library_ms": r.set_rate_library.map(ms),
-                "status_ms": ms(median(&r.status)),
-                "stop_ms": ms(median(&r.stop)),
-                "sqm_style_sequential_ms": ms(median(&r.sequential)),
-                "sqm_scripts_start_ms": with_sqm.then(|| ms(median(&r.sqm))),
-                "sqm_scripts_over_unbloat": ratio(r),
-            }))
+            .map(|r| {
+                serde_json::json!({
+                    "setup": r.setup,
+                    "start_ms": ms(median(&r.start)),
+                    "again_ms": ms(median(&r.again)),
+                    "set_rate_ms": ms(median(&r.set_rate)),
+                    "set_rate_library_ms": r.set_rate_library.map(ms),
+                    "status_ms": ms(median(&r.status)),
+                    "stop_ms": ms(median(&r.stop)),
+                    "sqm_style_sequential_ms": ms(median(&r.sequential)),
+                    "sqm_scripts_start_ms": with_sqm.then(|| ms(median(&r.sqm))),
+                    "sqm_scripts_over_unbloat": ratio(r),
+                })
+            })
             .collect();
         println!(
             "{}",
@@ -358,7 +551,16 @@ fn print_rows(rows: &[Row], args: &StartBench, with_sqm: bool) -> anyhow::Result
     println!("unbloat bench start: egress 19950kbit + ingress 78mbit, vdsl2, on a veth; kernel {kernel}; whole processes, median of {}", args.runs);
     println!(
         "{:<17} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>11} {:>12} {:>7}",
-        "setup", "start", "again", "set-rate", "(library)", "status", "stop", "one by one", "sqm-scripts", "sqm/us"
+        "setup",
+        "start",
+        "again",
+        "set-rate",
+        "(library)",
+        "status",
+        "stop",
+        "one by one",
+        "sqm-scripts",
+        "sqm/us"
     );
     for r in rows {
         println!(
@@ -377,7 +579,9 @@ fn print_rows(rows: &[Row], args: &StartBench, with_sqm: bool) -> anyhow::Result
     }
     println!("start = `unbloat start` as a process: snapshot, journal, apply (one tc -batch), read back, verify, record;");
     println!("again = the same start once more (read back and verify only); set-rate alternates 70/18 and 78/19.95 Mbit/s;");
-    println!("(library) = Shaper::set_rate in-process, the call autorate makes, mean of 200 changes;");
+    println!(
+        "(library) = Shaper::set_rate in-process, the call autorate makes, mean of 200 changes;"
+    );
     println!("one by one = the same tc/ip commands, one process each, nothing checked;");
     println!("sqm-scripts = the real start-sqm (piece_of_cake.qos / simple.qos, same rates), fresh state each time.");
     if !with_sqm {

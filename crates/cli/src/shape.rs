@@ -220,7 +220,10 @@ pub fn start(args: &StartArgs) -> Result<(), Failure> {
                 let how = match (replaced, in_place) {
                     (false, _) => "shaped".to_string(),
                     (true, 0) => "reshaped".to_string(),
-                    (true, n) => format!("changed in place ({n} qdisc{})", if *n == 1 { "" } else { "s" }),
+                    (true, n) => format!(
+                        "changed in place ({n} qdisc{})",
+                        if *n == 1 { "" } else { "s" }
+                    ),
                 };
                 eprintln!(
                     "unbloat: {} {how} and verified: {}",
@@ -248,7 +251,9 @@ pub fn start(args: &StartArgs) -> Result<(), Failure> {
 pub fn set_rate(args: &SetRateArgs) -> Result<(), Failure> {
     let iface = parse_iface(&args.iface).map_err(invalid)?;
     if args.down.is_none() && args.up.is_none() {
-        return Err(invalid(anyhow!("give --down, --up or both: set-rate changes only rates")));
+        return Err(invalid(anyhow!(
+            "give --down, --up or both: set-rate changes only rates"
+        )));
     }
     let runner = SystemRunner::from_env();
     let state = StateDir::from_env();
@@ -260,7 +265,12 @@ pub fn set_rate(args: &SetRateArgs) -> Result<(), Failure> {
     let mut opts: ShapeOptions =
         serde_json::from_value(record.options.clone()).context("reading unbloat's record")?;
     for (new, old, flag, on) in [
-        (args.down, &mut opts.down, "--down", record.plan.ingress.is_some()),
+        (
+            args.down,
+            &mut opts.down,
+            "--down",
+            record.plan.ingress.is_some(),
+        ),
         (args.up, &mut opts.up, "--up", record.plan.egress.is_some()),
     ] {
         if let Some(rate) = new {
@@ -317,18 +327,32 @@ pub fn recover(args: &RecoverArgs) -> Result<(), Failure> {
 }
 
 fn say_recovery(r: &Recovery) {
-    let names = |v: &[unbloat_units::IfName]| v.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    let names = |v: &[unbloat_units::IfName]| {
+        v.iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     if r.is_empty() {
         eprintln!("unbloat: nothing to recover");
     }
     if !r.undone.is_empty() {
-        eprintln!("unbloat: an interrupted change was undone: {} as before it", names(&r.undone));
+        eprintln!(
+            "unbloat: an interrupted change was undone: {} as before it",
+            names(&r.undone)
+        );
     }
     if !r.finished.is_empty() {
-        eprintln!("unbloat: an interrupted change was finished: {} recorded", names(&r.finished));
+        eprintln!(
+            "unbloat: an interrupted change was finished: {} recorded",
+            names(&r.finished)
+        );
     }
     if !r.namespaces.is_empty() {
-        eprintln!("unbloat: removed the probe namespaces of dead processes: {}", r.namespaces.join(", "));
+        eprintln!(
+            "unbloat: removed the probe namespaces of dead processes: {}",
+            r.namespaces.join(", ")
+        );
     }
     if r.discarded {
         eprintln!("unbloat: the journal of an interrupted change was discarded");
@@ -369,9 +393,16 @@ pub fn stop(args: &StopArgs) -> Result<(), Failure> {
         let names: Vec<String> = stopped.iter().map(|s| s.iface.to_string()).collect();
         let left: Vec<_> = stopped
             .iter()
-            .flat_map(|s| s.left_alone.iter().map(move |w| serde_json::json!({"iface": s.iface.to_string(), "left_alone": w})))
+            .flat_map(|s| {
+                s.left_alone.iter().map(
+                    move |w| serde_json::json!({"iface": s.iface.to_string(), "left_alone": w}),
+                )
+            })
             .collect();
-        println!("{}", serde_json::json!({ "stopped": names, "left_alone": left }));
+        println!(
+            "{}",
+            serde_json::json!({ "stopped": names, "left_alone": left })
+        );
     } else if ifaces.is_empty() {
         eprintln!("unbloat: no interface is shaped by unbloat");
     }
