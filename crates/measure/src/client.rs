@@ -71,7 +71,7 @@ pub struct TestArgs {
     /// only), tcp_nup, tcp_ndown.
     #[arg(long, value_name = "PROFILE", default_value = "rrul")]
     pub profile: String,
-    /// How long the load runs (e.g. 30s, 1m; 1s to 1h). The idle phases come on top.
+    /// How long the load runs (e.g. 30s, 1m; 1s to 60m). The idle phases come on top.
     #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_duration)]
     pub duration: Duration,
     /// Number of TCP streams per direction, for upload, download, bidir, tcp_nup and tcp_ndown.

@@ -109,7 +109,8 @@ pub struct ServeArgs {
     /// The most load streams one test may open (0 to 255; 0 allows latency-only tests).
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = parse_max_streams)]
     pub max_streams: usize,
-    /// The longest test a client may ask for, idle phases included (e.g. 10m, 300s; at most 24 h).
+    /// The longest test a client may ask for, idle phases included (e.g. 10m, 300s; at most
+    /// 1440m, a day).
     #[arg(long, value_name = "TIME", default_value = "10m", value_parser = parse_max_duration)]
     pub max_duration: Duration,
 }
