@@ -62,6 +62,8 @@ enum Command {
     SetRate(shape::SetRateArgs),
     /// Finish or undo a change that an unbloat process left when it died.
     Recover(shape::RecoverArgs),
+    /// Keep a change made with `--confirm` (otherwise it is undone at its deadline).
+    Confirm(shape::ConfirmArgs),
     /// Work with config files.
     #[command(subcommand)]
     Config(shape::ConfigCommand),
@@ -118,6 +120,7 @@ fn main() {
         Command::Status(a) => shape::status(&a),
         Command::SetRate(a) => shape::set_rate(&a),
         Command::Recover(a) => shape::recover(&a),
+        Command::Confirm(a) => shape::confirm(&a),
         Command::Config(c) => shape::config(&c),
         Command::Test(a) => measure::test(&a),
         Command::Serve(a) => unbloat_measure::run_serve(&a).map_err(Failure::from),

@@ -44,6 +44,41 @@ pub struct StartArgs {
     /// Print the exact commands that would run, and change nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Apply on trial: unless `unbloat confirm` (or Enter on this terminal) comes within this
+    /// time (60s, 2m, 90 = seconds; 5s to 1h), the previous setup comes back by itself, even if
+    /// this SSH session is lost or unbloat is killed.
+    #[arg(long, value_name = "TIME", value_parser = parse_confirm)]
+    pub confirm: Option<Duration>,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfirmArgs {
+    /// Internal: the watchdog of a change on trial (its journal id).
+    #[arg(long, hide = true, value_name = "ID")]
+    pub revert_at_id: Option<String>,
+}
+
+/// `--confirm`: a bare number is seconds (as `ping -w` and `iperf3 -t`), or `90s`, `2m`.
+fn parse_confirm(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (num, unit) = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map_or((t, ""), |i| t.split_at(i));
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{text:?} is not a time (60s, 2m, 90)"))?;
+    let secs = match unit.trim() {
+        "" | "s" | "sec" | "secs" => n,
+        "m" | "min" => n * 60.0,
+        "ms" => n / 1000.0,
+        other => return Err(format!("{text}: unknown unit {other:?} (use s or m)")),
+    };
+    if !(5.0..=3600.0).contains(&secs) {
+        return Err(format!(
+            "{text} is outside 5s to 1h: shorter leaves no time to check the link, longer leaves a bad change in place too long"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 #[derive(Debug, Args)]
@@ -98,6 +133,9 @@ pub struct SetRateArgs {
     /// Report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Apply on trial, as `start --confirm`.
+    #[arg(long, value_name = "TIME", value_parser = parse_confirm)]
+    pub confirm: Option<Duration>,
 }
 
 #[derive(Debug, Args)]
@@ -201,7 +239,8 @@ pub fn start(args: &StartArgs) -> Result<(), Failure> {
         return Ok(());
     }
     let runner = SystemRunner::from_env();
-    let shaper = Shaper::new(&runner, StateDir::from_env());
+    let mut shaper = Shaper::new(&runner, StateDir::from_env());
+    shaper.confirm = args.confirm;
     let reqs: Vec<Request> = plans
         .iter()
         .map(|(plan, opts)| Request {
@@ -243,6 +282,92 @@ pub fn start(args: &StartArgs) -> Result<(), Failure> {
             );
         }
     }
+    if args.confirm.is_some() && outcomes.iter().any(|o| *o != Outcome::Unchanged) {
+        on_trial(&shaper)?;
+    }
+    Ok(())
+}
+
+/// After a change on trial: a watchdog process of its own session undoes it at the deadline
+/// unless confirmed (so a lost terminal or a killed unbloat still ends with the old setup; if
+/// the watchdog is killed too, the next unbloat command undoes it). On a terminal, Enter
+/// confirms.
+fn on_trial(shaper: &Shaper) -> Result<(), Failure> {
+    use std::os::unix::process::CommandExt;
+    let Some(journal) = shaper.state.read_journal()? else {
+        return Ok(());
+    };
+    let due = journal.confirm_by_unix.unwrap_or(0);
+    let left = due.saturating_sub(unbloat_system::state::now_unix());
+    let mut watchdog = std::process::Command::new(std::env::current_exe()?);
+    watchdog
+        .args(["confirm", "--revert-at-id", &journal.id])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid in the child before exec: it leaves this session, so the terminal's hangup
+    // does not reach it. No allocation or lock is touched between fork and exec.
+    unsafe {
+        watchdog.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let child = watchdog
+        .spawn()
+        .context("starting the watchdog of the change on trial")?;
+    eprintln!(
+        "unbloat: on trial for {left} s: `unbloat confirm` keeps it; otherwise the previous setup comes back by itself (watchdog pid {})",
+        child.id()
+    );
+    // SAFETY: isatty only inspects the descriptor.
+    if unsafe { libc::isatty(0) } != 1 {
+        return Ok(());
+    }
+    eprintln!("unbloat: or press Enter here to keep it");
+    let mut fds = libc::pollfd {
+        fd: 0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    let ready = unsafe { libc::poll(&mut fds, 1, (left * 1000).min(i32::MAX as u64) as i32) };
+    if ready == 1 {
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+        let kept = shaper.confirm()?;
+        if !kept.is_empty() {
+            eprintln!("unbloat: confirmed; the change stays");
+        }
+    } else {
+        eprintln!("unbloat: not confirmed in time; the watchdog puts the previous setup back");
+    }
+    Ok(())
+}
+
+/// `unbloat confirm`: keep a change on trial (or, as the hidden watchdog, undo it at its
+/// deadline unless kept).
+pub fn confirm(args: &ConfirmArgs) -> Result<(), Failure> {
+    let runner = SystemRunner::from_env();
+    let shaper = Shaper::new(&runner, StateDir::from_env());
+    if let Some(id) = &args.revert_at_id {
+        // SAFETY: ignoring SIGHUP has no memory-safety preconditions.
+        unsafe {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+        }
+        shaper.revert_if_unconfirmed(id)?;
+        return Ok(());
+    }
+    let kept = shaper.confirm()?;
+    if kept.is_empty() {
+        eprintln!("unbloat: no change is waiting for confirmation");
+    } else {
+        let names: Vec<String> = kept.iter().map(|i| i.to_string()).collect();
+        eprintln!(
+            "unbloat: confirmed: {} keep their new setup",
+            names.join(", ")
+        );
+    }
     Ok(())
 }
 
@@ -283,7 +408,8 @@ pub fn set_rate(args: &SetRateArgs) -> Result<(), Failure> {
         }
     }
     let plan = Plan::build(&Spec::new(iface.clone(), &opts).map_err(invalid)?);
-    let shaper = Shaper::new(&runner, state);
+    let mut shaper = Shaper::new(&runner, state);
+    shaper.confirm = args.confirm;
     let req = Request {
         plan,
         options: serde_json::to_value(&opts).unwrap_or_default(),
@@ -302,6 +428,9 @@ pub fn set_rate(args: &SetRateArgs) -> Result<(), Failure> {
     } else {
         eprintln!("unbloat: {iface} already runs at these rates; nothing changed");
     }
+    if args.confirm.is_some() && changed {
+        on_trial(&shaper)?;
+    }
     Ok(())
 }
 
@@ -318,6 +447,7 @@ pub fn recover(args: &RecoverArgs) -> Result<(), Failure> {
                 "finished": r.finished.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
                 "namespaces": r.namespaces,
                 "discarded": r.discarded,
+                "reverted": r.reverted.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
             })
         );
     } else {
@@ -356,6 +486,12 @@ fn say_recovery(r: &Recovery) {
     }
     if r.discarded {
         eprintln!("unbloat: the journal of an interrupted change was discarded");
+    }
+    if !r.reverted.is_empty() {
+        eprintln!(
+            "unbloat: a change on trial was not confirmed in time: {} as before it",
+            names(&r.reverted)
+        );
     }
 }
 

@@ -415,3 +415,55 @@ real_kernel_test! {
         assert_eq!(ns.snapshot(), before);
     }
 }
+
+real_kernel_test! {
+    /// `start --confirm`: without `unbloat confirm` the previous setup is back by itself after
+    /// the deadline (the watchdog), with it the change stays; and with the watchdog killed too,
+    /// the next unbloat command after the deadline puts the previous setup back.
+    fn a_change_on_trial_undoes_itself_unless_confirmed() needs ["cake", "fq_codel", "htb", "ingress"] {
+        let ns = Netns::new();
+        let before = ns.snapshot();
+        ok(&ns, &["start", "eth0", "--down", "20mbit", "--up", "5mbit"]);
+        let old = ns.snapshot();
+        let trial = ["start", "eth0", "--down", "50mbit", "--up", "10mbit", "--qdisc", "fq_codel", "--confirm", "5"];
+        let wait_past_deadline = || std::thread::sleep(std::time::Duration::from_millis(8000));
+
+        // Not confirmed: the watchdog undoes it.
+        let msg = ok(&ns, &trial);
+        assert!(msg.contains("unbloat confirm"), "says how to confirm: {msg}");
+        let new = ns.snapshot();
+        assert_ne!(new, old);
+        let out = ns.unbloat(&["start", "eth0", "--up", "1mbit"]);
+        assert_eq!(out.status.code(), Some(1), "another change waits: {}", text(&out));
+        assert!(text(&out).contains("waits for confirmation"), "{}", text(&out));
+        wait_past_deadline();
+        assert_eq!(ns.snapshot(), old, "the watchdog did not put the old setup back");
+        assert!(ok(&ns, &["start", "eth0", "--down", "20mbit", "--up", "5mbit"]).contains("nothing changed"));
+
+        // Confirmed: it stays past the deadline.
+        ok(&ns, &trial);
+        assert!(ok(&ns, &["confirm"]).contains("confirmed"));
+        wait_past_deadline();
+        assert_eq!(ns.snapshot(), new, "a confirmed change was undone");
+        assert!(ok(&ns, &["confirm"]).contains("no change is waiting"));
+
+        // The watchdog killed too: the next command after the deadline undoes it.
+        ok(&ns, &["start", "eth0", "--down", "20mbit", "--up", "5mbit"]);
+        assert_eq!(ns.snapshot(), old);
+        let msg = ok(&ns, &trial);
+        let pid: u32 = msg
+            .split("watchdog pid ")
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no watchdog pid in: {msg}"));
+        common::must(&format!("kill -9 {pid}"));
+        wait_past_deadline();
+        assert_eq!(ns.snapshot(), new, "nothing runs the deadline without the watchdog");
+        let status = ok(&ns, &["status"]);
+        assert!(status.contains("not confirmed in time"), "{status}");
+        assert_eq!(ns.snapshot(), old, "the next command did not undo the change");
+        ok(&ns, &["stop", "eth0"]);
+        assert_eq!(ns.snapshot(), before);
+    }
+}

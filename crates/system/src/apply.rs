@@ -103,6 +103,10 @@ pub enum ApplyError {
     Journal(StateError),
     #[error("an interrupted change (journal of process {pid}) could not be undone: {why}\nfix the interfaces by hand, then `unbloat recover --discard` forgets it")]
     RecoveryIncomplete { pid: u32, why: String },
+    #[error("a change of {ifaces} waits for confirmation for {left} s more: `unbloat confirm` keeps it; without it, it is undone then; until then nothing else is changed")]
+    AwaitingConfirmation { ifaces: String, left: u64 },
+    #[error("too late: the time to confirm had run out, so the change was undone; every interface is as it was before it")]
+    ConfirmedTooLate,
     #[error("cannot read what the kernel holds on {iface}: {why}")]
     Read { iface: String, why: String },
     #[error(transparent)]
@@ -183,11 +187,17 @@ struct Work {
 pub struct Shaper<'r> {
     pub runner: &'r dyn Runner,
     pub state: StateDir,
+    /// `--confirm`: a change stays only if `unbloat confirm` comes within this time.
+    pub confirm: Option<std::time::Duration>,
 }
 
 impl<'r> Shaper<'r> {
     pub fn new(runner: &'r dyn Runner, state: StateDir) -> Shaper<'r> {
-        Shaper { runner, state }
+        Shaper {
+            runner,
+            state,
+            confirm: None,
+        }
     }
 
     /// The lock, after any interrupted transaction was finished or undone.
@@ -289,6 +299,10 @@ impl<'r> Shaper<'r> {
             return Err(self.explain(failed, rollback, work));
         }
         journal.phase = Phase::Committed;
+        if let Some(within) = self.confirm {
+            journal.phase = Phase::Pending;
+            journal.confirm_by_unix = Some(crate::state::now_unix() + within.as_secs().max(1));
+        }
         if let Err(e) = self.state.write_journal(&journal) {
             journal.phase = Phase::Applying;
             let rollback = self.undo(rtnl, &journal);
@@ -302,7 +316,12 @@ impl<'r> Shaper<'r> {
             });
         }
         crash_point("committed");
-        self.finish(&journal)?;
+        if journal.phase == Phase::Pending {
+            // Recorded as the new setup while on trial; the journal keeps the old one.
+            self.save_records(&journal)?;
+        } else {
+            self.finish(&journal)?;
+        }
         Ok(in_place)
     }
 
@@ -441,14 +460,31 @@ impl<'r> Shaper<'r> {
 
     /// Writes the records of a committed journal and removes it.
     pub(crate) fn finish(&self, journal: &Journal) -> Result<(), StateError> {
+        self.save_records(journal)?;
+        crash_point("recorded");
+        self.state.remove_journal()
+    }
+
+    /// The records of the journal's new setup.
+    pub(crate) fn save_records(&self, journal: &Journal) -> Result<(), StateError> {
         for e in &journal.entries {
             match &e.next {
                 Some(next) => self.state.save(next)?,
                 None => self.state.remove(e.iface.as_str())?,
             }
         }
-        crash_point("recorded");
-        self.state.remove_journal()
+        Ok(())
+    }
+
+    /// The records of the journal's old setup (a change undone after it was recorded).
+    pub(crate) fn restore_records(&self, journal: &Journal) -> Result<(), StateError> {
+        for e in &journal.entries {
+            match &e.previous {
+                Some(prev) => self.state.save(prev)?,
+                None => self.state.remove(e.iface.as_str())?,
+            }
+        }
+        Ok(())
     }
 
     /// Removes what unbloat created on each interface, as far as it is still unbloat's.

@@ -11,6 +11,10 @@
 //!   commit, so they still describe the old setup.
 //! - [`Phase::Committed`]: the new setup was applied and verified. Recovery finishes it: it
 //!   writes the new records and removes the journal.
+//! - [`Phase::Pending`]: applied, verified and recorded, but on trial (`start --confirm 60s`):
+//!   unless `unbloat confirm` removes the journal by `confirm_by_unix`, the change is undone as
+//!   if it were still applying, and the previous records are written back. Until then other
+//!   changes are refused; after it, any command (or the watchdog process) undoes it.
 //!
 //! The journal is data, never commands: what to remove and re-create is derived from typed plans
 //! and snapshots. Only a process holding the transaction lock writes it, so a journal found by a
@@ -29,6 +33,7 @@ const FILE: &str = "journal.json";
 pub enum Phase {
     Applying,
     Committed,
+    Pending,
 }
 
 /// One interface of a transaction.
@@ -50,6 +55,11 @@ pub struct Journal {
     pub pid: u32,
     pub started_unix: u64,
     pub phase: Phase,
+    /// For [`Phase::Pending`]: when the change is undone unless confirmed (seconds since 1970).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm_by_unix: Option<u64>,
+    /// Tells one transaction from the next (the watchdog of a pending change checks it).
+    pub id: String,
     pub entries: Vec<Entry>,
 }
 
@@ -60,9 +70,17 @@ impl Journal {
             pid: std::process::id(),
             started_unix: now_unix(),
             phase: Phase::Applying,
+            confirm_by_unix: None,
+            id: format!("{}-{}", std::process::id(), now_unix_nanos()),
             entries,
         }
     }
+}
+
+fn now_unix_nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
 }
 
 impl StateDir {

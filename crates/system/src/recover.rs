@@ -33,6 +33,8 @@ pub struct Recovery {
     pub namespaces: Vec<String>,
     /// The journal was discarded without being acted on (`--discard`).
     pub discarded: bool,
+    /// A change on trial was not confirmed in time: these interfaces are as they were before it.
+    pub reverted: Vec<IfName>,
 }
 
 impl Recovery {
@@ -81,6 +83,23 @@ impl Shaper<'_> {
                 self.finish(&journal)?;
                 done.finished = ifaces();
             }
+            Phase::Pending => {
+                let now = crate::state::now_unix();
+                let due = journal.confirm_by_unix.unwrap_or(0);
+                if now < due {
+                    return Err(ApplyError::AwaitingConfirmation {
+                        ifaces: journal
+                            .entries
+                            .iter()
+                            .map(|e| e.iface.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        left: due - now,
+                    });
+                }
+                self.revert(rtnl, &journal)?;
+                done.reverted = ifaces();
+            }
             Phase::Applying => match self.undo(rtnl, &journal) {
                 Rollback::Restored => {
                     self.state.remove_journal()?;
@@ -95,6 +114,82 @@ impl Shaper<'_> {
             },
         }
         Ok(done)
+    }
+
+    /// Undoes a change on trial: the kernel back to the snapshots, the old records back, the
+    /// journal gone.
+    pub(crate) fn revert(&self, rtnl: &Rtnl, journal: &Journal) -> Result<(), ApplyError> {
+        match self.undo(rtnl, journal) {
+            Rollback::Restored => {
+                self.restore_records(journal)?;
+                self.state.remove_journal()?;
+                Ok(())
+            }
+            Rollback::Incomplete(why) => Err(ApplyError::RecoveryIncomplete {
+                pid: journal.pid,
+                why,
+            }),
+        }
+    }
+
+    /// `unbloat confirm`: keeps the change on trial. Returns the interfaces it kept (none when
+    /// nothing waits for confirmation).
+    pub fn confirm(&self) -> Result<Vec<IfName>, ApplyError> {
+        self.state.ensure()?;
+        let _lock = crate::lock::TxLock::acquire(self.state.path())?;
+        match self.state.read_journal()? {
+            Some(j) if j.phase == Phase::Pending => {
+                let due = j.confirm_by_unix.unwrap_or(0);
+                if crate::state::now_unix() >= due {
+                    // Too late: the watchdog or the next command undoes it; say so now.
+                    let rtnl = Rtnl::open()?;
+                    self.revert(&rtnl, &j)?;
+                    return Err(ApplyError::ConfirmedTooLate);
+                }
+                self.state.remove_journal()?;
+                Ok(j.entries.into_iter().map(|e| e.iface).collect())
+            }
+            _ => Ok(vec![]),
+        }
+    }
+
+    /// The watchdog of a change on trial (`unbloat confirm --revert-at`): at the deadline, undoes
+    /// the change with this journal id unless it was confirmed. Returns whether it undid it.
+    pub fn revert_if_unconfirmed(&self, id: &str) -> Result<bool, ApplyError> {
+        loop {
+            let Some(j) = self.state.read_journal()? else {
+                return Ok(false);
+            };
+            if j.id != id || j.phase != Phase::Pending {
+                return Ok(false);
+            }
+            let now = crate::state::now_unix();
+            let due = j.confirm_by_unix.unwrap_or(0);
+            if now < due {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                continue;
+            }
+            let lock = match crate::lock::TxLock::acquire(self.state.path()) {
+                Ok(l) => l,
+                Err(crate::lock::LockError::Busy { .. }) => {
+                    // `unbloat confirm` (or another command) holds it: look again.
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let rtnl = Rtnl::open()?;
+            let again = self.state.read_journal()?;
+            let undone = match again {
+                Some(j) if j.id == id && j.phase == Phase::Pending => {
+                    self.revert(&rtnl, &j)?;
+                    true
+                }
+                _ => false,
+            };
+            drop(lock);
+            return Ok(undone);
+        }
     }
 
     /// Puts every interface of the journal back as its snapshot shows it.
