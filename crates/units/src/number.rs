@@ -23,6 +23,48 @@ impl Decimal {
         }
         u64::try_from(num / den).map_err(|_| "too large")
     }
+
+    /// The whole part: 19 for `19.95`.
+    pub fn whole(self) -> u128 {
+        10u128
+            .checked_pow(self.scale)
+            .map_or(0, |d| self.mantissa / d)
+    }
+
+    pub fn is_zero(self) -> bool {
+        self.mantissa == 0
+    }
+
+    /// The number divided by `10^places`, exactly (`19950` shifted by 3 is `19.95`).
+    pub fn shifted(self, places: u32) -> Decimal {
+        Decimal {
+            mantissa: self.mantissa,
+            scale: self.scale + places,
+        }
+    }
+}
+
+impl std::fmt::Display for Decimal {
+    /// The shortest exact decimal: `19.95`, `20`, `0.5` (no trailing zeros, no exponent).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let digits = self.mantissa.to_string();
+        let scale = self.scale as usize;
+        let (int, frac) = if digits.len() > scale {
+            let (i, r) = digits.split_at(digits.len() - scale);
+            (i.to_string(), r.to_string())
+        } else {
+            (
+                "0".to_string(),
+                format!("{}{digits}", "0".repeat(scale - digits.len())),
+            )
+        };
+        let frac = frac.trim_end_matches('0');
+        if frac.is_empty() {
+            f.write_str(&int)
+        } else {
+            write!(f, "{int}.{frac}")
+        }
+    }
 }
 
 /// Splits text into a decimal number and the (lower-cased) unit after it.
@@ -74,6 +116,21 @@ mod tests {
     fn rejects_garbage() {
         for bad in ["", "-5mbit", "mbit", "1.2.3mbit", ".", "1..2"] {
             assert!(split(bad).is_err(), "{bad:?} should not split");
+        }
+    }
+
+    #[test]
+    fn decimals_print_exactly() {
+        for (text, shift, want) in [
+            ("19950", 3, "19.95"),
+            ("20000", 3, "20"),
+            ("0.5", 0, "0.5"),
+            ("5", 2, "0.05"),
+            ("1.50", 0, "1.5"),
+            ("0", 3, "0"),
+        ] {
+            let (d, _) = split(text).unwrap();
+            assert_eq!(d.shifted(shift).to_string(), want, "{text}");
         }
     }
 
