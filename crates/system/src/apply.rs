@@ -21,16 +21,22 @@
 //! No process is started per step, and the probe's throw-away namespace is only made to
 //! explain a failure: in User-Mode Linux each process costs 50-100 ms.
 
+mod commands;
+mod rate;
+mod stop;
+
+use commands::{failing_command, link_step, netlink, tc_message};
+pub use commands::{script_commands, script_commands_one_by_one};
+
 use crate::journal::{Entry, Journal, Phase};
 use crate::live::{self, Found};
 use crate::lock::{LockError, TxLock};
 use crate::probe::{probe, Missing, ProbeError};
 use crate::rtnl::{Link, Rtnl, RtnlError};
-use crate::runner::{Cmd, CmdOutput, RunError, Runner};
+use crate::runner::{Cmd, RunError, Runner};
 use crate::snapshot::Snapshot;
 use crate::state::{ShapedState, StateDir, StateError};
-use unbloat_shaper::plan::{Plan, RootQdisc, Shaping, Step};
-use unbloat_shaper::script::{argv, Script};
+use unbloat_shaper::plan::{Plan, RootQdisc};
 use unbloat_shaper::tcjson::{LiveState, LiveTexts};
 use unbloat_shaper::transition::{self, Transition};
 use unbloat_shaper::verify::verify;
@@ -134,7 +140,10 @@ impl std::fmt::Display for Rollback {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Rollback::Restored => {
-                write!(f, "nothing was changed: every interface is exactly as it was")
+                write!(
+                    f,
+                    "nothing was changed: every interface is exactly as it was"
+                )
             }
             Rollback::Incomplete(why) => write!(
                 f,
@@ -153,7 +162,9 @@ pub(crate) enum Failed {
 impl Failed {
     pub(crate) fn describe(&self) -> String {
         match self {
-            Failed::Command { command, message } => format!("`{command}` failed: {}", message.trim()),
+            Failed::Command { command, message } => {
+                format!("`{command}` failed: {}", message.trim())
+            }
             Failed::Verify(m) => m.join("; "),
         }
     }
@@ -339,7 +350,10 @@ impl<'r> Shaper<'r> {
             if prev.plan == req.plan && ours(&egress) && ours(&ingress) {
                 return Ok(None);
             }
-            for (found, piece, place) in [(&egress, "upload", "root"), (&ingress, "download", "ingress")] {
+            for (found, piece, place) in [
+                (&egress, "upload", "root"),
+                (&ingress, "download", "ingress"),
+            ] {
                 if let Some(Found::Foreign(what)) = found {
                     return Err(ApplyError::Replaced {
                         iface: wan.to_string(),
@@ -418,9 +432,11 @@ impl<'r> Shaper<'r> {
         let mut mismatches = vec![];
         for w in work {
             match self.live(rtnl, &w.req.plan) {
-                Ok(live) => mismatches.extend(verify(&w.req.plan, &live).iter().map(|m| {
-                    format!("{}: {m}", w.req.plan.wan)
-                })),
+                Ok(live) => mismatches.extend(
+                    verify(&w.req.plan, &live)
+                        .iter()
+                        .map(|m| format!("{}: {m}", w.req.plan.wan)),
+                ),
                 Err(e) => mismatches.push(e.to_string()),
             }
         }
@@ -487,227 +503,14 @@ impl<'r> Shaper<'r> {
         Ok(())
     }
 
-    /// Removes what unbloat created on each interface, as far as it is still unbloat's.
-    pub fn stop(&self, ifaces: &[IfName]) -> Result<Vec<Stopped>, ApplyError> {
-        let (_lock, rtnl) = self.begin()?;
-        let mut work = vec![];
-        let mut stopped = vec![];
-        for iface in ifaces {
-            let Some(prev) = self.state.load(iface.as_str())? else {
-                return Err(ApplyError::NotShaped {
-                    iface: iface.to_string(),
-                    dir: self.state.path().display().to_string(),
-                });
-            };
-            let mut left_alone = vec![];
-            let mut remove = prev.plan.clone();
-            let mut orphan_ifb = None;
-            let link = rtnl.link(iface.as_str())?;
-            if link.is_some() {
-                let live = self.live(&rtnl, &prev.plan)?;
-                let (egress, ingress) = live::pieces(&prev.plan, &live);
-                if let Some(Found::Foreign(what)) = &egress {
-                    left_alone.push(format!("the root qdisc of {iface} is no longer unbloat's ({what})"));
-                }
-                if !matches!(egress, Some(Found::Ours)) {
-                    remove.egress = None;
-                }
-                if let Some(Found::Foreign(what)) = &ingress {
-                    left_alone.push(format!("the ingress qdisc of {iface} is no longer unbloat's ({what})"));
-                }
-                if ingress == Some(Found::Gone) {
-                    orphan_ifb = self.own_ifb(&rtnl, &prev.plan)?;
-                }
-                if !matches!(ingress, Some(Found::Ours)) {
-                    remove.ingress = None;
-                }
-            } else {
-                // The device is gone with its qdiscs; an IFB unbloat made for it may remain.
-                orphan_ifb = self.own_ifb(&rtnl, &prev.plan)?;
-                remove.egress = None;
-                remove.ingress = None;
-            }
-            let before = match &link {
-                Some(l) => Snapshot::take(&rtnl, l, ifb_of(Some(&prev.plan)).as_ref().map(IfName::as_str))?,
-                None => Snapshot { wan: vec![], ifb: None },
-            };
-            stopped.push(Stopped {
-                iface: iface.clone(),
-                left_alone,
-            });
-            work.push(Work {
-                req: Request {
-                    plan: remove,
-                    options: serde_json::Value::Null,
-                },
-                previous: Some(prev),
-                effective: None,
-                orphan_ifb,
-                before,
-            });
-        }
-        let entries = work
-            .iter()
-            .map(|w| Entry {
-                iface: w.req.plan.wan.clone(),
-                before: w.before.clone(),
-                previous: w.previous.clone(),
-                next: None,
-            })
-            .collect();
-        let teardown = |w: &Work| -> Result<usize, Failed> {
-            if let Some(index) = w.orphan_ifb {
-                rtnl.delete_link(index).map_err(netlink)?;
-            }
-            self.execute(&rtnl, &transition::between(Some(&w.req.plan), None))?;
-            Ok(0)
-        };
-        self.run(
-            &rtnl,
-            Journal::new(entries),
-            teardown,
-            |work| self.check_removed(&rtnl, work),
-            &work,
-        )?;
-        Ok(stopped)
-    }
-
-    /// After a stop: the pieces it removed are gone (the kernel's default root, no ingress
-    /// qdisc, no IFB).
-    fn check_removed(&self, rtnl: &Rtnl, work: &[Work]) -> Result<(), Failed> {
-        let mut left = vec![];
-        for w in work {
-            let plan = &w.req.plan;
-            let Some(link) = rtnl.link(plan.wan.as_str()).map_err(netlink)? else {
-                continue;
-            };
-            let ifb = ifb_of(Some(plan));
-            let now = Snapshot::take(rtnl, &link, ifb.as_ref().map(IfName::as_str)).map_err(netlink)?;
-            if plan.egress.is_some() {
-                if let Some(q) = now.custom_root() {
-                    left.push(format!("{}: {} is still there", plan.wan, q.summary()));
-                }
-            }
-            if plan.ingress.is_some() {
-                if let Some(q) = now.ingress() {
-                    left.push(format!("{}: {} is still there", plan.wan, q.summary()));
-                }
-                if let Some((name, _)) = &now.ifb {
-                    left.push(format!("{}: the IFB {name} is still there", plan.wan));
-                }
-            }
-        }
-        if left.is_empty() {
-            Ok(())
-        } else {
-            Err(Failed::Verify(left))
-        }
-    }
-
-    /// unbloat's IFB of `plan`, if it still exists as an IFB.
-    fn own_ifb(&self, rtnl: &Rtnl, plan: &Plan) -> Result<Option<u32>, ApplyError> {
-        Ok(match &plan.ingress {
-            Some(i) => rtnl
-                .link(i.ifb.as_str())?
-                .filter(|l| l.kind.as_deref() == Some("ifb"))
-                .map(|l| l.index),
-            None => None,
-        })
-    }
-
-    /// Changes only the shaper rates of a running setup, in place. `req.plan` must differ from
-    /// the recorded plan in rates (and what follows from them) only. cake's bandwidth alone goes
-    /// over rtnetlink, with no process at all.
-    pub fn set_rate(&self, req: &Request) -> Result<Outcome, ApplyError> {
-        let (_lock, rtnl) = self.begin()?;
-        let wan = &req.plan.wan;
-        let Some(prev) = self.state.load(wan.as_str())? else {
-            return Err(ApplyError::NotShaped {
-                iface: wan.to_string(),
-                dir: self.state.path().display().to_string(),
-            });
-        };
-        if prev.plan == req.plan {
-            return Ok(Outcome::Unchanged);
-        }
-        let t = transition::between(Some(&prev.plan), Some(&req.plan));
-        if t.replaced > 0 || !t.links_before.is_empty() || !t.links_after.is_empty() {
-            return Err(ApplyError::NotARateChange {
-                iface: wan.to_string(),
-                why: "a qdisc would have to be replaced".into(),
-            });
-        }
-        let link = self.link(&rtnl, wan.as_str())?;
-        let before = Snapshot::take(&rtnl, &link, ifb_of(Some(&prev.plan)).as_ref().map(IfName::as_str))?;
-        let fast = bandwidth_only(&prev.plan, &req.plan);
-        if let Some(changes) = &fast {
-            // The cheap ownership check of the fast path: cake is still at the roots it changes.
-            for (dev, _) in changes {
-                let root = if dev == wan { before.root() } else { before.ifb_root() };
-                if root.is_none_or(|q| q.kind != "cake") {
-                    return Err(ApplyError::Replaced {
-                        iface: wan.to_string(),
-                        piece: if dev == wan { "upload" } else { "download" },
-                        place: if dev == wan { "root" } else { "ingress" },
-                        what: format!("{dev} has {}", root.map_or("no root qdisc".into(), |q| q.summary())),
-                    });
-                }
-            }
-        }
-        let work = [Work {
-            req: req.clone(),
-            previous: Some(prev.clone()),
-            effective: Some(prev.plan.clone()),
-            orphan_ifb: None,
-            before: before.clone(),
-        }];
-        let journal = Journal::new(vec![Entry {
-            iface: wan.clone(),
-            before,
-            previous: Some(prev),
-            next: Some(ShapedState::new(req.plan.clone(), req.options.clone())),
-        }]);
-        match fast {
-            Some(changes) => {
-                let apply = |_: &Work| -> Result<usize, Failed> {
-                    for (dev, bytes_per_sec) in &changes {
-                        let index = rtnl
-                            .link(dev.as_str())
-                            .map_err(netlink)?
-                            .map(|l| l.index)
-                            .ok_or_else(|| Failed::Command {
-                                command: format!("netlink: change cake on {dev}"),
-                                message: "the device is gone".into(),
-                            })?;
-                        rtnl.change_cake_bandwidth(index, *bytes_per_sec)
-                            .map_err(netlink)?;
-                    }
-                    crash_point("tc");
-                    Ok(changes.len())
-                };
-                // The kernel's acknowledgement of each change is the check: reading back with
-                // tc would cost a process per call.
-                self.run(&rtnl, journal, apply, |_| Ok(()), &work)?;
-            }
-            None => {
-                self.run(
-                    &rtnl,
-                    journal,
-                    |w| self.apply_one(&rtnl, w),
-                    |work| self.verify_all(&rtnl, work),
-                    &work,
-                )?;
-            }
-        }
-        Ok(Outcome::Applied {
-            replaced: true,
-            in_place: t.changed_in_place,
-        })
-    }
-
     /// What the kernel holds for a plan's devices, parsed.
     pub(crate) fn live(&self, rtnl: &Rtnl, plan: &Plan) -> Result<LiveState, ApplyError> {
-        let texts = self.read_live_with(rtnl, &plan.wan, ifb_of(Some(plan)).as_ref(), live::has_htb(plan))?;
+        let texts = self.read_live_with(
+            rtnl,
+            &plan.wan,
+            ifb_of(Some(plan)).as_ref(),
+            live::has_htb(plan),
+        )?;
         LiveState::parse(&plan.wan, &texts).map_err(|e| ApplyError::Read {
             iface: plan.wan.to_string(),
             why: e.to_string(),
@@ -769,41 +572,6 @@ fn refuse_foreign(plan: &Plan, before: &Snapshot) -> Result<(), ApplyError> {
     Ok(())
 }
 
-/// When the only difference between two plans is cake's bandwidth at either root: the devices and
-/// their new rates in bytes per second (cake stores bytes per second: net/sched/sch_cake.c).
-fn bandwidth_only(a: &Plan, b: &Plan) -> Option<Vec<(IfName, u64)>> {
-    let pairs = [
-        (a.egress.as_ref(), b.egress.as_ref()),
-        (
-            a.ingress.as_ref().map(|i| &i.shaping),
-            b.ingress.as_ref().map(|i| &i.shaping),
-        ),
-    ];
-    if a.wan != b.wan || a.ingress.as_ref().map(|i| (&i.ifb, &i.redirect)) != b.ingress.as_ref().map(|i| (&i.ifb, &i.redirect)) {
-        return None;
-    }
-    let mut out = vec![];
-    for (x, y) in pairs {
-        match (x, y) {
-            (None, None) => {}
-            (Some(Shaping { dev: d1, root: RootQdisc::Cake(p) }), Some(Shaping { dev: d2, root: RootQdisc::Cake(q) }))
-                if d1 == d2 =>
-            {
-                let mut same = q.clone();
-                same.bandwidth = p.bandwidth;
-                if same != *p {
-                    return None;
-                }
-                if p.bandwidth != q.bandwidth {
-                    out.push((d2.clone(), q.bandwidth.bits_per_sec() / 8));
-                }
-            }
-            _ => return None,
-        }
-    }
-    Some(out)
-}
-
 /// The qdiscs and features the kernel must have for a plan, probed to explain a failure.
 pub fn needs(plan: &Plan) -> Vec<&'static str> {
     let mut needs = vec![];
@@ -829,136 +597,4 @@ pub fn needs(plan: &Plan) -> Vec<&'static str> {
     needs.sort();
     needs.dedup();
     needs
-}
-
-/// An `ip` step of a transition, over rtnetlink.
-fn link_step(rtnl: &Rtnl, step: &Step) -> Result<(), Failed> {
-    let shown = format!("ip {}", argv(step).join(" "));
-    let fail = |message: String| Failed::Command {
-        command: shown.clone(),
-        message,
-    };
-    match step {
-        Step::AddIfb { name } => rtnl.add_ifb(name.as_str()).map_err(|e| fail(e.to_string())),
-        Step::SetUp { name } | Step::DeleteLink { name } => {
-            let link = rtnl
-                .link(name.as_str())
-                .map_err(|e| fail(e.to_string()))?
-                .ok_or_else(|| fail(format!("Cannot find device \"{name}\"")))?;
-            let done = if matches!(step, Step::SetUp { .. }) {
-                rtnl.set_up(link.index)
-            } else if link.kind.as_deref() == Some("ifb") {
-                rtnl.delete_link(link.index)
-            } else {
-                return Err(fail(format!("{name} is not an IFB; unbloat deletes only its own IFBs")));
-            };
-            done.map_err(|e| fail(e.to_string()))
-        }
-        other => Err(fail(format!("not a link step: {other:?}"))),
-    }
-}
-
-fn netlink(e: RtnlError) -> Failed {
-    Failed::Command {
-        command: "netlink".into(),
-        message: e.to_string(),
-    }
-}
-
-/// A plan's script as the commands that run it: the `ip` steps, then one `tc -batch -` with the
-/// batch text on its standard input, then the `ip` steps after it (the lab's strategies and the
-/// benchmark's "one by one" baseline run scripts this way).
-pub fn script_commands(script: &Script) -> Vec<Cmd> {
-    let ip = |argv: &Vec<String>| Cmd::ip(argv.iter().map(String::as_str));
-    let mut cmds: Vec<Cmd> = script.ip_before.iter().map(ip).collect();
-    if !script.tc_batch.is_empty() {
-        cmds.push(Cmd::tc(["-batch", "-"]).stdin(script.batch_text()));
-    }
-    cmds.extend(script.ip_after.iter().map(ip));
-    cmds
-}
-
-/// The same, each `tc` command its own process, as a shell script like sqm-scripts runs them.
-pub fn script_commands_one_by_one(script: &Script) -> Vec<Cmd> {
-    let ip = |argv: &Vec<String>| Cmd::ip(argv.iter().map(String::as_str));
-    let mut cmds: Vec<Cmd> = script.ip_before.iter().map(ip).collect();
-    cmds.extend(
-        script
-            .tc_batch
-            .iter()
-            .map(|argv| Cmd::tc(argv.iter().map(String::as_str))),
-    );
-    cmds.extend(script.ip_after.iter().map(ip));
-    cmds
-}
-
-/// tc's own words, without its "Command failed -:N" line (the command is named instead).
-fn tc_message(stderr: &str) -> String {
-    let lines: Vec<&str> = stderr
-        .lines()
-        .filter(|l| !l.trim().starts_with("Command failed -:"))
-        .collect();
-    lines.join("\n")
-}
-
-/// Names the failing command; for a `tc -batch`, the line tc reports ("Command failed -:N").
-fn failing_command(cmd: &Cmd, out: &CmdOutput) -> String {
-    if let (Some(stdin), true) = (&cmd.stdin, cmd.args.iter().any(|a| a == "-batch")) {
-        let line_no = out
-            .stderr
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("Command failed -:"))
-            .and_then(|n| n.trim().parse::<usize>().ok());
-        if let Some(line) = line_no.and_then(|n| stdin.lines().nth(n.saturating_sub(1))) {
-            return format!("tc {line}");
-        }
-    }
-    cmd.display()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use unbloat_shaper::options::ShapeOptions;
-    use unbloat_shaper::spec::Spec;
-
-    #[test]
-    fn the_failing_line_of_a_batch_is_named() {
-        let cmd =
-            Cmd::tc(["-batch", "-"]).stdin("qdisc add dev x root cake\nqdisc add dev x ingress\n");
-        let out = CmdOutput::failed(1, "Error: Exclusivity flag on.\nCommand failed -:2\n");
-        assert_eq!(failing_command(&cmd, &out), "tc qdisc add dev x ingress");
-        assert_eq!(tc_message(&out.stderr), "Error: Exclusivity flag on.");
-    }
-
-    fn plan(down: &str, up: &str, extra: ShapeOptions) -> Plan {
-        let opts = ShapeOptions {
-            down: Some(down.parse().unwrap()),
-            up: Some(up.parse().unwrap()),
-            ..extra
-        };
-        Plan::build(&Spec::new("eth0".parse().unwrap(), &opts).unwrap())
-    }
-
-    #[test]
-    fn a_cake_rate_change_is_bandwidth_only_and_anything_more_is_not() {
-        let a = plan("50mbit", "10mbit", Default::default());
-        let b = plan("60mbit", "10mbit", Default::default());
-        assert_eq!(
-            bandwidth_only(&a, &b),
-            Some(vec![("ifb4eth0".parse().unwrap(), 60_000_000 / 8)])
-        );
-        // Crossing 4 Mbit/s turns cake's ingress mode off: more than the bandwidth.
-        let slow = plan("3mbit", "10mbit", Default::default());
-        assert_eq!(bandwidth_only(&a, &slow), None);
-        let nat = plan(
-            "60mbit",
-            "10mbit",
-            ShapeOptions {
-                nat: Some(true),
-                ..Default::default()
-            },
-        );
-        assert_eq!(bandwidth_only(&a, &nat), None);
-    }
 }

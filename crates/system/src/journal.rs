@@ -21,7 +21,9 @@
 //! process that holds the lock was left by one that died.
 
 use crate::snapshot::Snapshot;
-use crate::state::{now_unix, read_file, remove_file, write_atomic, ShapedState, StateDir, StateError};
+use crate::state::{
+    now_unix, read_file, remove_file, write_atomic, ShapedState, StateDir, StateError,
+};
 use serde::{Deserialize, Serialize};
 use unbloat_units::IfName;
 

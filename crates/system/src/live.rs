@@ -28,7 +28,8 @@ pub fn read(
         batch.push(format!("qdisc show dev {ifb}"));
         batch.push(format!("filter show dev {ifb}"));
     }
-    let out = runner.run(&Cmd::tc(["-j", "-s", "-d", "-batch", "-"]).stdin(batch.join("\n") + "\n"))?;
+    let out =
+        runner.run(&Cmd::tc(["-j", "-s", "-d", "-batch", "-"]).stdin(batch.join("\n") + "\n"))?;
     let mut arrays: Vec<String> = serde_json::Deserializer::from_str(&out.stdout)
         .into_iter::<serde_json::Value>()
         .map_while(Result::ok)
@@ -73,7 +74,11 @@ pub fn read(
 fn one(runner: &dyn Runner, line: &str) -> Result<String, RunError> {
     let out = runner.run(&Cmd::tc(["-j", "-s", "-d"]).args(line.split(' ')))?;
     // A device without classes or filters makes tc fail or print nothing: both "none".
-    Ok(if out.success() { out.stdout } else { String::new() })
+    Ok(if out.success() {
+        out.stdout
+    } else {
+        String::new()
+    })
 }
 
 /// Whether a plan has HTB anywhere (then classes must be read to verify it).
@@ -136,5 +141,8 @@ pub fn pieces(plan: &Plan, live: &LiveState) -> (Option<Found>, Option<Found>) {
 }
 
 fn join(m: &[unbloat_shaper::verify::Mismatch]) -> String {
-    m.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("; ")
+    m.iter()
+        .map(|m| m.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
 }

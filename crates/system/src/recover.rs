@@ -54,7 +54,11 @@ impl Shaper<'_> {
     }
 
     /// The recovery every changing command runs first, holding the lock.
-    pub(crate) fn recover_locked(&self, rtnl: &Rtnl, discard: bool) -> Result<Recovery, ApplyError> {
+    pub(crate) fn recover_locked(
+        &self,
+        rtnl: &Rtnl,
+        discard: bool,
+    ) -> Result<Recovery, ApplyError> {
         let mut done = Recovery {
             namespaces: self.dead_probe_namespaces(),
             ..Recovery::default()
@@ -238,7 +242,11 @@ impl Shaper<'_> {
             if now.ingress().is_some() {
                 dels.push(format!("qdisc del dev {} ingress", e.iface));
             }
-            if let (Some(name), Some(_), Some(_)) = (ifb_name, &e.before.ifb, now.ifb_root().filter(|q| !q.is_default())) {
+            if let (Some(name), Some(_), Some(_)) = (
+                ifb_name,
+                &e.before.ifb,
+                now.ifb_root().filter(|q| !q.is_default()),
+            ) {
                 dels.push(format!("qdisc del dev {name} root"));
             }
         }
@@ -263,7 +271,8 @@ impl Shaper<'_> {
             // The previous IFB may still be there (only its root was removed).
             if let Some(name) = ifb_name {
                 if matches!(rtnl.link(name), Ok(Some(_))) {
-                    t.links_before.retain(|s| !matches!(s, unbloat_shaper::plan::Step::AddIfb { .. }));
+                    t.links_before
+                        .retain(|s| !matches!(s, unbloat_shaper::plan::Step::AddIfb { .. }));
                 }
             }
             if let Err(f) = self.execute(rtnl, &t) {
@@ -272,7 +281,11 @@ impl Shaper<'_> {
         }
         match Snapshot::take(rtnl, &link, ifb_name) {
             Ok(after) if after == e.before => {}
-            Ok(after) => problems.push(format!("{}: {}", e.iface, e.before.describe_difference(&after))),
+            Ok(after) => problems.push(format!(
+                "{}: {}",
+                e.iface,
+                e.before.describe_difference(&after)
+            )),
             Err(err) => problems.push(format!("cannot read {} back: {err}", e.iface)),
         }
         problems

@@ -94,7 +94,11 @@ impl Snapshot {
     /// Reads `wan`, and `ifb` if it exists, from the kernel.
     pub fn take(rtnl: &Rtnl, wan: &Link, ifb: Option<&str>) -> Result<Snapshot, RtnlError> {
         let read = |index| -> Result<Vec<QdiscEntry>, RtnlError> {
-            let mut q: Vec<QdiscEntry> = rtnl.qdiscs(index)?.iter().map(QdiscEntry::from_raw).collect();
+            let mut q: Vec<QdiscEntry> = rtnl
+                .qdiscs(index)?
+                .iter()
+                .map(QdiscEntry::from_raw)
+                .collect();
             q.sort_by_key(|e| (e.parent, e.handle));
             Ok(q)
         };
@@ -137,7 +141,10 @@ impl Snapshot {
             let ifb = match &s.ifb {
                 Some((name, q)) => format!(
                     "{name} [{}]",
-                    q.iter().map(QdiscEntry::summary).collect::<Vec<_>>().join(", ")
+                    q.iter()
+                        .map(QdiscEntry::summary)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 None => "absent".into(),
             };
@@ -223,6 +230,9 @@ mod tests {
         assert_eq!(htb(0), htb(57));
         let mut other = glob(0);
         other[12] = 0x13; // defcls
-        assert_ne!(htb(0), QdiscEntry::from_raw(&raw("htb", 0x1_0000, TC_H_ROOT, other)));
+        assert_ne!(
+            htb(0),
+            QdiscEntry::from_raw(&raw("htb", 0x1_0000, TC_H_ROOT, other))
+        );
     }
 }
