@@ -1,7 +1,12 @@
 //! The shaping flags of `unbloat plan` and `unbloat start`, and their translation into the same
 //! [`ShapeOptions`] a config file's `[interface.NAME]` table produces: two ways to say it, one
 //! meaning. Every value is parsed by its own type here, so a bad value is reported by clap with
-//! the flag's name (`invalid value '78mbits' for '--down <RATE>': invalid rate ...`).
+//! the flag's name (`invalid value '78mbitz' for '--down <RATE>': invalid rate ...`).
+//!
+//! Units are never guessed (the units crate's rule, issue 19): a rate needs its unit (`--down
+//! 20000` is refused with "write 20000kbit (SQM's unit) or 20mbit"), `mbps` and its kin are
+//! refused as bits-or-bytes, and a qdisc time needs its unit (`--rtt 100`: "write 100ms"). `0`
+//! still turns a direction off.
 
 use clap::Args;
 use unbloat_shaper::linklayer::{Framing, LinkPreset};
@@ -11,16 +16,21 @@ use unbloat_units::{Rate, Size, Time};
 
 #[derive(Debug, Clone, Default, Args)]
 #[command(
-    next_help_heading = "Rates (tc units: 78mbit, 19950kbit, 800kbit; 0 turns a direction off)"
+    next_help_heading = "Rates (in bits, with a unit: 78mbit, 19950kbit, 20M, 20Mbit/s; no unit \
+                         or mbps is refused, not guessed; 0 turns a direction off)"
 )]
 pub struct ShapeFlags {
     /// Download shaper rate (ingress, through an IFB). Set it to ~95 % of a measured speed test,
-    /// or ~85 % of the advertised rate.
+    /// or ~85 % of the advertised rate. SQM's 20000 (kbit/s) is 20000kbit or 20mbit here.
     #[arg(long, value_name = "RATE")]
     pub down: Option<Rate>,
     /// Upload shaper rate (egress, on the interface itself).
     #[arg(long, value_name = "RATE")]
     pub up: Option<Rate>,
+    /// Confirm rates that could cut you off from a remote box: below 64kbit, or one direction
+    /// over 1000 times the other (config key i-mean-it = true).
+    #[arg(long)]
+    pub i_mean_it: bool,
 
     /// Queueing: cake (default), or fq_codel (HTB + fq_codel, where cake is missing).
     #[arg(long, value_name = "QDISC", help_heading = "Queueing")]
@@ -45,7 +55,8 @@ pub struct ShapeFlags {
     /// downloads); `--ack-filter=aggressive`.
     #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "enabled", help_heading = "Queueing")]
     pub ack_filter: Option<String>,
-    /// cake's rtt: a time (100ms) or internet, regional, metro, lan, oceanic, satellite...
+    /// cake's rtt: a time with its unit (100ms) or internet, regional, metro, lan, oceanic,
+    /// satellite...
     #[arg(long, value_name = "TIME", value_parser = parse_rtt, help_heading = "Queueing")]
     pub rtt: Option<Time>,
     /// Do not set cake's `ingress` mode on the download side (on by default from 4 Mbit/s).
@@ -75,10 +86,10 @@ pub struct ShapeFlags {
     #[arg(long, value_name = "N", help_heading = "Link layer")]
     pub vlan: Option<u32>,
 
-    /// fq_codel target delay (default max(5ms, 1.5 packet times at the rate)).
+    /// fq_codel target delay, with its unit (default max(5ms, 1.5 packet times at the rate)).
     #[arg(long, value_name = "TIME", help_heading = "fq_codel")]
     pub target: Option<Time>,
-    /// fq_codel interval (default 100ms + target - 5ms).
+    /// fq_codel interval, with its unit (default 100ms + target - 5ms).
     #[arg(long, value_name = "TIME", help_heading = "fq_codel")]
     pub interval: Option<Time>,
     /// fq_codel quantum in bytes (300 at low rates).
@@ -161,6 +172,7 @@ impl ShapeFlags {
             ecn_ingress: self.ecn_ingress,
             extra_egress: self.egress_options.clone(),
             extra_ingress: self.ingress_options.clone(),
+            i_mean_it: on(self.i_mean_it),
             ..ShapeOptions::default()
         })
     }

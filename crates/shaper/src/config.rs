@@ -5,7 +5,7 @@
 //! qdisc = "cake"
 //!
 //! [interface.eth0]
-//! down = "78mbit"
+//! down = "78mbit"         # a rate needs its unit: 20000 or "20mbps" is refused, not guessed
 //! up = "19950kbit"
 //! link = "vdsl2"
 //! isolation = "dual-host"
@@ -306,15 +306,42 @@ mod tests {
 
     #[test]
     fn bad_value_names_line_key_and_value() {
-        let e = parse("[interface.eth0]\n\ndown = \"78mbits\"\n").unwrap_err();
+        let e = parse("[interface.eth0]\n\ndown = \"78mbitz\"\n").unwrap_err();
         let m = e.to_string();
         assert!(
             m.starts_with("/etc/unbloat/unbloat.toml:3:8: key `down`: "),
             "{m}"
         );
-        assert!(m.contains("\"78mbits\""), "{m}");
+        assert!(m.contains("\"78mbitz\""), "{m}");
         let e = parse("[interface.eth0]\noverhead = \"big\"\n").unwrap_err();
         assert!(e.to_string().contains(":2:"), "{e}");
+    }
+
+    /// Issue 19: `down = 20000` (a TOML integer, SQM's kbit/s) is not 20000 bit/s.
+    #[test]
+    fn numbers_without_units_name_line_key_and_readings() {
+        for (line, words) in [
+            ("down = 20000", &["20000kbit (SQM's unit)", "20mbit"][..]),
+            ("up = \"20000\"", &["20000kbit (SQM's unit)", "20mbit"][..]),
+            (
+                "up = \"20Mbps\"",
+                &["20mbit if you mean megabits", "160mbit"][..],
+            ),
+            ("rtt = 100", &["write 100ms"][..]),
+        ] {
+            let m = parse(&format!("[interface.eth0]\n{line}\n"))
+                .unwrap_err()
+                .to_string();
+            let key = line.split(' ').next().unwrap_or_default();
+            assert!(
+                m.starts_with(&format!("/etc/unbloat/unbloat.toml:2:")),
+                "{m}"
+            );
+            assert!(m.contains(&format!("`{key}`")), "{m}");
+            for w in words {
+                assert!(m.contains(w), "{line}: {w:?} missing: {m}");
+            }
+        }
     }
 
     #[test]

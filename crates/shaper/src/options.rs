@@ -8,6 +8,12 @@
 //! word: nothing is passed through to tc unvalidated, unlike sqm-scripts' "advanced option
 //! strings", which "silently fail" (seed 001).
 //!
+//! Units follow the units crate's rule (no guessed units) in all three: `--down 20000`,
+//! `down = 20000` and the word pair `bandwidth 20000` are refused alike with the readings
+//! (20000kbit or 20mbit), `rtt 100` like `--rtt 100` (write 100ms). tc itself would take
+//! `bandwidth 20000` as 20 kbit/s; an option string is typed by the same user with the same
+//! habits, so it gets the same protection rather than tc's grammar to the letter.
+//!
 //! Nothing is checked for sense here (ranges, conflicts): that is [`Spec`](crate::spec::Spec)'s job,
 //! so flags, files and extra strings get the same checks and the same messages.
 
@@ -141,6 +147,11 @@ pub struct ShapeOptions {
     pub extra_egress: Option<String>,
     /// More options for the ingress (IFB) qdisc, in cake's / fq_codel's words.
     pub extra_ingress: Option<String>,
+    /// The user confirms rates that could cut them off (`--i-mean-it`): below
+    /// [`CUTOFF_RATE`](crate::spec::CUTOFF_RATE), or more than
+    /// [`MAX_RATIO`](crate::spec::MAX_RATIO) times apart. Kept in unbloat's records with the rest,
+    /// so the setup can be planned again from them.
+    pub i_mean_it: Option<bool>,
 }
 
 macro_rules! merge_fields {
@@ -183,7 +194,8 @@ impl ShapeOptions {
             ecn_egress,
             ecn_ingress,
             extra_egress,
-            extra_ingress
+            extra_ingress,
+            i_mean_it
         )
     }
 }
@@ -215,15 +227,19 @@ fn de_rtt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Time>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum T {
-        N(u64),
+        N(i64),
+        F(f64),
         S(String),
     }
-    // `null` is what `Serialize` writes for an unset field.
-    match Option::<T>::deserialize(d)? {
-        None => Ok(None),
-        Some(T::N(us)) => Ok(Some(Time::from_micros(us))),
-        Some(T::S(s)) => parse_rtt(&s).map(Some).map_err(serde::de::Error::custom),
-    }
+    // `null` is what `Serialize` writes for an unset field. A number is read as if typed without
+    // a unit, so `rtt = 100` is refused as `--rtt 100` is (write 100ms).
+    let text = match Option::<T>::deserialize(d)? {
+        None => return Ok(None),
+        Some(T::N(n)) => n.to_string(),
+        Some(T::F(f)) => f.to_string(),
+        Some(T::S(s)) => s,
+    };
+    parse_rtt(&text).map(Some).map_err(serde::de::Error::custom)
 }
 
 fn de_ack_filter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<AckFilter>, D::Error> {
@@ -625,6 +641,67 @@ mod tests {
         assert_eq!(parse_rtt("42ms"), Ok(Time::from_millis(42)));
         assert!(parse_rtt("soon").is_err());
     }
+
+    /// Issue 19: tc's own words in an option string get the units rule too.
+    #[test]
+    fn option_string_numbers_need_units() {
+        for (text, qdisc, words) in [
+            (
+                "bandwidth 20000",
+                Qdisc::Cake,
+                &["bandwidth \"20000\"", "20000kbit (SQM's unit)", "20mbit"][..],
+            ),
+            (
+                "bandwidth 20mbps",
+                Qdisc::Cake,
+                &["20mbit if you mean megabits", "160mbit"][..],
+            ),
+            ("rtt 100", Qdisc::Cake, &["rtt \"100\"", "write 100ms"][..]),
+            (
+                "target 5",
+                Qdisc::FqCodel,
+                &["target \"5\"", "write 5ms"][..],
+            ),
+            ("interval 100", Qdisc::FqCodel, &["write 100ms"][..]),
+        ] {
+            let m = parse_extra(text, qdisc, Egress, "extra-egress")
+                .unwrap_err()
+                .to_string();
+            for w in words {
+                assert!(m.contains(w), "{text}: {w:?} missing: {m}");
+            }
+        }
+        let o = parse_extra("bandwidth 20M rtt 0", Qdisc::Cake, Egress, "k").unwrap();
+        assert_eq!(o.up, Some(Rate::from_mbit(20)));
+        assert_eq!(o.rtt, Some(Time::from_micros(0)));
+    }
+
+    #[test]
+    fn config_numbers_need_units() {
+        for (line, words) in [
+            ("down = 20000", &["20000kbit (SQM's unit)", "20mbit"][..]),
+            ("up = 19.95", &["19.95mbit"][..]),
+            (
+                "down = \"20 Mbps\"",
+                &["20mbit if you mean megabits", "160mbit"][..],
+            ),
+            ("rtt = 100", &["write 100ms"][..]),
+            ("target = 5", &["write 5ms"][..]),
+            ("interval = 100", &["write 100ms"][..]),
+            ("rtt = -5", &["negative"][..]),
+        ] {
+            let m = toml::from_str::<ShapeOptions>(line)
+                .unwrap_err()
+                .to_string();
+            for w in words {
+                assert!(m.contains(w), "{line}: {w:?} missing: {m}");
+            }
+        }
+        let o: ShapeOptions = toml::from_str("down = 0\nup = \"20 Mbit/s\"\nrtt = 0").unwrap();
+        assert_eq!(o.down, Some(Rate::ZERO));
+        assert_eq!(o.up, Some(Rate::from_mbit(20)));
+        assert_eq!(o.rtt, Some(Time::from_micros(0)));
+    }
 }
 
 #[cfg(test)]
@@ -647,6 +724,7 @@ mod round_trip {
             rtt: Some(Time::from_millis(50)),
             target: Some(Time::from_micros(14_570)),
             extra_egress: Some("mpu 64".into()),
+            i_mean_it: Some(true),
             ..ShapeOptions::default()
         };
         let unset = ShapeOptions {

@@ -7,7 +7,9 @@
 //! system crate, before anything is touched.
 //!
 //! Checks, in order: the extra option strings parse with the chosen qdisc's grammar; at least one
-//! direction has a rate; rates are sane (8 kbit/s..100 Gbit/s); every option suits the chosen
+//! direction has a rate; rates are sane (8 kbit/s..100 Gbit/s); rates that could cut the user
+//! off (below [`CUTOFF_RATE`], or more than [`MAX_RATIO`] times apart) are confirmed by
+//! `--i-mean-it`; every option suits the chosen
 //! qdisc; tiers are 1 or 3; link-layer values are in cake's ranges and do not conflict; cake's
 //! rtt and memlimit and fq_codel's values are in the ranges the kernel holds as written (each
 //! limit is a named constant in [`cake`] or [`fq_codel`] citing its source), so nothing reaches tc
@@ -26,6 +28,22 @@ use unbloat_units::{IfName, Rate, UnitError};
 pub const MIN_RATE: Rate = Rate::from_kbit(8);
 /// Above this it is surely a typo (no access link is faster; cake itself tops out near 40 Gbit/s).
 pub const MAX_RATE: Rate = Rate::from_mbit(100_000);
+/// Below this a shaped link can cut off the user who shapes it, often over SSH through that very
+/// link: at 64 kbit/s (one ISDN channel, slower than any access link still sold; the seeds' 2002
+/// ADSL uploads at 220 kbit/s) a 1500-byte packet takes 188 ms to send, and every keystroke waits
+/// behind the packets queued before it. It is also what the two common unit slips produce: SQM's
+/// `20000` read as tc's bit/s is 20 kbit/s. Rates from [`MIN_RATE`] up to this need
+/// `--i-mean-it` (issue 19).
+pub const CUTOFF_RATE: Rate = Rate::from_kbit(64);
+/// The most one direction may be faster than the other without `--i-mean-it`. A TCP download with
+/// delayed ACKs sends one 66-byte ACK per two 1514-byte segments, about 1/46 of its rate, back the
+/// other way: at 1000 to 1 the slow side cannot carry the ACKs of the fast side's 1/20, so such a
+/// pair is a unit typo (kbit for mbit) far more often than a link. The widest real ones (ADSL,
+/// DOCSIS, GPON) are 10 to 40 to 1.
+pub const MAX_RATIO: u64 = 1_000;
+/// A shaper rate under 1/this of the interface's own speed (a 1 Gbit/s port shaped to under
+/// 10 Mbit/s) needs `--i-mean-it`, when the system knows the speed ([`Spec::check_link_speed`]).
+pub const MIN_LINK_SHARE: u64 = 100;
 /// The link-layer header Linux counts in a packet's length on Ethernet-type devices.
 pub const ETHERNET_HEADER: u32 = 14;
 
@@ -44,6 +62,37 @@ pub enum SpecError {
     RateTooLow { flag: &'static str, rate: Rate },
     #[error("--{flag} {rate}: above 100gbit, faster than any access link; a unit typo (kbit/mbit/gbit)?")]
     RateTooHigh { flag: &'static str, rate: Rate },
+    #[error(
+        "--{flag} {rate}: below {}, slow enough to cut off a session through this link (a \
+         1500-byte packet takes {:.0} ms to send); a unit typo (kbit for mbit)? If you mean it, \
+         add --i-mean-it",
+        CUTOFF_RATE,
+        .rate.seconds_for(1500) * 1e3
+    )]
+    CutOff { flag: &'static str, rate: Rate },
+    #[error(
+        "--{fast_flag} {fast} is {ratio} times --{slow_flag} {slow}: over {} to 1, the slow \
+         side cannot even carry the fast side's TCP acknowledgements; a unit typo (kbit for \
+         mbit)? If you mean it, add --i-mean-it",
+        MAX_RATIO
+    )]
+    Lopsided {
+        fast_flag: &'static str,
+        fast: Rate,
+        slow_flag: &'static str,
+        slow: Rate,
+        ratio: u64,
+    },
+    #[error(
+        "--{flag} {rate}: under 1/{} of the interface's speed, {link}; a unit typo (kbit for \
+         mbit)? If you mean it, add --i-mean-it",
+        MIN_LINK_SHARE
+    )]
+    BelowLinkShare {
+        flag: &'static str,
+        rate: Rate,
+        link: Rate,
+    },
     #[error("--tiers {0}: use 1 (one class) or 3 (priority, best effort, bulk by DSCP)")]
     Tiers(u8),
     #[error("--tiers {0}: tiers are for --qdisc fq_codel; cake sorts DSCPs into tins itself (--diffserv)")]
@@ -108,6 +157,8 @@ pub struct Spec {
     pub mac_header: u32,
     /// Things that are allowed but probably not meant (shown by `plan` and `start`).
     pub warnings: Vec<String>,
+    /// The user confirmed rates that could cut them off (`--i-mean-it`, config key `i-mean-it`).
+    pub i_mean_it: bool,
 }
 
 /// Parse a user's interface name, with the message of [`SpecError`]. A name longer than
@@ -141,6 +192,7 @@ impl Spec {
         check_iface(&iface)?;
         let qdisc = opts.qdisc.unwrap_or_default();
         check_qdisc_fit(qdisc, opts)?;
+        let i_mean_it = opts.i_mean_it == Some(true);
         let mut warnings = Vec::new();
         let mut dirs = [None, None];
         for (i, dir) in [Direction::Egress, Direction::Ingress]
@@ -179,6 +231,14 @@ impl Spec {
             if rate > MAX_RATE {
                 return Err(SpecError::RateTooHigh { flag, rate });
             }
+            if rate < CUTOFF_RATE {
+                if !i_mean_it {
+                    return Err(SpecError::CutOff { flag, rate });
+                }
+                warnings.push(format!(
+                    "--{flag} {rate}: below {CUTOFF_RATE}, as --i-mean-it confirms"
+                ));
+            }
             // The kernel keeps rates in bytes per second (tc's get_rate64 divides by 8).
             let rate_b = Rate::from_bytes_per_sec(rate.bytes_per_sec());
             if rate_b != rate {
@@ -192,6 +252,28 @@ impl Spec {
                 iface: iface.to_string(),
             });
         }
+        if let (Some(up), Some(down)) = (&egress, &ingress) {
+            let ((fast_flag, fast), (slow_flag, slow)) = if down.rate >= up.rate {
+                (("down", down.rate), ("up", up.rate))
+            } else {
+                (("up", up.rate), ("down", down.rate))
+            };
+            let ratio = fast.bits_per_sec() / slow.bits_per_sec().max(1);
+            if fast.bits_per_sec() > slow.bits_per_sec().saturating_mul(MAX_RATIO) {
+                if !i_mean_it {
+                    return Err(SpecError::Lopsided {
+                        fast_flag,
+                        fast,
+                        slow_flag,
+                        slow,
+                        ratio,
+                    });
+                }
+                warnings.push(format!(
+                    "--{fast_flag} {fast} is {ratio} times --{slow_flag} {slow}, as --i-mean-it confirms"
+                ));
+            }
+        }
         Ok(Spec {
             ifb: ifb::ifb_name(&iface),
             wan: iface,
@@ -200,7 +282,31 @@ impl Spec {
             ingress,
             mac_header: ETHERNET_HEADER,
             warnings,
+            i_mean_it,
         })
+    }
+
+    /// The check of issue 19 that needs the system: a shaper rate under 1/[`MIN_LINK_SHARE`] of
+    /// the interface's own speed (`link`: ethtool's speed, `/sys/class/net/IFACE/speed` in
+    /// Mbit/s) is refused unless confirmed. Pure: the caller reads the speed and passes it, or
+    /// does not call this when the speed is unknown (a zero `link` counts as unknown: virtual
+    /// devices report none, or -1).
+    pub fn check_link_speed(&self, link: Rate) -> Result<(), SpecError> {
+        if self.i_mean_it || link.is_zero() {
+            return Ok(());
+        }
+        for (dir, flag) in [(&self.egress, "up"), (&self.ingress, "down")] {
+            if let Some(d) = dir {
+                if d.rate.bits_per_sec().saturating_mul(MIN_LINK_SHARE) < link.bits_per_sec() {
+                    return Err(SpecError::BelowLinkShare {
+                        flag,
+                        rate: d.rate,
+                        link,
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The same spec for a device whose Linux length includes `bytes` of link-layer header;
@@ -341,10 +447,10 @@ mod tests {
 
     #[test]
     fn bad_units_are_refused_naming_the_value() {
-        let e = toml::from_str::<ShapeOptions>("down = \"78mbits\"")
+        let e = toml::from_str::<ShapeOptions>("down = \"78mbitz\"")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("invalid rate \"78mbits\""), "{e}");
+        assert!(e.contains("invalid rate \"78mbitz\""), "{e}");
         let e = toml::from_str::<ShapeOptions>("rtt = \"5 parsecs\"")
             .unwrap_err()
             .to_string();
@@ -376,7 +482,83 @@ mod tests {
         assert!(e.contains("1.5 s"), "{e}");
         let e = err("down = \"200gbit\"");
         assert!(e.starts_with("--down 200gbit: above 100gbit"), "{e}");
-        assert!(Spec::new("eth0".parse().expect("name"), &toml_opts("up = \"8kbit\"")).is_ok());
+        let eight = toml_opts("up = \"8kbit\"\ni-mean-it = true");
+        assert!(Spec::new("eth0".parse().expect("name"), &eight).is_ok());
+    }
+
+    fn ok(t: &str) -> Spec {
+        Spec::new("eth0".parse().expect("name"), &toml_opts(t))
+            .unwrap_or_else(|e| panic!("{t}: {e}"))
+    }
+
+    /// Issue 19: `--up 20000` read as tc reads it (20 kbit/s) would leave a remote user 20 kbit/s
+    /// to undo it; below 64kbit a rate needs --i-mean-it, and the refusal says why.
+    #[test]
+    fn rates_that_could_cut_the_user_off_need_i_mean_it() {
+        let e = err("up = \"20kbit\"");
+        assert_eq!(
+            e,
+            "--up 20kbit: below 64kbit, slow enough to cut off a session through this link (a \
+             1500-byte packet takes 600 ms to send); a unit typo (kbit for mbit)? If you mean it, \
+             add --i-mean-it"
+        );
+        assert!(err("down = \"63999bit\"").starts_with("--down 63999bit: below 64kbit"));
+        assert!(
+            err("down = \"10mbit\"\nextra-ingress = \"bandwidth 20kbit\"")
+                .starts_with("--down 20kbit: below 64kbit")
+        );
+        let s = ok("up = \"64kbit\"");
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        let s = ok("up = \"20kbit\"\ni-mean-it = true");
+        assert_eq!(s.egress.as_ref().map(|d| d.rate), Some(Rate::from_kbit(20)));
+        assert!(
+            s.warnings[0].contains("as --i-mean-it confirms"),
+            "{:?}",
+            s.warnings
+        );
+        // i-mean-it = false is no confirmation.
+        assert!(err("up = \"20kbit\"\ni-mean-it = false").contains("--i-mean-it"));
+    }
+
+    #[test]
+    fn directions_over_1000_to_1_apart_need_i_mean_it() {
+        let e = err("down = \"100mbit\"\nup = \"99kbit\"");
+        assert!(
+            e.starts_with("--down 100mbit is 1010 times --up 99kbit: over 1000 to 1"),
+            "{e}"
+        );
+        assert!(e.ends_with("add --i-mean-it"), "{e}");
+        let e = err("down = \"64kbit\"\nup = \"1gbit\"");
+        assert!(
+            e.starts_with("--up 1gbit is 15625 times --down 64kbit"),
+            "{e}"
+        );
+        ok("down = \"100mbit\"\nup = \"100kbit\"");
+        let s = ok("down = \"100mbit\"\nup = \"99kbit\"\ni-mean-it = true");
+        assert!(s.warnings[0].contains("1010 times"), "{:?}", s.warnings);
+        // One direction off is no ratio.
+        ok("down = \"100gbit\"\nup = 0");
+    }
+
+    #[test]
+    fn rates_under_a_hundredth_of_the_interface_speed_need_i_mean_it() {
+        let s = ok("down = \"9mbit\"\nup = \"1mbit\"");
+        let e = s.check_link_speed(Rate::from_mbit(1000)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--up 1mbit: under 1/100 of the interface's speed, 1gbit; a unit typo (kbit for mbit)? \
+             If you mean it, add --i-mean-it"
+        );
+        assert!(s.check_link_speed(Rate::from_mbit(100)).is_ok());
+        assert!(s.check_link_speed(Rate::ZERO).is_ok(), "unknown speed");
+        let s = ok("down = \"9mbit\"\nup = \"1mbit\"\ni-mean-it = true");
+        assert!(s.check_link_speed(Rate::from_mbit(10_000)).is_ok());
+        let s = ok("down = \"9mbit\"");
+        assert!(s
+            .check_link_speed(Rate::from_mbit(1000))
+            .unwrap_err()
+            .to_string()
+            .starts_with("--down 9mbit: under 1/100"));
     }
 
     #[test]

@@ -144,6 +144,7 @@ pub struct CakeOptions {
     #[serde(rename = "ack-filter")]
     pub ack_filter: AckFilter,
     pub split_gso: bool,
+    #[serde(deserialize_with = "micros")]
     pub rtt: Time,
     pub raw: bool,
     /// `noatm`/`atm`/`ptm`; tc leaves the key out in `raw` mode, which means no framing.
@@ -195,16 +196,16 @@ pub struct CakeTin {
     pub threshold_rate: Rate,
     pub sent_bytes: u64,
     pub backlog_bytes: u64,
-    #[serde(rename = "target_us")]
+    #[serde(rename = "target_us", deserialize_with = "micros")]
     pub target: Time,
-    #[serde(rename = "interval_us")]
+    #[serde(rename = "interval_us", deserialize_with = "micros")]
     pub interval: Time,
-    #[serde(rename = "peak_delay_us")]
+    #[serde(rename = "peak_delay_us", deserialize_with = "micros")]
     pub peak_delay: Time,
-    #[serde(rename = "avg_delay_us")]
+    #[serde(rename = "avg_delay_us", deserialize_with = "micros")]
     pub avg_delay: Time,
     /// "sp_delay" in tc's text: the delay of sparse flows.
-    #[serde(rename = "base_delay_us")]
+    #[serde(rename = "base_delay_us", deserialize_with = "micros")]
     pub base_delay: Time,
     pub sent_packets: u64,
     #[serde(default)]
@@ -232,7 +233,9 @@ pub struct FqCodelOptions {
     pub flows: u32,
     pub quantum: u32,
     /// As the kernel holds it: see [`codel_time_readback`].
+    #[serde(deserialize_with = "micros")]
     pub target: Time,
+    #[serde(deserialize_with = "micros")]
     pub interval: Time,
     #[serde(default)]
     pub memory_limit: Option<u64>,
@@ -241,7 +244,7 @@ pub struct FqCodelOptions {
     pub ecn: bool,
     #[serde(default)]
     pub drop_batch: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "opt_micros")]
     pub ce_threshold: Option<Time>,
 }
 
@@ -447,6 +450,16 @@ fn kind_details(kind: &str, options: &Value, whole: &Value, has_stats: bool) -> 
 /// A rate in bytes per second as tc -j prints it.
 fn bytes_per_sec<'de, D: Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
     u64::deserialize(d).map(Rate::from_bytes_per_sec)
+}
+
+/// A time in microseconds as tc -j prints it. Not `Time`'s own serde, which reads what a user
+/// typed and refuses a bare number (issue 19).
+fn micros<'de, D: Deserializer<'de>>(d: D) -> Result<Time, D::Error> {
+    u64::deserialize(d).map(Time::from_micros)
+}
+
+fn opt_micros<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Time>, D::Error> {
+    Option::<u64>::deserialize(d).map(|t| t.map(Time::from_micros))
 }
 
 /// cake's `bandwidth`: bytes per second, or `"unlimited"`.

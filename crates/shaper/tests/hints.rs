@@ -167,6 +167,8 @@ fn messages() -> Vec<String> {
         format!("{cake}link = \"vdsl2\"\nframing = \"atm\""),
         "up = \"1kbit\"".to_string(),
         "down = \"900gbit\"".to_string(),
+        "up = \"20kbit\"".to_string(),
+        "down = \"100mbit\"\nup = \"90kbit\"".to_string(),
         String::new(),
         format!("{cake}extra-egress = \"mpu\""),
         format!("{cake}extra-egress = \"overhead lots\""),
@@ -202,6 +204,14 @@ fn messages() -> Vec<String> {
             .map(|e| e.to_string()),
         );
     }
+    // A rate under 1/100 of the interface's speed.
+    let opts: ShapeOptions = toml::from_str("up = \"1mbit\"").expect("options");
+    let spec = Spec::new("eth0".parse().expect("name"), &opts).expect("valid");
+    out.extend(
+        spec.check_link_speed(unbloat_units::Rate::from_mbit(1000))
+            .err()
+            .map(|e| e.to_string()),
+    );
     // A config file that shapes nothing.
     let empty =
         ConfigFile::parse("", std::path::Path::new("/etc/unbloat/unbloat.toml")).expect("parses");
