@@ -76,7 +76,7 @@ fn bad_inputs(
     vec![
         (
             "bad unit",
-            v(&["start", "eth0", "--down", "78mbits"]),
+            v(&["start", "eth0", "--down", "78mbitz"]),
             2,
             vec!["--down", "unknown unit"],
         ),
@@ -214,6 +214,56 @@ fn bad_inputs(
             v(&["stop", "eth0"]),
             1,
             vec!["not shaped by unbloat"],
+        ),
+        // Issue 19: no guessed units, and no rate that would cut the user off unconfirmed.
+        (
+            "SQM's kbit/s without a unit",
+            v(&["start", "eth0", "--down", "20000", "--up", "10000"]),
+            2,
+            vec!["--down", "20000kbit (SQM's unit)", "20mbit"],
+        ),
+        (
+            "a speed test's Mbps",
+            v(&["start", "eth0", "--down", "20 Mbps"]),
+            2,
+            vec!["--down", "20mbit if you mean megabits", "160mbit"],
+        ),
+        (
+            "a bare rtt",
+            v(&["start", "eth0", "--up", "10mbit", "--rtt", "100"]),
+            2,
+            vec!["--rtt", "write 100ms"],
+        ),
+        (
+            "a bare bandwidth word in an option string",
+            v(&[
+                "start",
+                "eth0",
+                "--up",
+                "10mbit",
+                "--egress-options",
+                "bandwidth 20000",
+            ]),
+            2,
+            vec!["bandwidth", "20000kbit (SQM's unit)"],
+        ),
+        (
+            "set-rate without a unit",
+            v(&["set-rate", "eth0", "--down", "20000"]),
+            2,
+            vec!["--down", "20000kbit (SQM's unit)"],
+        ),
+        (
+            "below 64kbit unconfirmed",
+            v(&["start", "eth0", "--down", "50mbit", "--up", "20kbit"]),
+            2,
+            vec!["--up 20kbit: below 64kbit", "--i-mean-it"],
+        ),
+        (
+            "over 1000 to 1 unconfirmed",
+            v(&["start", "eth0", "--down", "1gbit", "--up", "900kbit"]),
+            2,
+            vec!["1111 times", "--i-mean-it"],
         ),
     ]
 }
