@@ -333,10 +333,7 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             let key = line.split(' ').next().unwrap_or_default();
-            assert!(
-                m.starts_with(&format!("/etc/unbloat/unbloat.toml:2:")),
-                "{m}"
-            );
+            assert!(m.starts_with("/etc/unbloat/unbloat.toml:2:"), "{m}");
             assert!(m.contains(&format!("`{key}`")), "{m}");
             for w in words {
                 assert!(m.contains(w), "{line}: {w:?} missing: {m}");

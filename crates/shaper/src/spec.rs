@@ -29,16 +29,16 @@ pub const MIN_RATE: Rate = Rate::from_kbit(8);
 /// Above this it is surely a typo (no access link is faster; cake itself tops out near 40 Gbit/s).
 pub const MAX_RATE: Rate = Rate::from_mbit(100_000);
 /// Below this a shaped link can cut off the user who shapes it, often over SSH through that very
-/// link: at 64 kbit/s (one ISDN channel, slower than any access link still sold; the seeds' 2002
-/// ADSL uploads at 220 kbit/s) a 1500-byte packet takes 188 ms to send, and every keystroke waits
+/// link: at 64 kbit/s (one ISDN channel, below any DSL line's upload; the seeds' 2002 ADSL
+/// uploads at 220 kbit/s) a 1500-byte packet takes 188 ms to send, and every keystroke waits
 /// behind the packets queued before it. It is also what the two common unit slips produce: SQM's
 /// `20000` read as tc's bit/s is 20 kbit/s. Rates from [`MIN_RATE`] up to this need
 /// `--i-mean-it` (issue 19).
 pub const CUTOFF_RATE: Rate = Rate::from_kbit(64);
 /// The most one direction may be faster than the other without `--i-mean-it`. A TCP download with
 /// delayed ACKs sends one 66-byte ACK per two 1514-byte segments, about 1/46 of its rate, back the
-/// other way: at 1000 to 1 the slow side cannot carry the ACKs of the fast side's 1/20, so such a
-/// pair is a unit typo (kbit for mbit) far more often than a link. The widest real ones (ADSL,
+/// other way: at 1000 to 1 the slow side carries the ACKs of only about 1/20 of the fast side's
+/// rate, so such a pair is a unit typo (kbit for mbit) far more often than a link. The widest real ones (ADSL,
 /// DOCSIS, GPON) are 10 to 40 to 1.
 pub const MAX_RATIO: u64 = 1_000;
 /// A shaper rate under 1/this of the interface's own speed (a 1 Gbit/s port shaped to under
