@@ -201,7 +201,7 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
             if let Some(sqm) = &sqm {
                 row.sqm
                     .push(sqm.start("benchwan", sqm_recipe.0, sqm_recipe.1)?);
-                sqm.stop("benchwan")?;
+                sqm.stop("benchwan", sqm_recipe.0, sqm_recipe.1)?;
             }
         }
         // set-rate as autorate calls it: the library, no process.
@@ -445,26 +445,29 @@ impl SqmScripts {
         Ok(took)
     }
 
+    /// The variables sqm-scripts reads for one interface (its iface.conf), same rates as unbloat's.
+    fn env<'a>(iface: &'a str, recipe: &'a str, qdisc: &'a str) -> [(&'static str, &'a str); 7] {
+        [
+            ("IFACE", iface),
+            ("SCRIPT", recipe),
+            ("QDISC", qdisc),
+            ("UPLINK", "19950"),
+            ("DOWNLINK", "78000"),
+            ("LINKLAYER", "ethernet"),
+            ("OVERHEAD", "34"),
+        ]
+    }
+
     fn start(&self, iface: &str, recipe: &str, qdisc: &str) -> anyhow::Result<Duration> {
         // A stale state directory makes start-sqm do nothing and exit 0 (ORIGIN.txt).
         let _ = std::fs::remove_dir_all(self.lib.join("state"));
         std::fs::create_dir_all(self.lib.join("state"))?;
-        self.run(
-            "start-sqm",
-            &[
-                ("IFACE", iface),
-                ("SCRIPT", recipe),
-                ("QDISC", qdisc),
-                ("UPLINK", "19950"),
-                ("DOWNLINK", "78000"),
-                ("LINKLAYER", "ethernet"),
-                ("OVERHEAD", "34"),
-            ],
-        )
+        self.run("start-sqm", &SqmScripts::env(iface, recipe, qdisc))
     }
 
-    fn stop(&self, iface: &str) -> anyhow::Result<()> {
-        self.run("stop-sqm", &[("IFACE", iface)]).map(|_| ())
+    fn stop(&self, iface: &str, recipe: &str, qdisc: &str) -> anyhow::Result<()> {
+        self.run("stop-sqm", &SqmScripts::env(iface, recipe, qdisc))
+            .map(|_| ())
     }
 }
 
@@ -591,12 +594,39 @@ fn print_rows(rows: &[Row], args: &StartBench, with_sqm: bool) -> anyhow::Result
 }
 
 /// Moves this process into a network namespace of its own: everything it creates there
-/// disappears with it, whatever happens.
+/// disappears with it, whatever happens. A mount namespace of its own too, with sysfs mounted
+/// again, so `/sys/class/net` shows this namespace's devices (sqm-scripts looks there).
 pub fn private_netns() -> anyhow::Result<()> {
     // SAFETY: unshare only changes this thread's namespace membership; no memory is involved.
-    if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+    if unsafe { libc::unshare(libc::CLONE_NEWNET | libc::CLONE_NEWNS) } != 0 {
         bail!(
             "cannot create a private network namespace: {} (benchmarks need root)",
+            std::io::Error::last_os_error()
+        );
+    }
+    let c = |s: &str| std::ffi::CString::new(s).expect("no NUL");
+    let (root, sys, sysfs) = (c("/"), c("/sys"), c("sysfs"));
+    // SAFETY: plain mount(2) calls with valid NUL-terminated strings; the mounts stay in this
+    // process's own mount namespace (made private first, so nothing propagates out).
+    let ok = unsafe {
+        libc::mount(
+            std::ptr::null(),
+            root.as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) == 0
+            && libc::mount(
+                sysfs.as_ptr(),
+                sys.as_ptr(),
+                sysfs.as_ptr(),
+                0,
+                std::ptr::null(),
+            ) == 0
+    };
+    if !ok {
+        bail!(
+            "cannot mount sysfs for the private namespace: {}",
             std::io::Error::last_os_error()
         );
     }

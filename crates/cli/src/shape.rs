@@ -106,18 +106,15 @@ pub struct StatusArgs {
     pub watch: Option<Duration>,
 }
 
-/// `--watch`: finite, and neither a busy loop nor a screen that never refreshes.
+/// `--watch`: the units crate's rule for durations (a bare number is seconds), finite, and
+/// neither a busy loop nor a screen that never refreshes.
 fn parse_watch(text: &str) -> Result<Duration, String> {
-    let secs: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a number of seconds (1, 0.5, 10)"))?;
-    if !(0.1..=3600.0).contains(&secs) {
-        return Err(format!(
-            "{text} is outside 0.1 to 3600 seconds (a shorter interval only keeps a CPU busy)"
-        ));
-    }
-    Ok(Duration::from_secs_f64(secs))
+    unbloat_units::duration::parse_test_duration(
+        text,
+        unbloat_units::Time::from_millis(100)..=unbloat_units::Time::from_secs(3600),
+    )
+    .map(unbloat_units::Time::as_duration)
+    .map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Args)]
@@ -136,6 +133,10 @@ pub struct SetRateArgs {
     /// Apply on trial, as `start --confirm`.
     #[arg(long, value_name = "TIME", value_parser = parse_confirm)]
     pub confirm: Option<Duration>,
+    /// Take a rate that could cut this link off (below 64 kbit/s, far below the interface's
+    /// speed, directions over 1000:1 apart), as `start --i-mean-it`.
+    #[arg(long)]
+    pub i_mean_it: bool,
 }
 
 #[derive(Debug, Args)]
@@ -192,7 +193,7 @@ fn plans(args: &PlanArgs) -> Result<Vec<(Plan, ShapeOptions)>, Failure> {
             }
             let opts = ShapeOptions::merge(&base, &flag_opts);
             out.push((
-                Plan::build(&Spec::new(iface, &opts).map_err(invalid)?),
+                Plan::build(&checked(Spec::new(iface, &opts).map_err(invalid)?)?),
                 opts,
             ));
         }
@@ -207,12 +208,38 @@ fn plans(args: &PlanArgs) -> Result<Vec<(Plan, ShapeOptions)>, Failure> {
                 return Err(invalid(anyhow!("shaping flags need an interface name; for the whole config file, put them in the file")));
             }
             let specs = config.specs(&ShapeOptions::default()).map_err(invalid)?;
+            let specs = specs
+                .into_iter()
+                .map(checked)
+                .collect::<Result<Vec<_>, _>>()?;
             for (spec, i) in specs.iter().zip(&config.interfaces) {
                 out.push((Plan::build(spec), i.options.clone()));
             }
         }
     }
     Ok(out)
+}
+
+/// The one check of a spec that needs the system: a rate far below the interface's own speed
+/// (a unit typo) needs `--i-mean-it`. Only a physical device's speed counts: virtual ones
+/// (veth, vlan, ppp, ifb) report a made-up number or none.
+fn checked(spec: Spec) -> Result<Spec, Failure> {
+    if let Some(speed) = link_speed(spec.wan.as_str()) {
+        spec.check_link_speed(speed).map_err(invalid)?;
+    }
+    Ok(spec)
+}
+
+/// `/sys/class/net/IFACE/speed` (Mbit/s) of a physical device (no rtnetlink kind), if known.
+fn link_speed(iface: &str) -> Option<Rate> {
+    let rtnl = unbloat_system::rtnl::Rtnl::open().ok()?;
+    let link = rtnl.link(iface).ok()??;
+    if link.kind.is_some() {
+        return None;
+    }
+    let text = std::fs::read_to_string(format!("/sys/class/net/{iface}/speed")).ok()?;
+    let mbit: u64 = text.trim().parse().ok().filter(|m| *m > 0)?;
+    Some(Rate::from_mbit(mbit))
 }
 
 pub fn plan(args: &PlanArgs) -> Result<(), Failure> {
@@ -407,7 +434,10 @@ pub fn set_rate(args: &SetRateArgs) -> Result<(), Failure> {
             *old = Some(rate);
         }
     }
-    let plan = Plan::build(&Spec::new(iface.clone(), &opts).map_err(invalid)?);
+    if args.i_mean_it {
+        opts.i_mean_it = Some(true);
+    }
+    let plan = Plan::build(&checked(Spec::new(iface.clone(), &opts).map_err(invalid)?)?);
     let mut shaper = Shaper::new(&runner, state);
     shaper.confirm = args.confirm;
     let req = Request {
@@ -610,6 +640,10 @@ pub fn config(cmd: &ConfigCommand) -> Result<(), Failure> {
             let path: &Path = file.as_deref().unwrap_or(Path::new(DEFAULT_CONFIG));
             let config = ConfigFile::load(path).map_err(invalid)?;
             let specs = config.specs(&ShapeOptions::default()).map_err(invalid)?;
+            let specs = specs
+                .into_iter()
+                .map(checked)
+                .collect::<Result<Vec<_>, _>>()?;
             for spec in &specs {
                 if *show {
                     print!("{}", Plan::build(spec).render_shell());

@@ -40,8 +40,8 @@ pub struct BenchLabArgs {
     /// The `unbloat test` profile.
     #[arg(long, value_name = "T", default_value = "rrul")]
     pub test: String,
-    /// Load per test.
-    #[arg(long, value_name = "D", default_value = "30s")]
+    /// Load per test (a bare number is seconds).
+    #[arg(long, value_name = "D", default_value = "30s", value_parser = crate::lab::parse_lab_duration)]
     pub duration: Time,
     /// Report directory: one subdirectory per profile (and per run, with --runs above 1).
     #[arg(long, value_name = "DIR", default_value = "unbloat-bench-lab")]

@@ -52,8 +52,8 @@ pub struct LabArgs {
     /// The `unbloat test` profile each strategy is measured with.
     #[arg(long, value_name = "T", default_value = "rrul")]
     pub test: String,
-    /// How long the load of each test lasts.
-    #[arg(long, value_name = "D", default_value = "30s")]
+    /// How long the load of each test lasts (a bare number is seconds, as for `unbloat test`).
+    #[arg(long, value_name = "D", default_value = "30s", value_parser = parse_lab_duration)]
     pub duration: Time,
     /// The report directory (HTML page, table, results and flent files).
     #[arg(long, value_name = "DIR", default_value = "unbloat-lab-report")]
@@ -197,7 +197,9 @@ pub enum LabError {
     Strategies(String),
     #[error("--test {name:?}: no such `unbloat test` profile; known profiles: {}", .known.join(", "))]
     TestName { name: String, known: Vec<String> },
-    #[error("--duration {0}: give 2s to 60m, in whole milliseconds (as `unbloat test` takes it)")]
+    #[error(
+        "--duration {0}: give 2s to 60m (a bare number is seconds, as `unbloat test` takes it)"
+    )]
     Duration(Time),
     #[error("--out {path}: the report cannot be written there: {source}")]
     Out {
@@ -277,6 +279,13 @@ pub fn kernel_needs(strategies: &[Strategy]) -> Vec<&'static str> {
 pub(crate) struct Request {
     profile: LinkProfile,
     strategies: Vec<Strategy>,
+}
+
+/// `--duration` of the lab and its benchmark: the rule of `unbloat test` (a bare number is
+/// seconds), checked again in full by [`validate`].
+pub fn parse_lab_duration(text: &str) -> Result<Time, String> {
+    unbloat_units::duration::parse_test_duration(text, Time::from_secs(2)..=Time::from_secs(3600))
+        .map_err(|e| e.to_string())
 }
 
 /// Checks every option without touching anything: the link profile, the strategies, and the

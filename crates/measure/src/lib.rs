@@ -121,29 +121,13 @@ impl MeasureError {
 /// Parses a duration as typed on the command line: `30s`, `500ms`, `2m`, `1.5s`, or a bare
 /// number of seconds (`30`).
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration (examples: 30s, 500ms, 2m)"))?;
-    let scale = match unit.trim() {
-        "" | "s" | "sec" | "secs" => 1.0,
-        "ms" | "msec" => 1e-3,
-        "m" | "min" => 60.0,
-        other => {
-            return Err(format!(
-                "unknown time unit {other:?} in {text:?} (use ms, s or m)"
-            ))
-        }
-    };
-    let secs = value * scale;
-    if !secs.is_finite() || secs > 86_400.0 {
-        return Err(format!("{text:?} is out of range"));
-    }
-    Ok(std::time::Duration::from_secs_f64(secs))
+    // The one rule of the units crate: a bare number is seconds, as iperf3, flent and ping.
+    unbloat_units::duration::parse_test_duration(
+        text,
+        unbloat_units::Time::from_micros(0)..=unbloat_units::Time::from_secs(86_400),
+    )
+    .map(unbloat_units::Time::as_duration)
+    .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -42,8 +42,10 @@ pub const CUTOFF_RATE: Rate = Rate::from_kbit(64);
 /// DOCSIS, GPON) are 10 to 40 to 1.
 pub const MAX_RATIO: u64 = 1_000;
 /// A shaper rate under 1/this of the interface's own speed (a 1 Gbit/s port shaped to under
-/// 10 Mbit/s) needs `--i-mean-it`, when the system knows the speed ([`Spec::check_link_speed`]).
-pub const MIN_LINK_SHARE: u64 = 100;
+/// 1 Mbit/s) needs `--i-mean-it`, when the system knows the speed ([`Spec::check_link_speed`]).
+/// Not 1/100: an ADSL line of 6 Mbit/s behind a router's gigabit port is the common case, and
+/// must not need the flag; a unit typo (`200kbit` for `200mbit`) is still 1/1000 or less.
+pub const MIN_LINK_SHARE: u64 = 1_000;
 /// The link-layer header Linux counts in a packet's length on Ethernet-type devices.
 pub const ETHERNET_HEADER: u32 = 14;
 
@@ -541,24 +543,28 @@ mod tests {
     }
 
     #[test]
-    fn rates_under_a_hundredth_of_the_interface_speed_need_i_mean_it() {
-        let s = ok("down = \"9mbit\"\nup = \"1mbit\"");
+    fn rates_under_a_thousandth_of_the_interface_speed_need_i_mean_it() {
+        let s = ok("down = \"9mbit\"\nup = \"900kbit\"");
         let e = s.check_link_speed(Rate::from_mbit(1000)).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "--up 1mbit: under 1/100 of the interface's speed, 1gbit; a unit typo (kbit for mbit)? \
+            "--up 900kbit: under 1/1000 of the interface's speed, 1gbit; a unit typo (kbit for mbit)? \
              If you mean it, add --i-mean-it"
         );
+        // ADSL behind a gigabit port needs no flag.
+        assert!(ok("down = \"6mbit\"\nup = \"1mbit\"")
+            .check_link_speed(Rate::from_mbit(1000))
+            .is_ok());
         assert!(s.check_link_speed(Rate::from_mbit(100)).is_ok());
         assert!(s.check_link_speed(Rate::ZERO).is_ok(), "unknown speed");
-        let s = ok("down = \"9mbit\"\nup = \"1mbit\"\ni-mean-it = true");
+        let s = ok("down = \"9mbit\"\nup = \"900kbit\"\ni-mean-it = true");
         assert!(s.check_link_speed(Rate::from_mbit(10_000)).is_ok());
-        let s = ok("down = \"9mbit\"");
+        let s = ok("down = \"900kbit\"");
         assert!(s
             .check_link_speed(Rate::from_mbit(1000))
             .unwrap_err()
             .to_string()
-            .starts_with("--down 9mbit: under 1/100"));
+            .starts_with("--down 900kbit: under 1/1000"));
     }
 
     #[test]
