@@ -45,7 +45,7 @@ pub struct StartArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Apply on trial: unless `unbloat confirm` (or Enter on this terminal) comes within this
-    /// time (60s, 2m, 90 = seconds; 5s to 1h), the previous setup comes back by itself, even if
+    /// time (60s, 2m, 90 = seconds; 2s to 1h), the previous setup comes back by itself, even if
     /// this SSH session is lost or unbloat is killed.
     #[arg(long, value_name = "TIME", value_parser = parse_confirm)]
     pub confirm: Option<Duration>,
@@ -73,9 +73,9 @@ fn parse_confirm(text: &str) -> Result<Duration, String> {
         "ms" => n / 1000.0,
         other => return Err(format!("{text}: unknown unit {other:?} (use s or m)")),
     };
-    if !(5.0..=3600.0).contains(&secs) {
+    if !(2.0..=3600.0).contains(&secs) {
         return Err(format!(
-            "{text} is outside 5s to 1h: shorter leaves no time to check the link, longer leaves a bad change in place too long"
+            "{text} is outside 2s to 1h: shorter leaves no time to check the link, longer leaves a bad change in place too long"
         ));
     }
     Ok(Duration::from_secs_f64(secs))

@@ -428,27 +428,31 @@ real_kernel_test! {
         let before = ns.snapshot();
         ok(&ns, &["start", "eth0", "--down", "20mbit", "--up", "5mbit"]);
         let old = ns.snapshot();
-        let trial = ["start", "eth0", "--down", "50mbit", "--up", "10mbit", "--qdisc", "fq_codel", "--confirm", "5"];
-        let wait_past_deadline = || std::thread::sleep(std::time::Duration::from_millis(8000));
+        let trial = |secs: &'static str| {
+            ["start", "eth0", "--down", "50mbit", "--up", "10mbit", "--qdisc", "fq_codel", "--confirm", secs]
+        };
+        let wait = |ms| std::thread::sleep(std::time::Duration::from_millis(ms));
 
-        // Not confirmed: the watchdog undoes it.
-        let msg = ok(&ns, &trial);
+        // Not confirmed: the watchdog puts the old setup back within 3 s of a 2 s trial.
+        let msg = ok(&ns, &trial("2"));
         assert!(msg.contains("unbloat confirm"), "says how to confirm: {msg}");
         let new = ns.snapshot();
         assert_ne!(new, old);
-        let out = ns.unbloat(&["start", "eth0", "--up", "1mbit"]);
-        assert_eq!(out.status.code(), Some(1), "another change waits: {}", text(&out));
-        assert!(text(&out).contains("waits for confirmation"), "{}", text(&out));
-        wait_past_deadline();
+        wait(3000);
         assert_eq!(ns.snapshot(), old, "the watchdog did not put the old setup back");
         assert!(ok(&ns, &["start", "eth0", "--down", "20mbit", "--up", "5mbit"]).contains("nothing changed"));
 
-        // Confirmed: it stays past the deadline.
-        ok(&ns, &trial);
+        // Confirmed: it stays past the deadline; meanwhile other changes wait.
+        ok(&ns, &trial("5"));
+        let out = ns.unbloat(&["start", "eth0", "--up", "1mbit"]);
+        assert_eq!(out.status.code(), Some(1), "another change waits: {}", text(&out));
+        assert!(text(&out).contains("waits for confirmation"), "{}", text(&out));
         assert!(ok(&ns, &["confirm"]).contains("confirmed"));
-        wait_past_deadline();
+        wait(6000);
         assert_eq!(ns.snapshot(), new, "a confirmed change was undone");
         assert!(ok(&ns, &["confirm"]).contains("no change is waiting"));
+        let wait_past_deadline = || wait(3000);
+        let trial = trial("2");
 
         // The watchdog killed too: the next command after the deadline undoes it.
         ok(&ns, &["start", "eth0", "--down", "20mbit", "--up", "5mbit"]);

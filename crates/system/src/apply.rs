@@ -312,7 +312,11 @@ impl<'r> Shaper<'r> {
         journal.phase = Phase::Committed;
         if let Some(within) = self.confirm {
             journal.phase = Phase::Pending;
-            journal.confirm_by_unix = Some(crate::state::now_unix() + within.as_secs().max(1));
+            // The deadline in whole seconds, rounded to the nearest: never a second short.
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            journal.confirm_by_unix = Some((now + within).as_secs_f64().round() as u64);
         }
         if let Err(e) = self.state.write_journal(&journal) {
             journal.phase = Phase::Applying;
