@@ -193,6 +193,18 @@ struct Work {
     before: Snapshot,
 }
 
+impl Work {
+    /// This interface's part of the journal, with the record it will have after (None: a stop).
+    fn entry(&self, next: Option<ShapedState>) -> Entry {
+        Entry {
+            iface: self.req.plan.wan.clone(),
+            before: self.before.clone(),
+            previous: self.previous.clone(),
+            next,
+        }
+    }
+}
+
 /// Starts, stops and reads shaping through one [`Runner`] (for `tc`) and rtnetlink, with
 /// records and the journal in one [`StateDir`].
 pub struct Shaper<'r> {
@@ -213,11 +225,20 @@ impl<'r> Shaper<'r> {
 
     /// The lock, after any interrupted transaction was finished or undone.
     pub(crate) fn begin(&self) -> Result<(TxLock, Rtnl), ApplyError> {
+        self.begin_recovering(false)
+            .map(|(lock, rtnl, _)| (lock, rtnl))
+    }
+
+    /// [`Shaper::begin`], with what the recovery did (`unbloat recover` reports it).
+    pub(crate) fn begin_recovering(
+        &self,
+        discard: bool,
+    ) -> Result<(TxLock, Rtnl, crate::recover::Recovery), ApplyError> {
         self.state.ensure()?;
         let lock = TxLock::acquire(self.state.path())?;
         let rtnl = Rtnl::open()?;
-        self.recover_locked(&rtnl, false)?;
-        Ok((lock, rtnl))
+        let done = self.recover_locked(&rtnl, discard)?;
+        Ok((lock, rtnl, done))
     }
 
     /// The interface's link, or an error naming the ones that exist.
@@ -252,11 +273,11 @@ impl<'r> Shaper<'r> {
         }
         let entries = work
             .iter()
-            .map(|w| Entry {
-                iface: w.req.plan.wan.clone(),
-                before: w.before.clone(),
-                previous: w.previous.clone(),
-                next: Some(ShapedState::new(w.req.plan.clone(), w.req.options.clone())),
+            .map(|w| {
+                w.entry(Some(ShapedState::new(
+                    w.req.plan.clone(),
+                    w.req.options.clone(),
+                )))
             })
             .collect();
         let in_place = self.run(
@@ -372,12 +393,7 @@ impl<'r> Shaper<'r> {
                 plan.egress = None;
             }
             if ingress == Some(Found::Gone) {
-                if let Some(i) = &plan.ingress {
-                    orphan_ifb = rtnl
-                        .link(i.ifb.as_str())?
-                        .filter(|l| l.kind.as_deref() == Some("ifb"))
-                        .map(|l| l.index);
-                }
+                orphan_ifb = own_ifb(rtnl, &plan)?;
                 plan.ingress = None;
             }
             effective = Some(plan);
@@ -542,6 +558,18 @@ impl<'r> Shaper<'r> {
     }
 }
 
+/// The index of `plan`'s IFB, if the device still exists and is an IFB: what unbloat created and
+/// may delete (a record naming another device never gets that device deleted).
+fn own_ifb(rtnl: &Rtnl, plan: &Plan) -> Result<Option<u32>, RtnlError> {
+    Ok(match &plan.ingress {
+        Some(i) => rtnl
+            .link(i.ifb.as_str())?
+            .filter(Link::is_ifb)
+            .map(|l| l.index),
+        None => None,
+    })
+}
+
 /// The IFB a plan uses, if it shapes the download.
 fn ifb_of(plan: Option<&Plan>) -> Option<IfName> {
     plan.and_then(|p| p.ingress.as_ref()).map(|i| i.ifb.clone())
@@ -579,12 +607,7 @@ fn refuse_foreign(plan: &Plan, before: &Snapshot) -> Result<(), ApplyError> {
 /// The qdiscs and features the kernel must have for a plan, probed to explain a failure.
 pub fn needs(plan: &Plan) -> Vec<&'static str> {
     let mut needs = vec![];
-    let roots = plan
-        .egress
-        .iter()
-        .map(|e| &e.root)
-        .chain(plan.ingress.iter().map(|i| &i.shaping.root));
-    for root in roots {
+    for root in live::roots(plan) {
         match root {
             RootQdisc::Cake(_) => needs.push("cake"),
             RootQdisc::Htb(tree) => {

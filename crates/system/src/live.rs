@@ -83,12 +83,15 @@ fn one(runner: &dyn Runner, line: &str) -> Result<String, RunError> {
 
 /// Whether a plan has HTB anywhere (then classes must be read to verify it).
 pub fn has_htb(plan: &Plan) -> bool {
-    let roots = plan
-        .egress
+    roots(plan).any(|r| matches!(r, RootQdisc::Htb(_)))
+}
+
+/// The root qdiscs a plan puts in place: the WAN device's (upload), the IFB's (download).
+pub fn roots(plan: &Plan) -> impl Iterator<Item = &RootQdisc> {
+    plan.egress
         .iter()
         .map(|e| &e.root)
-        .chain(plan.ingress.iter().map(|i| &i.shaping.root));
-    roots.into_iter().any(|r| matches!(r, RootQdisc::Htb(_)))
+        .chain(plan.ingress.iter().map(|i| &i.shaping.root))
 }
 
 /// One of unbloat's pieces on a device, as found.

@@ -47,10 +47,7 @@ impl Shaper<'_> {
     /// `unbloat recover`: takes the lock and recovers; `discard` forgets a journal that cannot
     /// be undone (after the user fixed the interfaces by hand).
     pub fn recover(&self, discard: bool) -> Result<Recovery, ApplyError> {
-        self.state.ensure()?;
-        let _lock = crate::lock::TxLock::acquire(self.state.path())?;
-        let rtnl = Rtnl::open()?;
-        self.recover_locked(&rtnl, discard)
+        self.begin_recovering(discard).map(|(_, _, done)| done)
     }
 
     /// The recovery every changing command runs first, holding the lock.
@@ -294,7 +291,7 @@ impl Shaper<'_> {
     fn delete_ifb(&self, rtnl: &Rtnl, name: Option<&str>, problems: &mut Vec<String>) {
         let Some(name) = name else { return };
         match rtnl.link(name) {
-            Ok(Some(l)) if l.kind.as_deref() == Some("ifb") => {
+            Ok(Some(l)) if l.is_ifb() => {
                 if let Err(err) = rtnl.delete_link(l.index) {
                     problems.push(err.to_string());
                 }

@@ -80,6 +80,13 @@ pub struct Link {
     pub up: bool,
 }
 
+impl Link {
+    /// An IFB device: the only kind of device unbloat ever deletes.
+    pub fn is_ifb(&self) -> bool {
+        self.kind.as_deref() == Some("ifb")
+    }
+}
+
 /// One qdisc as the kernel holds it, comparable with `==` to prove "unchanged".
 ///
 /// Configuration only: no statistics attribute is kept. The bytes are the kernel's, unaltered,

@@ -23,7 +23,7 @@ pub(super) fn link_step(rtnl: &Rtnl, step: &Step) -> Result<(), Failed> {
                 .ok_or_else(|| fail(format!("Cannot find device \"{name}\"")))?;
             let done = if matches!(step, Step::SetUp { .. }) {
                 rtnl.set_up(link.index)
-            } else if link.kind.as_deref() == Some("ifb") {
+            } else if link.is_ifb() {
                 rtnl.delete_link(link.index)
             } else {
                 return Err(fail(format!(

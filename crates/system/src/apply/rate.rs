@@ -3,7 +3,7 @@
 
 use super::commands::netlink;
 use super::{crash_point, ifb_of, ApplyError, Failed, Outcome, Request, Shaper, Work};
-use crate::journal::{Entry, Journal};
+use crate::journal::Journal;
 use crate::snapshot::Snapshot;
 use crate::state::ShapedState;
 use unbloat_shaper::plan::{Plan, RootQdisc, Shaping};
@@ -63,17 +63,13 @@ impl Shaper<'_> {
         }
         let work = [Work {
             req: req.clone(),
-            previous: Some(prev.clone()),
             effective: Some(prev.plan.clone()),
-            orphan_ifb: None,
-            before: before.clone(),
-        }];
-        let journal = Journal::new(vec![Entry {
-            iface: wan.clone(),
-            before,
             previous: Some(prev),
-            next: Some(ShapedState::new(req.plan.clone(), req.options.clone())),
-        }]);
+            orphan_ifb: None,
+            before,
+        }];
+        let next = ShapedState::new(req.plan.clone(), req.options.clone());
+        let journal = Journal::new(vec![work[0].entry(Some(next))]);
         match fast {
             Some(changes) => {
                 let apply = |_: &Work| -> Result<usize, Failed> {

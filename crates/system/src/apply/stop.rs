@@ -2,12 +2,11 @@
 //! place (and say so), check that what was removed is gone.
 
 use super::commands::netlink;
-use super::{ifb_of, ApplyError, Failed, Request, Shaper, Stopped, Work};
-use crate::journal::{Entry, Journal};
+use super::{ifb_of, own_ifb, ApplyError, Failed, Request, Shaper, Stopped, Work};
+use crate::journal::Journal;
 use crate::live::{self, Found};
 use crate::rtnl::Rtnl;
 use crate::snapshot::Snapshot;
-use unbloat_shaper::plan::Plan;
 use unbloat_shaper::transition;
 use unbloat_units::IfName;
 
@@ -45,14 +44,14 @@ impl Shaper<'_> {
                     ));
                 }
                 if ingress == Some(Found::Gone) {
-                    orphan_ifb = self.own_ifb(&rtnl, &prev.plan)?;
+                    orphan_ifb = own_ifb(&rtnl, &prev.plan)?;
                 }
                 if !matches!(ingress, Some(Found::Ours)) {
                     remove.ingress = None;
                 }
             } else {
                 // The device is gone with its qdiscs; an IFB unbloat made for it may remain.
-                orphan_ifb = self.own_ifb(&rtnl, &prev.plan)?;
+                orphan_ifb = own_ifb(&rtnl, &prev.plan)?;
                 remove.egress = None;
                 remove.ingress = None;
             }
@@ -82,15 +81,7 @@ impl Shaper<'_> {
                 before,
             });
         }
-        let entries = work
-            .iter()
-            .map(|w| Entry {
-                iface: w.req.plan.wan.clone(),
-                before: w.before.clone(),
-                previous: w.previous.clone(),
-                next: None,
-            })
-            .collect();
+        let entries = work.iter().map(|w| w.entry(None)).collect();
         let teardown = |w: &Work| -> Result<usize, Failed> {
             if let Some(index) = w.orphan_ifb {
                 rtnl.delete_link(index).map_err(netlink)?;
@@ -139,16 +130,5 @@ impl Shaper<'_> {
         } else {
             Err(Failed::Verify(left))
         }
-    }
-
-    /// unbloat's IFB of `plan`, if it still exists as an IFB.
-    fn own_ifb(&self, rtnl: &Rtnl, plan: &Plan) -> Result<Option<u32>, ApplyError> {
-        Ok(match &plan.ingress {
-            Some(i) => rtnl
-                .link(i.ifb.as_str())?
-                .filter(|l| l.kind.as_deref() == Some("ifb"))
-                .map(|l| l.index),
-            None => None,
-        })
     }
 }
