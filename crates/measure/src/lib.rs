@@ -23,6 +23,7 @@
 
 pub mod bench;
 pub mod client;
+pub mod farend;
 pub mod load;
 pub mod meta;
 pub mod netns;

@@ -152,6 +152,12 @@ impl Prober {
                         continue;
                     }
                 },
+                // A web server's probes are the HTTP far end's, never this prober's.
+                other => {
+                    return Err(MeasureError::InvalidArgument(format!(
+                        "{other:?} probes need a web server far end"
+                    )))
+                }
             }
             classes.push(class);
         }
@@ -475,6 +481,10 @@ pub const fn ipv4_probe_bytes(kind: ProbeKind) -> u64 {
     let payload = match kind {
         ProbeKind::Udp => 8 + crate::protocol::PROBE_REQUEST_LEN,
         ProbeKind::Icmp => 8 + ICMP_PAYLOAD,
+        // A SYN with its options; the HTTP probes' sizes vary, these are a typical request's.
+        ProbeKind::TcpConnect => 40,
+        ProbeKind::TlsHandshake => 20 + 517,
+        ProbeKind::HttpNew | ProbeKind::HttpLoaded => 20 + 200,
     };
     20 + payload as u64
 }

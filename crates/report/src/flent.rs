@@ -148,6 +148,8 @@ fn measured_series(results: &Results, test: FlentTest) -> Vec<Series> {
             (ProbeKind::Udp, _) => {
                 namer.name(&format!("Ping (ms) UDP {}", class_name(p.dscp)), false)
             }
+            // A web server's probes: flent has no name of its own for them.
+            _ => namer.name(&format!("Ping (ms) {}", p.name), false),
         };
         if p.kind == ProbeKind::Udp {
             first_udp = false;

@@ -147,12 +147,24 @@ pub struct ThroughputSample {
 
 /// How a latency probe travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum ProbeKind {
-    /// UDP to unbloat serve's responder, which stamps arrival and departure.
+    /// UDP to a responder that stamps arrival and departure: unbloat serve's, or a stock irtt
+    /// server's.
     Udp,
     /// ICMP echo.
     Icmp,
+    /// A new TCP connection's handshake (SYN to SYN-ACK): one round trip through the kernel, the
+    /// responsiveness draft's "foreign" TCP probe.
+    TcpConnect,
+    /// A TLS handshake on a new connection (ClientHello to the server's Finished).
+    TlsHandshake,
+    /// A small HTTP GET on a new connection, request to the response's last byte (the draft's
+    /// foreign HTTP probe).
+    HttpNew,
+    /// A small HTTP GET on a connection that carries load (the draft's self probe: HTTP/2
+    /// streams beside the load's).
+    HttpLoaded,
 }
 
 /// Every probe of one class (kind + DSCP).
@@ -208,11 +220,17 @@ impl Results {
     }
 
     /// The probe class that stands for "the" latency of the link: UDP BE when present (it shares
-    /// the best-effort queue with the load, like most traffic), else the first class.
+    /// the best-effort queue with the load, like most traffic), else a best-effort TCP connect
+    /// (against a web server: a round trip of the kernel's, in a flow of its own like UDP BE's),
+    /// else the first class.
     pub fn primary_probe(&self) -> Option<&ProbeSeries> {
+        let best_effort = |kind: ProbeKind| {
+            move |p: &&ProbeSeries| p.kind == kind && p.dscp == 0
+        };
         self.probes
             .iter()
-            .find(|p| p.kind == ProbeKind::Udp && p.dscp == 0)
+            .find(best_effort(ProbeKind::Udp))
+            .or_else(|| self.probes.iter().find(best_effort(ProbeKind::TcpConnect)))
             .or_else(|| self.probes.first())
     }
 }
