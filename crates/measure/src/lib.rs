@@ -96,6 +96,13 @@ pub enum MeasureError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    /// A stock far end (a web server, irtt, iperf3) is running someone else's test.
+    #[error("{server} is busy: {why}; try again in a minute")]
+    FarEndBusy { server: String, why: String },
+    /// A stock far end refused the test, broke its protocol, stalled, redirected elsewhere or
+    /// went away; `why` says which, in words a user can act on.
+    #[error("{server}: {why}")]
+    FarEnd { server: String, why: String },
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -104,6 +111,30 @@ pub enum MeasureError {
 }
 
 impl MeasureError {
+    /// Whether the far end, not this machine or its link, ended the test: busy, refused,
+    /// went away, or spoke something else than it should (`unbloat test` exits 3 for these).
+    pub fn is_far_end(&self) -> bool {
+        matches!(
+            self,
+            MeasureError::NotUnbloat { .. }
+                | MeasureError::WrongVersion { .. }
+                | MeasureError::Busy { .. }
+                | MeasureError::Refused { .. }
+                | MeasureError::Protocol { .. }
+                | MeasureError::ServerGone { .. }
+                | MeasureError::FarEndBusy { .. }
+                | MeasureError::FarEnd { .. }
+        )
+    }
+
+    /// A stock far end's failure, its text made safe to print.
+    pub fn far_end(server: impl std::fmt::Display, why: impl AsRef<str>) -> Self {
+        MeasureError::FarEnd {
+            server: server.to_string(),
+            why: protocol::printable(why.as_ref()),
+        }
+    }
+
     /// A server's refusal, its reason made safe to print ([`protocol::printable`]).
     pub(crate) fn refused(reason: &str) -> Self {
         MeasureError::Refused {
