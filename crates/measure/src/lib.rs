@@ -24,6 +24,9 @@
 pub mod bench;
 pub mod client;
 pub mod farend;
+pub mod http;
+pub mod iperf3;
+pub mod irtt;
 pub mod load;
 pub mod meta;
 pub mod netns;

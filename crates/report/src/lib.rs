@@ -32,6 +32,7 @@ pub mod flent;
 pub mod format;
 pub mod model;
 pub mod plot;
+pub mod rpm;
 pub mod stats;
 pub mod summary;
 pub mod synthetic;

@@ -1,0 +1,1 @@
+//! Placeholder: the http far end (issue 12), being written.

@@ -1,0 +1,1 @@
+//! Placeholder: the iperf3 far end (issue 12), being written.

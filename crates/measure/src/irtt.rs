@@ -1,0 +1,1 @@
+//! Placeholder: the irtt far end (issue 12), being written.

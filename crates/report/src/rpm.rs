@@ -1,0 +1,1 @@
+//! Placeholder: the responsiveness draft's RPM (issue 12), being written.
