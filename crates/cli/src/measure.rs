@@ -44,7 +44,12 @@ pub fn test(args: &TestCmd) -> Result<(), Failure> {
                     error: failure.into(),
                 });
             }
-            Err(failure.into())
+            // Busy, refused, foreign or gone: the far end's doing, not this machine's.
+            let code = if failure.error.is_far_end() { 3 } else { 1 };
+            Err(Failure {
+                code,
+                error: failure.into(),
+            })
         }
     }
 }

@@ -1,41 +1,23 @@
-//! `unbloat test`: the timeline that drives probes and load and returns the results.
+//! `unbloat test`'s arguments, its validated plan and its progress display.
 //!
 //! The timeline is flent's RRUL one: an idle baseline of probes only (at least
 //! [`MIN_IDLE_BEFORE`], default 5 s), the load (default 30 s) with the probes going on, and an
-//! idle tail (default 5 s). Every [`SAMPLE_INTERVAL`] (200 ms) the goodput of every stream is
-//! sampled on an absolute schedule and the progress display is updated.
+//! idle tail (default 5 s); [`crate::timeline`] runs it against any far end ([`crate::farend`]):
+//! `unbloat serve`, a web server, a stock irtt server, a stock iperf3 server.
 //!
-//! What callers can rely on:
-//! - [`run_test`] returns a complete [`Results`], or a [`TestFailure`] with a typed error and,
-//!   once measuring had begun, everything measured so far with `metadata.partial = true` and
-//!   the reason. Errors before the first probe (unreachable, refused, wrong version, busy) carry
-//!   no results.
-//! - Every UDP probe of the idle baseline lost is an error ([`MeasureError::ProbesLost`], a
-//!   firewall); every ICMP probe lost is only a note (ICMP is often filtered).
-//! - Neither stream bytes nor probe replies for [`STALL`] (or a stream failing) ends the run as
-//!   [`MeasureError::LinkGone`].
-//! - The server closing the test's control connection, in any phase, or not answering the
-//!   final Finish, ends the run as [`MeasureError::ServerGone`] with partial results: a run
-//!   whose idle tail the server did not see to the end is not a complete run.
-//! - Failing to read the egress qdiscs never fails a run: it becomes a note.
+//! What callers can rely on: [`TestArgs::plan`] checks every flag (its range, its far ends)
+//! before anything is sent, and names the flag in its error.
 
 use std::io::IsTerminal;
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
-use unbloat_report::{
-    Direction, Metadata, Phase, Phases, ProbeKind, Results, StreamSeries, ThroughputSample,
-    RESULTS_VERSION,
-};
+use unbloat_report::{Phase, Results};
 
-use crate::load::{self, LoadStream};
-use crate::probe::Prober;
+use crate::farend::{FarEnds, HttpChoice};
 use crate::profile::{Profile, ResolvedProfile};
-use crate::protocol::{ClientMsg, ServerMsg, TestRequest};
 use crate::server::DEFAULT_PORT;
-use crate::{meta, parse_duration, MeasureError};
+use crate::{parse_duration, MeasureError};
 
 /// Goodput sampling interval.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(200);
@@ -59,13 +41,46 @@ pub const MAX_IDLE: Duration = Duration::from_secs(600);
 pub const CONNECT_TIMEOUT_RANGE: (Duration, Duration) =
     (Duration::from_millis(100), Duration::from_secs(60));
 
-/// `unbloat test`: measure latency under load against an `unbloat serve`.
+/// `unbloat test`: measure latency under load against a far end.
 #[derive(Debug, Clone, clap::Args)]
 pub struct TestArgs {
-    /// The server: a host name or address, optionally with a port (default 4420). IPv6
-    /// addresses with a port go in brackets: `[2001:db8::1]:4420`.
-    #[arg(value_name = "HOST[:PORT]")]
-    pub server: String,
+    /// The far end. `HOST[:PORT]` or `unbloat://HOST[:PORT]` is an `unbloat serve` (port 4420;
+    /// IPv6 with a port in brackets: `[2001:db8::1]:4420`); `https://HOST[/CONFIG]` (or http://)
+    /// a web server with the responsiveness test's endpoints, read from its `.well-known/nq`
+    /// config (or the CONFIG path); `irtt://HOST[:PORT]` a stock irtt server (latency probes
+    /// only, port 2112); `iperf3://HOST[:PORT]` a stock iperf3 server (load only, port 5201;
+    /// latency by ICMP echo).
+    #[arg(value_name = "SERVER", conflicts_with = "server_flag")]
+    pub server: Option<String>,
+    /// The far end, as the SERVER argument.
+    #[arg(long = "server", value_name = "URL")]
+    pub server_flag: Option<String>,
+    /// Where the load goes, when not to SERVER: `iperf3://HOST`, `https://HOST`,
+    /// `unbloat://HOST` (with `--probe irtt://HOST`, SERVER may be left out).
+    #[arg(long, value_name = "URL")]
+    pub load: Option<String>,
+    /// Where the latency probes go, when not to SERVER: `irtt://HOST`, `unbloat://HOST`,
+    /// `https://HOST`.
+    #[arg(long, value_name = "URL")]
+    pub probe: Option<String>,
+    /// Web server: the small object's URL (latency probes); with --large-url and --upload-url
+    /// instead of the server's `.well-known/nq` config. All on the server's host.
+    #[arg(long, value_name = "URL", requires_all = ["large_url", "upload_url"])]
+    pub small_url: Option<String>,
+    /// Web server: the large object's URL (download load).
+    #[arg(long, value_name = "URL", requires_all = ["small_url", "upload_url"])]
+    pub large_url: Option<String>,
+    /// Web server: the URL that takes uploads (POST).
+    #[arg(long, value_name = "URL", requires_all = ["small_url", "large_url"])]
+    pub upload_url: Option<String>,
+    /// Web server: also trust the certificate authorities in this PEM file (a lab's or a LAN's
+    /// own; the system's roots are always trusted).
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// Web server: the most load connections per direction (1 to 32, default 16); the test adds
+    /// connections until goodput stops rising, as the responsiveness draft does.
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
     /// What to run: rrul (4 up + 4 down TCP streams marked BE, BK, CS5, EF; UDP probes BE, EF,
     /// BK; ping), rrul_be (the same, all best effort), upload, download, bidir, ping (latency
     /// only), tcp_nup, tcp_ndown.
@@ -92,8 +107,10 @@ pub struct TestArgs {
 /// (tests and the lab use shorter idle phases than the command line allows).
 #[derive(Debug, Clone)]
 pub struct TestPlan {
-    /// The server as the user typed it.
+    /// The far end as the user typed it (`--load` and `--probe` after it, when given).
     pub remote: String,
+    /// Where the load and the probes go.
+    pub far_ends: FarEnds,
     pub profile: ResolvedProfile,
     pub idle_before: Duration,
     pub load: Duration,
@@ -139,10 +156,24 @@ impl TestArgs {
                 secs(longest)
             ));
         }
-        parse_remote(&self.server)?;
         let profile = Profile::by_name(&self.profile)?.resolve(self.streams)?;
+        let server = self.server.as_deref().or(self.server_flag.as_deref());
+        let mut far_ends = FarEnds::choose(
+            server,
+            self.load.as_deref(),
+            self.probe.as_deref(),
+            !profile.streams.is_empty(),
+        )?;
+        far_ends.http = self.http_choice()?;
+        let mut remote: Vec<&str> = server.into_iter().collect();
+        for (flag, v) in [("--load", &self.load), ("--probe", &self.probe)] {
+            if let Some(v) = v {
+                remote.extend([flag, v.as_str()]);
+            }
+        }
         Ok(TestPlan {
-            remote: self.server.clone(),
+            remote: remote.join(" "),
+            far_ends,
             profile,
             idle_before: self.idle,
             load: self.duration,
@@ -153,6 +184,38 @@ impl TestArgs {
         })
     }
 }
+
+impl TestArgs {
+    fn http_choice(&self) -> Result<HttpChoice, MeasureError> {
+        if let Some(n) = self.max_connections {
+            if !(1..=MAX_HTTP_CONNECTIONS).contains(&n) {
+                return Err(MeasureError::InvalidArgument(format!(
+                    "--max-connections {n}: must be from 1 to {MAX_HTTP_CONNECTIONS}"
+                )));
+            }
+        }
+        if let Some(file) = &self.ca_file {
+            if !file.is_file() {
+                return Err(MeasureError::InvalidArgument(format!(
+                    "--ca-file {}: no such file (a PEM file of certificate authorities)",
+                    file.display()
+                )));
+            }
+        }
+        let urls = match (&self.small_url, &self.large_url, &self.upload_url) {
+            (Some(s), Some(l), Some(u)) => Some([s.clone(), l.clone(), u.clone()]),
+            _ => None,
+        };
+        Ok(HttpChoice {
+            ca_file: self.ca_file.clone(),
+            max_connections: self.max_connections,
+            urls,
+        })
+    }
+}
+
+/// The most load connections per direction a web server test may open.
+pub const MAX_HTTP_CONNECTIONS: usize = 32;
 
 /// A failed run: why, and what was measured before it failed (marked partial), if anything.
 #[derive(Debug, thiserror::Error)]
@@ -287,398 +350,7 @@ pub fn parse_remote(text: &str) -> Result<(String, u16), MeasureError> {
 /// Runs `unbloat test` as the arguments say.
 pub fn run_test(args: &TestArgs, progress: &mut dyn Progress) -> Result<Results, TestFailure> {
     let plan = args.plan()?;
-    run_plan(&plan, progress)
-}
-
-fn random_id() -> u64 {
-    let mut b = [0u8; 8];
-    let from_os = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b));
-    match from_os {
-        Ok(()) => u64::from_ne_bytes(b),
-        Err(_) => {
-            let t = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0);
-            (t as u64) ^ (u64::from(std::process::id()) << 32)
-        }
-    }
-}
-
-/// Connects the control connection to the first address of `remote` that answers.
-fn connect_control(plan: &TestPlan) -> Result<(TcpStream, SocketAddr), MeasureError> {
-    let (host, port) = parse_remote(&plan.remote)?;
-    let addrs: Vec<SocketAddr> = (host.as_str(), port)
-        .to_socket_addrs()
-        .map_err(|source| MeasureError::Resolve {
-            host: host.clone(),
-            source,
-        })?
-        .collect();
-    let mut last = MeasureError::NoAddress { host };
-    for addr in addrs {
-        match load::connect(addr, plan.connect_timeout, 0) {
-            Ok(c) => return Ok((c, addr)),
-            Err(e) => last = e,
-        }
-    }
-    Err(last)
-}
-
-/// Executes a validated plan.
-pub fn run_plan(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, TestFailure> {
-    let result = run_inner(plan, progress);
-    progress.finish();
-    result
-}
-
-/// The measured data of a run in progress.
-struct Run<'a> {
-    plan: &'a TestPlan,
-    /// The test's control connection: the server says nothing on it until the Finish, so
-    /// anything that ends it (a close, a reset) means the server is gone. A second handle to
-    /// the connection the Finish is sent on.
-    control: TcpStream,
-    epoch: Instant,
-    streams: Vec<LoadStream>,
-    series: Vec<StreamSeries>,
-    last_bytes: Vec<u64>,
-    last_sample: Instant,
-    last_activity: Instant,
-    last_replies: u64,
-    /// Tells the load streams' threads to stop.
-    stop: Arc<AtomicBool>,
-}
-
-fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, TestFailure> {
-    let (mut control, addr) = connect_control(plan)?;
-    load::handshake(&mut control, addr, plan.connect_timeout)?;
-    let test_id = random_id();
-    let total = plan.idle_before + plan.load + plan.idle_after;
-    let request = TestRequest {
-        test_id,
-        load_ms: plan.load.as_millis().min(u128::from(u32::MAX)) as u32,
-        session_ms: (total + Duration::from_secs(5))
-            .as_millis()
-            .min(u128::from(u32::MAX)) as u32,
-        streams: plan
-            .profile
-            .streams
-            .iter()
-            .map(|s| crate::protocol::StreamSpec {
-                direction: s.direction,
-                dscp: s.dscp,
-            })
-            .collect(),
-    };
-    let asked = ClientMsg::Request(request);
-    let probe_port = match load::request(&mut control, addr, &asked, plan.connect_timeout)? {
-        ServerMsg::Accept { probe_port } => probe_port,
-        ServerMsg::Busy { active, limit } => {
-            return Err(MeasureError::Busy { active, limit }.into())
-        }
-        ServerMsg::Refused { reason } => return Err(MeasureError::refused(&reason).into()),
-        other => {
-            let why = format!("expected Accept, got {other:?}");
-            let e = crate::protocol::ProtocolError::BadField {
-                field: "reply",
-                why,
-            };
-            return Err(load::protocol_error(addr, e).into());
-        }
-    };
-    let info = meta::collect(addr.ip());
-    let started_at_unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
-    let epoch = Instant::now();
-    let probe_target = SocketAddr::new(addr.ip(), probe_port);
-    let prober = Prober::start(
-        &plan.profile.probes,
-        probe_target,
-        test_id,
-        plan.probe_interval,
-        epoch,
-    )?;
-    let mut run = Run {
-        plan,
-        control: control
-            .try_clone()
-            .map_err(|e| MeasureError::io("control connection", e))?,
-        epoch,
-        streams: Vec::new(),
-        series: Vec::new(),
-        last_bytes: Vec::new(),
-        last_sample: epoch,
-        last_activity: epoch,
-        last_replies: 0,
-        stop: Arc::new(AtomicBool::new(false)),
-    };
-    let mut notes = info.notes.clone();
-    notes.extend(prober.notes.iter().cloned());
-    let mut failure = timeline(
-        &mut run,
-        &prober,
-        probe_target,
-        addr,
-        test_id,
-        &mut notes,
-        progress,
-    )
-    .err();
-    run.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for s in std::mem::take(&mut run.streams) {
-        s.stop();
-    }
-    // Late replies: a second, or three probe intervals at low rates.
-    let grace = (plan.probe_interval * 3).max(Duration::from_secs(1));
-    let idle_end_ns = plan.idle_before.as_nanos() as u64;
-    let probes = prober.finish(grace, idle_end_ns);
-    if failure.is_none() {
-        match load::request(&mut control, addr, &ClientMsg::Finish, plan.connect_timeout) {
-            Ok(ServerMsg::Report { .. }) => {}
-            Ok(other) => notes.push(format!(
-                "server ended the test with {other:?} instead of a report"
-            )),
-            Err(e) => {
-                failure = Some(MeasureError::ServerGone {
-                    phase: "the final report",
-                    why: e.to_string(),
-                })
-            }
-        }
-    }
-    let results = Results {
-        version: RESULTS_VERSION,
-        metadata: Metadata {
-            unbloat_version: env!("CARGO_PKG_VERSION").to_string(),
-            kernel: info.kernel,
-            hostname: info.hostname,
-            command_line: plan.command_line.clone(),
-            started_at_unix,
-            remote: plan.remote.clone(),
-            profile: plan.profile.name.clone(),
-            sample_interval_ms: SAMPLE_INTERVAL.as_millis() as u32,
-            qdiscs: info.qdiscs,
-            egress_iface: info.egress_iface,
-            partial: failure.is_some(),
-            partial_reason: failure.as_ref().map(|e| e.to_string()),
-            notes,
-        },
-        phases: Phases {
-            idle_before_s: plan.idle_before.as_secs_f64(),
-            load_s: plan.load.as_secs_f64(),
-            idle_after_s: plan.idle_after.as_secs_f64(),
-        },
-        streams: run.series,
-        probes,
-    };
-    match failure {
-        None => Ok(results),
-        Some(error) => Err(TestFailure {
-            error,
-            partial: Some(Box::new(results)),
-        }),
-    }
-}
-
-/// The three phases; returns the error that ended the run early, if any.
-fn timeline(
-    run: &mut Run,
-    prober: &Prober,
-    probe_target: SocketAddr,
-    server: SocketAddr,
-    test_id: u64,
-    notes: &mut Vec<String>,
-    progress: &mut dyn Progress,
-) -> Result<(), MeasureError> {
-    let plan = run.plan;
-    let load_start = plan.idle_before;
-    let load_end = load_start + plan.load;
-    let total = load_end + plan.idle_after;
-    run.ticks(
-        Duration::ZERO,
-        load_start,
-        Phase::IdleBefore,
-        total,
-        prober,
-        progress,
-    )?;
-
-    let (udp_sent, udp_answered) = prober.counts(ProbeKind::Udp);
-    if udp_sent > 0 && udp_answered == 0 {
-        return Err(MeasureError::ProbesLost {
-            kind: "UDP",
-            sent: udp_sent,
-            target: format!("UDP port {} of {}", probe_target.port(), probe_target.ip()),
-        });
-    }
-    let (icmp_sent, icmp_answered) = prober.counts(ProbeKind::Icmp);
-    if icmp_sent > 0 && icmp_answered == 0 {
-        notes.push(format!(
-            "every ICMP echo of the idle baseline was lost ({icmp_sent} sent): ICMP is probably \
-             filtered on the path; the ICMP series is all losses"
-        ));
-    }
-
-    // Connect and attach every stream before any moves data: a stream connecting while the
-    // others already fill the queue could lose its SYN and start seconds late. All at once: one
-    // after the other, eight streams' handshakes would take a second of the load phase on a slow
-    // link, and the goodput would be divided by time in which nothing could move.
-    let opened: Vec<Result<LoadStream, MeasureError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = plan
-            .profile
-            .streams
-            .iter()
-            .enumerate()
-            .map(|(i, plan_stream)| {
-                scope.spawn(move || {
-                    LoadStream::open(server, test_id, i as u16, plan_stream, plan.connect_timeout)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
-    for (plan_stream, stream) in plan.profile.streams.iter().zip(opened) {
-        let stream = stream?;
-        run.series.push(StreamSeries {
-            name: plan_stream.name.clone(),
-            direction: plan_stream.direction,
-            dscp: plan_stream.dscp,
-            samples: Vec::new(),
-            total_bytes: 0,
-        });
-        run.last_bytes.push(0);
-        run.streams.push(stream);
-    }
-    for stream in &mut run.streams {
-        stream.start(Arc::clone(&run.stop))?;
-    }
-    run.last_sample = Instant::now();
-    let loaded = run.ticks(load_start, load_end, Phase::Loaded, total, prober, progress);
-    run.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    loaded?;
-    for s in std::mem::take(&mut run.streams) {
-        s.stop();
-    }
-    run.ticks(load_end, total, Phase::IdleAfter, total, prober, progress)
-}
-
-impl Run<'_> {
-    /// Ticks every sample interval from `from` to `to` (times since the epoch): samples the
-    /// streams, updates the progress, watches for a dead link.
-    fn ticks(
-        &mut self,
-        from: Duration,
-        to: Duration,
-        phase: Phase,
-        total: Duration,
-        prober: &Prober,
-        progress: &mut dyn Progress,
-    ) -> Result<(), MeasureError> {
-        let mut k = 1u32;
-        loop {
-            let tick = (from + SAMPLE_INTERVAL * k).min(to);
-            let now = self.epoch.elapsed();
-            if tick > now {
-                std::thread::sleep(tick - now);
-            }
-            // A tick that passed while the streams were being set up (slow on a loaded or
-            // emulated machine), or that comes right after the set-up, would divide the bytes
-            // by a near-zero interval and report absurd rates: the next tick's sample covers it.
-            let short = self.last_sample.elapsed() < SAMPLE_INTERVAL / 2;
-            if tick < to && (now.saturating_sub(tick) > SAMPLE_INTERVAL / 4 || short) {
-                k += 1;
-                continue;
-            }
-            let (down_bps, up_bps) = self.sample();
-            let replies = prober.replies();
-            if replies != self.last_replies || up_bps + down_bps > 0.0 {
-                self.last_replies = replies;
-                self.last_activity = Instant::now();
-            }
-            progress.update(&ProgressStatus {
-                elapsed: self.epoch.elapsed(),
-                total,
-                phase,
-                down_bps,
-                up_bps,
-                latency_ms: prober.latest_rtt_ms(),
-            });
-            if let Some((name, err)) = self
-                .streams
-                .iter()
-                .find_map(|s| s.error().map(|e| (s.plan.name.clone(), e)))
-            {
-                return Err(MeasureError::LinkGone(format!("{name}: {err}")));
-            }
-            if let Some(why) = connection_ended(&self.control) {
-                let phase = match phase {
-                    Phase::IdleBefore => "the idle baseline",
-                    Phase::Loaded => "the load",
-                    Phase::IdleAfter => "the idle tail",
-                };
-                return Err(MeasureError::ServerGone { phase, why });
-            }
-            let stall = STALL.max(self.plan.probe_interval * 10);
-            if self.last_activity.elapsed() >= stall && self.epoch.elapsed() > stall {
-                return Err(MeasureError::LinkGone(format!(
-                    "no data and no probe reply for {:.0} s",
-                    stall.as_secs_f64()
-                )));
-            }
-            if tick >= to {
-                return Ok(());
-            }
-            k += 1;
-        }
-    }
-
-    /// One goodput sample per stream; returns the total (down, up) bit/s of this interval.
-    fn sample(&mut self) -> (f64, f64) {
-        let now = Instant::now();
-        let dt = now.duration_since(self.last_sample).as_secs_f64();
-        self.last_sample = now;
-        let t = now.duration_since(self.epoch).as_secs_f64();
-        let (mut down, mut up) = (0.0, 0.0);
-        for (i, stream) in self.streams.iter().enumerate() {
-            let bytes = stream.bytes();
-            let delta = bytes.saturating_sub(self.last_bytes[i]);
-            self.last_bytes[i] = bytes.max(self.last_bytes[i]);
-            let bps = if dt > 0.0 {
-                delta as f64 * 8.0 / dt
-            } else {
-                0.0
-            };
-            let series = &mut self.series[i];
-            series.samples.push(ThroughputSample { t, bps });
-            series.total_bytes = self.last_bytes[i];
-            match series.direction {
-                Direction::Down => down += bps,
-                Direction::Up => up += bps,
-            }
-        }
-        (down, up)
-    }
-}
-
-/// Why `conn` has ended (the peer closed or reset it), or `None` while it is open. Never waits,
-/// and leaves the connection's blocking mode alone (a peek with MSG_DONTWAIT).
-fn connection_ended(conn: &TcpStream) -> Option<String> {
-    let mut byte = [std::mem::MaybeUninit::<u8>::uninit()];
-    let flags = libc::MSG_PEEK | libc::MSG_DONTWAIT;
-    match socket2::SockRef::from(conn).recv_with_flags(&mut byte, flags) {
-        Ok(0) => Some("it closed the test's control connection".to_string()),
-        // Something unasked for: the Finish's answer will say whether it makes sense.
-        Ok(_) => None,
-        Err(e) if crate::server::is_timeout(&e) => None,
-        Err(e) => Some(format!("the test's control connection failed: {e}")),
-    }
+    crate::timeline::run_plan(&plan, progress)
 }
 
 #[cfg(test)]

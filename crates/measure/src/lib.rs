@@ -23,6 +23,8 @@
 
 pub mod bench;
 pub mod client;
+mod native;
+pub mod timeline;
 pub mod farend;
 pub mod http;
 pub mod iperf3;
@@ -41,6 +43,7 @@ pub use client::{
     run_test, NoProgress, Progress, ProgressStatus, TerminalProgress, TestArgs, TestFailure,
     TestPlan,
 };
+pub use timeline::run_plan;
 pub use server::{run_serve, serve, BackgroundServer, ServeArgs, ServeOptions, Server};
 
 use std::net::SocketAddr;

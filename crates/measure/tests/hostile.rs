@@ -11,7 +11,7 @@ use common::{plan, quiet, Running};
 use unbloat_measure::protocol::{
     self, ClientMsg, ProbeRequest, ServerMsg, StreamSpec, TestRequest, PROBE_REQUEST_LEN,
 };
-use unbloat_measure::{client, MeasureError, NoProgress, ServeOptions};
+use unbloat_measure::{MeasureError, NoProgress, ServeOptions};
 use unbloat_report::Direction;
 
 fn v4(server: &Running) -> SocketAddr {
@@ -21,7 +21,7 @@ fn v4(server: &Running) -> SocketAddr {
 /// A short ping run must still succeed against `server`.
 fn still_serves(server: &Running) {
     let p = plan(&v4(server).to_string(), "ping", None, 0.5, 0.3);
-    let results = client::run_plan(&p, &mut NoProgress).expect("a good client is still served");
+    let results = unbloat_measure::run_plan(&p, &mut NoProgress).expect("a good client is still served");
     let udp = &results.probes[0];
     assert!(
         udp.samples.iter().filter(|s| s.rtt_ms.is_some()).count() >= 5,
@@ -88,7 +88,7 @@ fn wrong_version_is_told_to_both_sides() {
         let _ = protocol::read_hello(&mut s);
         s.write_all(&protocol::encode_hello(2)).expect("hello");
     });
-    let err = client::run_plan(
+    let err = unbloat_measure::run_plan(
         &plan(&addr.to_string(), "ping", None, 0.5, 0.2),
         &mut NoProgress,
     )
@@ -159,7 +159,7 @@ fn too_many_streams_or_too_long_is_refused_with_the_limit() {
         other => panic!("expected a refusal, got {other:?}"),
     }
     // Through the client: a profile with 8 streams gets the reason as its error.
-    let err = client::run_plan(
+    let err = unbloat_measure::run_plan(
         &plan(&v4(&server).to_string(), "rrul", None, 0.5, 0.5),
         &mut NoProgress,
     )
@@ -261,7 +261,7 @@ fn busy_when_all_test_slots_are_taken() {
         ServerMsg::decode(&protocol::read_frame(&mut holder).expect("answer")).expect("decode");
     assert!(matches!(answer, ServerMsg::Accept { .. }), "{answer:?}");
 
-    let err = client::run_plan(
+    let err = unbloat_measure::run_plan(
         &plan(&v4(&server).to_string(), "ping", None, 0.5, 0.2),
         &mut NoProgress,
     )
@@ -293,7 +293,7 @@ fn nothing_listening_is_connection_refused() {
         .local_addr()
         .expect("addr")
         .port();
-    let err = client::run_plan(
+    let err = unbloat_measure::run_plan(
         &plan(&format!("127.0.0.1:{port}"), "ping", None, 0.5, 0.2),
         &mut NoProgress,
     )
@@ -321,7 +321,7 @@ fn every_udp_probe_lost_is_a_firewall_error_with_partial_results() {
         protocol::write_frame(&mut s, &ServerMsg::Accept { probe_port }.encode()).expect("accept");
         let _ = s.read(&mut [0u8; 64]);
     });
-    let err = client::run_plan(
+    let err = unbloat_measure::run_plan(
         &plan(&addr.to_string(), "ping", None, 1.0, 0.5),
         &mut NoProgress,
     )
@@ -403,7 +403,7 @@ fn dribbling_clients_hold_the_server_no_longer_than_the_handshake_deadline() {
     std::thread::sleep(Duration::from_millis(300));
     let p = plan(&v4(&server).to_string(), "ping", None, 0.5, 0.3);
     let results = loop {
-        match client::run_plan(&p, &mut NoProgress) {
+        match unbloat_measure::run_plan(&p, &mut NoProgress) {
             Ok(r) => break r,
             Err(e) if started.elapsed() < bound => {
                 eprintln!("real client not served yet: {e}");
@@ -480,7 +480,7 @@ fn a_dribbling_server_is_given_up_on_at_the_connect_timeout() {
         );
     });
     let started = Instant::now();
-    let err = client::run_plan(
+    let err = unbloat_measure::run_plan(
         &plan(&addr.to_string(), "ping", None, 0.5, 0.2),
         &mut NoProgress,
     )
@@ -540,7 +540,7 @@ fn a_forged_holding_time_cannot_make_round_trips_zero() {
         };
         let _ = protocol::write_frame(&mut s, &report.encode());
     });
-    let results = client::run_plan(
+    let results = unbloat_measure::run_plan(
         &plan(&addr.to_string(), "ping", None, 0.5, 0.3),
         &mut NoProgress,
     )
@@ -569,7 +569,7 @@ fn a_refusal_reason_cannot_carry_terminal_control_sequences() {
         let reason = "no\x1b[2J\x1b]0;owned\x07\r\nroot# ".to_string();
         protocol::write_frame(&mut s, &ServerMsg::Refused { reason }.encode()).expect("refuse");
     });
-    let err = client::run_plan(
+    let err = unbloat_measure::run_plan(
         &plan(&addr.to_string(), "ping", None, 0.5, 0.2),
         &mut NoProgress,
     )
@@ -610,7 +610,7 @@ fn nonsense_answers_end_the_run_with_an_error() {
             let _ = s.read(&mut [0u8; 64]);
         });
         let started = Instant::now();
-        let result = client::run_plan(
+        let result = unbloat_measure::run_plan(
             &plan(&addr.to_string(), "ping", None, 0.5, 0.2),
             &mut NoProgress,
         );

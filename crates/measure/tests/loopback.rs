@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use common::{mean_goodput, plan, quantile, rtts, Running};
-use unbloat_measure::{client, MeasureError, NoProgress, Progress, ProgressStatus};
+use unbloat_measure::{MeasureError, NoProgress, Progress, ProgressStatus};
 use unbloat_report::{Direction, Phase, ProbeKind};
 
 #[test]
@@ -16,7 +16,7 @@ fn ping_profile_over_ipv4_and_ipv6() {
         format!("127.0.0.1:{}", server.addr.port()),
         format!("[::1]:{}", server.addr.port()),
     ] {
-        let results = client::run_plan(&plan(&remote, "ping", None, 1.0, 1.0), &mut NoProgress)
+        let results = unbloat_measure::run_plan(&plan(&remote, "ping", None, 1.0, 1.0), &mut NoProgress)
             .expect("ping run");
         assert!(!results.metadata.partial);
         assert_eq!(results.metadata.profile, "ping");
@@ -87,7 +87,7 @@ fn upload_and_download_measure_real_goodput() {
     let remote = format!("127.0.0.1:{}", server.addr.port());
     for (profile, direction) in [("tcp_nup", Direction::Up), ("tcp_ndown", Direction::Down)] {
         let p = plan(&remote, profile, Some(2), 0.5, 2.0);
-        let results = client::run_plan(&p, &mut NoProgress).expect("load run");
+        let results = unbloat_measure::run_plan(&p, &mut NoProgress).expect("load run");
         assert_eq!(results.streams.len(), 2);
         for s in &results.streams {
             assert_eq!(s.direction, direction);
@@ -120,7 +120,7 @@ fn server_gone_mid_test_returns_partial_results() {
     let mut server = Running::loopback();
     let remote = format!("127.0.0.1:{}", server.addr.port());
     let run = std::thread::spawn(move || {
-        client::run_plan(
+        unbloat_measure::run_plan(
             &plan(&remote, "tcp_ndown", Some(2), 0.5, 5.0),
             &mut NoProgress,
         )
@@ -167,7 +167,7 @@ fn server_gone_in_the_idle_tail_is_a_partial_run() {
     let remote = format!("127.0.0.1:{}", server.addr.port());
     let p = plan(&remote, "upload", Some(1), 1.0, 1.0);
     let mut progress = StopInTheTail(Some(server));
-    let err = client::run_plan(&p, &mut progress).expect_err("the server went away");
+    let err = unbloat_measure::run_plan(&p, &mut progress).expect_err("the server went away");
     assert!(progress.0.is_none(), "the tail was never reached");
     assert!(
         matches!(
@@ -198,7 +198,7 @@ fn server_gone_in_the_idle_tail_is_a_partial_run() {
 fn rrul_marks_streams_and_probes() {
     let server = Running::loopback();
     let remote = SocketAddr::from(([127, 0, 0, 1], server.addr.port())).to_string();
-    let results = client::run_plan(&plan(&remote, "rrul", None, 0.5, 1.0), &mut NoProgress)
+    let results = unbloat_measure::run_plan(&plan(&remote, "rrul", None, 0.5, 1.0), &mut NoProgress)
         .expect("rrul run");
     let names: Vec<&str> = results.probes.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["UDP BE", "UDP EF", "UDP BK", "ICMP"]);

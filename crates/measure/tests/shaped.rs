@@ -8,7 +8,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use common::{mean_goodput, quantile, rtts, Running};
 use unbloat_measure::netns::{self, Testbed};
-use unbloat_measure::{client, NoProgress, ServeOptions};
+use unbloat_measure::{NoProgress, ServeOptions};
 use unbloat_report::{Direction, Results};
 
 const RATE: f64 = 20e6;
@@ -33,7 +33,7 @@ fn run_between(pair: &Testbed, server_ip: IpAddr, profile: &str, load: f64) -> R
     let results = pair
         .b
         .run_in(move || {
-            client::run_plan(
+            unbloat_measure::run_plan(
                 &common::plan(&remote, &profile, Some(4), 1.0, load),
                 &mut NoProgress,
             )
