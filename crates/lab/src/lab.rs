@@ -17,7 +17,6 @@
 //! and the report says the run is CPU-bound instead of presenting the numbers as the link's.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -28,6 +27,7 @@ use unbloat_system::kernel::{
 use unbloat_system::runner::SystemRunner;
 use unbloat_units::Time;
 
+use crate::farend::FarEndKind;
 use crate::profile::{LinkProfile, ProfileError};
 use crate::strategies::{self, ShaperPlanner, Strategy, StrategyError};
 use crate::table::{self, HtmlSection, Row};
@@ -55,6 +55,11 @@ pub struct LabArgs {
     /// How long the load of each test lasts (a bare number is seconds, as for `unbloat test`).
     #[arg(long, value_name = "D", default_value = "30s", value_parser = parse_lab_duration)]
     pub duration: Time,
+    /// The far end the server namespace runs: unbloat (`unbloat serve`), http (Debian's nginx
+    /// over TLS with HTTP/2, the responsiveness test's endpoints) or irtt-iperf3 (a stock irtt
+    /// server for the probes, a stock iperf3 for the load).
+    #[arg(long, value_name = "KIND", default_value = "unbloat", value_parser = crate::farend::FarEndKind::parse)]
+    pub far_end: crate::farend::FarEndKind,
     /// The report directory (HTML page, table, results and flent files).
     #[arg(long, value_name = "DIR", default_value = "unbloat-lab-report")]
     pub out: PathBuf,
@@ -73,6 +78,7 @@ impl Default for LabArgs {
             strategies: "none,unbloat".into(),
             test: "rrul".into(),
             duration: Time::from_secs(30),
+            far_end: crate::farend::FarEndKind::Unbloat,
             out: "unbloat-lab-report".into(),
             json: false,
             in_kernel: false,
@@ -207,6 +213,11 @@ pub enum LabError {
         #[source]
         source: unbloat_report::ReportError,
     },
+    #[error("--far-end {kind} needs {program}, which is not installed: run scripts/install-deps (Debian package {program})")]
+    FarEndProgram {
+        kind: &'static str,
+        program: &'static str,
+    },
     #[error("--runs 0: give at least 1")]
     Runs,
     #[error("{0} holds no PROFILE/lab.json or PROFILE/run-K/lab.json: give the --out of a finished bench lab")]
@@ -306,10 +317,27 @@ pub(crate) fn validate(args: &LabArgs) -> Result<Request, LabError> {
     {
         return Err(LabError::Duration(args.duration));
     }
+    if let Some(program) = args.far_end.programs().iter().find(|p| !on_path(p)) {
+        return Err(LabError::FarEndProgram {
+            kind: args.far_end.name(),
+            program,
+        });
+    }
     Ok(Request {
         profile,
         strategies,
     })
+}
+
+/// Whether `program` is an executable file in a directory of `PATH` (or `/usr/sbin`, where
+/// nginx lives and a user's `PATH` may not look).
+fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|d| d.join(program))
+        .any(|p| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
 /// Everything [`run_lab`] could refuse as invalid input (exit status 2), checked before anything
@@ -375,6 +403,8 @@ pub fn reexec_argv(args: &LabArgs, out: &Path, unbloat_exe: &Path) -> Vec<String
         args.test.clone(),
         "--duration".into(),
         args.duration.to_string(),
+        "--far-end".into(),
+        args.far_end.name().into(),
         "--out".into(),
         out.display().to_string(),
         "--in-kernel".into(),
@@ -469,8 +499,8 @@ fn run_here(
         let (results, busy, commands) = run_strategy(
             profile,
             strategy,
-            &args.test,
-            &args.duration.to_string(),
+            args.far_end,
+            &["--profile", &args.test, "--duration", &args.duration.to_string()],
             &dir,
             exe,
         )?;
@@ -521,8 +551,8 @@ fn run_here(
 fn run_strategy(
     profile: &LinkProfile,
     strategy: Strategy,
-    test: &str,
-    duration: &str,
+    far_end: FarEndKind,
+    test_args: &[&str],
     dir: &Path,
     exe: &Path,
 ) -> Result<(Results, Option<crate::cpu::CpuUse>, Vec<String>), LabError> {
@@ -530,23 +560,18 @@ fn run_strategy(
     let mut live = LiveTopology::build(Topology::new(profile), &runner)?;
     let cmds = strategies::commands(strategy, profile, &live.topo.router_devs(), &ShaperPlanner)?;
     live.apply(Node::Router, &cmds)?;
-    let (results, busy) = measure(
-        &mut live,
-        strategy.name(),
-        &["--profile", test, "--duration", duration],
-        dir,
-        exe,
-    )?;
+    let (results, busy) = measure(&mut live, strategy.name(), far_end, test_args, dir, exe)?;
     live.teardown()?;
     Ok((results, busy, cmds.iter().map(|c| c.display()).collect()))
 }
 
-/// Starts `unbloat serve` on the server, runs `unbloat test` from the LAN host with `extra`
-/// arguments and `--out dir`, stops the server, and reads the results file. Also returns how
-/// busy the CPU was during the load ([`crate::cpu`]).
+/// Starts the far end's servers in the server namespace, runs `unbloat test` from the LAN host
+/// with `extra` arguments and `--out dir`, stops the servers, and reads the results file. Also
+/// returns how busy the CPU was during the load ([`crate::cpu`]).
 fn measure(
     live: &mut LiveTopology,
     label: &str,
+    far_end: FarEndKind,
     extra: &[&str],
     dir: &Path,
     exe: &Path,
@@ -556,44 +581,27 @@ fn measure(
         std::fs::remove_dir_all(dir).map_err(io("cannot clear", dir))?;
     }
     std::fs::create_dir_all(dir).map_err(io("cannot create", dir))?;
-    let server = format!("{}:{SERVE_PORT}", live.topo.server_addr());
-    let exe_s = exe.display().to_string();
-    let log = dir.join("serve.log");
-    let log_file = std::fs::File::create(&log).map_err(io("cannot create", &log))?;
-    let log_err = log_file.try_clone().map_err(io("cannot create", &log))?;
-    let serve = live.spawn(
-        Node::Server,
-        &[
-            exe_s.clone(),
-            "serve".into(),
-            "--listen".into(),
-            server.clone(),
-        ],
-        Stdio::from(log_file),
-        Stdio::from(log_err),
-    )?;
-    // `unbloat test` retries its connection for its connect timeout (5 s), which covers the
-    // server's start; a server that died at once is caught here with its log.
-    std::thread::sleep(Duration::from_millis(300));
-    if !live.is_running(serve) {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        return Err(LabError::Test {
+    let servers = far_end.start(live, dir, exe).map_err(|e| match e {
+        LabError::Test { detail, status, .. } => LabError::Test {
             strategy: label.into(),
-            status: -1,
-            detail: format!("`unbloat serve` exited at once: {}", text.trim()),
-        });
-    }
-    let mut cmd = unbloat_system::runner::Cmd::new(exe_s)
-        .args(["test", &server])
-        .args(extra.iter().copied());
-    cmd = cmd.args([
-        "--out".to_string(),
-        dir.display().to_string(),
-        "--json".to_string(),
-    ]);
+            status,
+            detail,
+        },
+        e => e,
+    })?;
+    let cmd = unbloat_system::runner::Cmd::new(exe.display().to_string())
+        .args(["test".to_string()])
+        .args(servers.args.iter().cloned())
+        .args(extra.iter().copied())
+        .args([
+            "--out".to_string(),
+            dir.display().to_string(),
+            "--json".to_string(),
+        ]);
     let cpu = crate::cpu::Sampler::start();
     let out = live.run_in(Node::Lan, &cmd)?;
-    live.stop(serve);
+    live.stop_all();
+    drop(servers);
     // Exit status 3: the test ran but ended early; its results are saved and marked partial.
     if out.status != 0 && out.status != 3 {
         let detail = out
@@ -645,9 +653,11 @@ fn calibrate(profile: &LinkProfile, out: &Path, exe: &Path) -> Result<Calibratio
     let base = out.join("calibration");
     let mut got = [None, None];
     for (i, test) in ["download", "upload"].into_iter().enumerate() {
+        // The emulation's capacity, measured the same way whatever far end the strategies use.
         let (r, _busy) = measure(
             &mut live,
             "calibration",
+            FarEndKind::Unbloat,
             &[
                 "--profile",
                 test,

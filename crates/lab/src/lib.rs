@@ -7,6 +7,8 @@
 //! - [`topology`]: the network namespaces of one lab run (LAN host, router, modem, internet,
 //!   server), built from a profile, and removed again whatever happens ([`cleanup`]: drop guards
 //!   and the SIGINT/SIGTERM handler).
+//! - [`farend`]: the far end the server namespace runs (`unbloat serve`, nginx over TLS, or
+//!   stock irtt and iperf3 servers) and how `unbloat test` reaches it.
 //! - [`table`]: one comparison row per strategy from its results file; text, JSON, HTML.
 //! - [`theory`]: the best goodput each direction of a test could reach (the table's yardstick).
 //! - [`lab`]: `unbloat lab` ([`LabArgs`], [`run_lab`]): where it runs (host kernel or UML),
@@ -17,6 +19,7 @@
 pub mod bench;
 pub mod cleanup;
 pub mod cpu;
+pub mod farend;
 pub mod lab;
 pub mod profile;
 pub mod spread;

@@ -450,6 +450,14 @@ impl<'r> LiveTopology<'r> {
         Ok(pid)
     }
 
+    /// Stops every process started with [`LiveTopology::spawn`], as [`LiveTopology::stop`] does.
+    pub fn stop_all(&mut self) {
+        let pids: Vec<u32> = self.children.iter().map(|c| c.id()).collect();
+        for pid in pids {
+            self.stop(pid);
+        }
+    }
+
     /// Stops a process started with [`LiveTopology::spawn`] now (SIGTERM, then SIGKILL after
     /// 2 s), and returns its exit status.
     pub fn stop(&mut self, pid: u32) -> Option<i32> {
