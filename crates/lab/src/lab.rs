@@ -317,7 +317,8 @@ pub(crate) fn validate(args: &LabArgs) -> Result<Request, LabError> {
     {
         return Err(LabError::Duration(args.duration));
     }
-    if let Some(program) = args.far_end.programs().iter().find(|p| !on_path(p)) {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if let Some(program) = missing_program(args.far_end, &path) {
         return Err(LabError::FarEndProgram {
             kind: args.far_end.name(),
             program,
@@ -329,15 +330,21 @@ pub(crate) fn validate(args: &LabArgs) -> Result<Request, LabError> {
     })
 }
 
-/// Whether `program` is an executable file in a directory of `PATH` (or `/usr/sbin`, where
-/// nginx lives and a user's `PATH` may not look).
-fn on_path(program: &str) -> bool {
+/// The first program `far_end` needs that is not an executable file in a directory of `path`
+/// (a `PATH` value) or of `/usr/sbin` and `/sbin`, where nginx lives and a user's `PATH` may
+/// not look.
+pub(crate) fn missing_program(
+    far_end: FarEndKind,
+    path: &std::ffi::OsStr,
+) -> Option<&'static str> {
     use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
-        .map(|d| d.join(program))
-        .any(|p| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+    let found = |program: &str| {
+        std::env::split_paths(path)
+            .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+            .map(|d| d.join(program))
+            .any(|p| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+    };
+    far_end.programs().iter().copied().find(|p| !found(p))
 }
 
 /// Everything [`run_lab`] could refuse as invalid input (exit status 2), checked before anything

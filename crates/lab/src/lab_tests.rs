@@ -105,11 +105,39 @@ fn bad_requests_name_the_flag() {
     }
 }
 
+/// A far end whose server is not installed is refused before anything is built or booted, with
+/// the package to install. With an empty PATH only /usr/sbin and /sbin are searched: nginx is
+/// there, irtt, iperf3 and openssl are not.
+#[test]
+fn a_far_end_without_its_server_program_is_refused_up_front() {
+    use crate::farend::FarEndKind;
+    let nowhere = std::ffi::OsStr::new("/nonexistent");
+    assert_eq!(missing_program(FarEndKind::Unbloat, nowhere), None, "unbloat serve is this binary");
+    assert_eq!(missing_program(FarEndKind::IrttIperf3, nowhere), Some("irtt"));
+    assert_eq!(missing_program(FarEndKind::Http, nowhere), Some("openssl"));
+    let err = LabError::FarEndProgram { kind: "irtt-iperf3", program: "irtt" }.to_string();
+    assert!(err.contains("scripts/install-deps") && err.contains("--far-end irtt-iperf3"), "{err}");
+    // This machine has them all (scripts/install-deps ran): validate passes.
+    for far_end in [FarEndKind::Http, FarEndKind::IrttIperf3] {
+        validate(&LabArgs { far_end, ..LabArgs::default() }).expect("installed");
+    }
+}
+
+#[test]
+fn far_end_names_are_checked() {
+    for n in crate::farend::FarEndKind::NAMES {
+        assert_eq!(crate::farend::FarEndKind::parse(n).map(|k| k.name()), Ok(n));
+    }
+    let err = crate::farend::FarEndKind::parse("ftp").expect_err("unknown");
+    assert!(err.contains("unbloat, http, irtt-iperf3"), "{err}");
+}
+
 #[test]
 fn the_reexec_repeats_the_request_with_an_absolute_out_and_the_internal_flag() {
     let a = LabArgs {
         profile: "my link.toml".into(),
         json: true,
+        far_end: crate::farend::FarEndKind::IrttIperf3,
         ..LabArgs::default()
     };
     let argv = reexec_argv(&a, Path::new("/tmp/r"), Path::new("/usr/bin/unbloat"));
@@ -126,6 +154,8 @@ fn the_reexec_repeats_the_request_with_an_absolute_out_and_the_internal_flag() {
             "rrul",
             "--duration",
             "30s",
+            "--far-end",
+            "irtt-iperf3",
             "--out",
             "/tmp/r",
             "--in-kernel",

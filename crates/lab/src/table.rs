@@ -27,6 +27,12 @@ pub struct ProbeRow {
     pub induced_p95_ms: Option<f64>,
     pub induced_p99_ms: Option<f64>,
     pub loaded_loss_ratio: Option<f64>,
+    /// Induced p95 of the steady state (the load after its first 3 s): where a bound is judged.
+    #[serde(default)]
+    pub steady_p95_ms: Option<f64>,
+    /// The worst induced latency of the load's first 3 s, reported beside the steady state.
+    #[serde(default)]
+    pub startup_peak_ms: Option<f64>,
 }
 
 /// One strategy's line of the comparison.
@@ -41,6 +47,10 @@ pub struct Row {
     pub down_share: Option<f64>,
     pub up_share: Option<f64>,
     pub grade: Option<Grade>,
+    /// The primary probe class (UDP BE, or a web server's TCP connect): the steady state and
+    /// start-up columns are its.
+    #[serde(default)]
+    pub primary: Option<String>,
     /// The test ended early; its numbers cover less than the planned run.
     pub partial: bool,
     /// The share of time the CPU was busy during the load (see [`crate::cpu`]).
@@ -66,6 +76,8 @@ impl Row {
                 induced_p95_ms: induced_percentile(results, &p.name, 95.0, p.idle_median_ms),
                 induced_p99_ms: p.induced_p99_ms,
                 loaded_loss_ratio: p.loaded_loss_ratio,
+                steady_p95_ms: p.steady_induced_p95_ms,
+                startup_peak_ms: p.startup_peak_induced_ms,
             })
             .collect();
         let (down_bps, up_bps) = (
@@ -86,6 +98,7 @@ impl Row {
             down_share: share(down_bps, Direction::Down, up_bps),
             up_share: share(up_bps, Direction::Up, down_bps),
             grade: summary.grade,
+            primary: summary.primary_probe.clone(),
             partial: summary.partial,
             cpu_busy: None,
             cpu_peak_busy: None,
@@ -183,6 +196,7 @@ pub fn render_text(rows: &[Row]) -> String {
     let names = probe_names(rows);
     let mut header = vec!["strategy".to_string(), "idle ms".into()];
     header.extend(names.iter().map(|n| format!("{n} p50/p99")));
+    header.push("steady p95/start-up peak".into());
     header.extend([
         "down Mbit/s".to_string(),
         "up Mbit/s".into(),
@@ -204,6 +218,10 @@ pub fn render_text(rows: &[Row]) -> String {
                 None => "-".into(),
             });
         }
+        line.push(match r.primary.as_deref().and_then(|n| r.probe(n)) {
+            Some(p) => format!("{} / {}", ms(p.steady_p95_ms), ms(p.startup_peak_ms)),
+            None => "-".into(),
+        });
         line.push(format!("{} ({})", mbit(r.down_bps), pct(r.down_share)));
         line.push(format!("{} ({})", mbit(r.up_bps), pct(r.up_share)));
         line.push(r.grade.map_or("-".into(), |g| g.to_string()));
@@ -228,7 +246,7 @@ pub fn render_text(rows: &[Row]) -> String {
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
-    out.push_str("(latency: induced = loaded minus idle, ms; goodput: % of the link's theoretical TCP goodput, less the probes and the other direction's ACKs)\n");
+    out.push_str("(latency: induced = loaded minus idle, ms; steady = the load after its first 3 s, start-up = those 3 s, of the primary probe; goodput: % of the link's theoretical TCP goodput, less the probes and the other direction's ACKs)\n");
     out
 }
 

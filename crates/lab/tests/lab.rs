@@ -1,7 +1,7 @@
 //! A short real lab run (issue 4 §8): one profile, `none` vs `unbloat`, 10 s of rrul. The bloat
 //! must be there without shaping (induced latency > 100 ms) and gone with it (p95 < 30 ms).
 //!
-//! "Gone" is asserted on the probes sent after the load's first second, and the first second is
+//! "Gone" is asserted on the steady state, the probes sent after the load's first 3 s, and the start-up is
 //! bounded apart. rrul starts four downloads at once; their slow start overshoots into the modem's
 //! FIFO, upstream of the router, and a shaper at 95 % of the line drains that backlog at only 5 %
 //! of the rate. On vdsl2 the probes at 0.2 and 0.4 s see 20-60 ms; every later one a few ms. With
@@ -25,8 +25,9 @@ use unbloat_report::files::read_results;
 use unbloat_report::stats;
 use unbloat_units::Time;
 
-/// How long after the load's start the downloads' slow start has left the modem (see above).
-const START_S: f64 = 1.0;
+/// The start-up every latency bound leaves out (the task's rule: the steady state is judged, the
+/// start-up's peak is reported beside it); on vdsl2 the burst is over after the first second.
+const START_S: f64 = unbloat_report::summary::STARTUP_S;
 
 /// The induced UDP BE p95 of the probes sent after the load's first [`START_S`], from the run's
 /// results file: loaded RTTs minus the idle median the lab's table uses.

@@ -73,7 +73,22 @@ pub struct ProbeSummary {
     pub induced_p99_ms: Option<f64>,
     /// 99th percentile of how late probes left (send jitter).
     pub send_lag_p99_ms: Option<f64>,
+    /// Induced latency of the steady state: the load without its first [`STARTUP_S`], where
+    /// a shaper's bound is judged.
+    #[serde(default)]
+    pub steady_induced_p50_ms: Option<f64>,
+    #[serde(default)]
+    pub steady_induced_p95_ms: Option<f64>,
+    /// The worst induced latency of the load's first [`STARTUP_S`] (slow start's overshoot,
+    /// queues upstream of the shaper draining): shown beside the steady state, never hidden.
+    #[serde(default)]
+    pub startup_peak_induced_ms: Option<f64>,
 }
+
+/// The start-up of a load: its first 3 s. Slow start overshoots every queue on the path at first,
+/// including ones upstream of a shaper that only drains them at its margin below the line rate;
+/// a shaper's bound is judged on what comes after, and the start-up's peak is reported beside it.
+pub const STARTUP_S: f64 = 3.0;
 
 /// Throughput of one direction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -155,6 +170,13 @@ fn summarise_probe(series: &ProbeSeries, phases: &Phases) -> ProbeSummary {
         _ => None,
     };
     let lags: Vec<f64> = series.samples.iter().map(|s| s.send_lag_ms).collect();
+    let steady_from = phases.load_start() + STARTUP_S;
+    let (startup, steady): (Vec<_>, Vec<_>) = loaded_sent
+        .iter()
+        .filter_map(|s| s.rtt_ms.map(|r| (s.t, r)))
+        .partition(|(t, _)| *t < steady_from);
+    let steady: Vec<f64> = steady.into_iter().map(|(_, r)| r).collect();
+    let startup_peak = startup.into_iter().map(|(_, r)| r).reduce(f64::max);
     let (p50, p90, p99) = (
         loaded.percentile(50.0),
         loaded.percentile(90.0),
@@ -176,6 +198,9 @@ fn summarise_probe(series: &ProbeSeries, phases: &Phases) -> ProbeSummary {
         induced_p90_ms: induced(p90),
         induced_p99_ms: induced(p99),
         send_lag_p99_ms: stats::percentile(&lags, 99.0),
+        steady_induced_p50_ms: induced(stats::percentile(&steady, 50.0)),
+        steady_induced_p95_ms: induced(stats::percentile(&steady, 95.0)),
+        startup_peak_induced_ms: induced(startup_peak),
     }
 }
 
@@ -244,6 +269,8 @@ pub fn render_text(summary: &Summary) -> String {
             "p99".into(),
             "induced p50".into(),
             "p90".into(),
+            "steady p95".into(),
+            "start-up peak".into(),
             "loss".into(),
         ]];
         for pr in &summary.probes {
@@ -255,6 +282,8 @@ pub fn render_text(summary: &Summary) -> String {
                 format::ms(pr.loaded_p99_ms),
                 format::ms(pr.induced_p50_ms),
                 format::ms(pr.induced_p90_ms),
+                format::ms(pr.steady_induced_p95_ms),
+                format::ms(pr.startup_peak_induced_ms),
                 format::percent(pr.loss_ratio),
             ]);
         }
@@ -293,6 +322,17 @@ pub fn render_text(summary: &Summary) -> String {
             format::ms(summary.induced_latency_ms)
         )),
         _ => out.push_str("Bufferbloat grade: -  (not enough latency measurements)\n"),
+    }
+    let primary = summary
+        .primary_probe
+        .as_ref()
+        .and_then(|name| summary.probes.iter().find(|p| &p.name == name));
+    if let Some(p) = primary.filter(|p| p.steady_induced_p95_ms.is_some()) {
+        out.push_str(&format!(
+            "Steady state (the load after its first {STARTUP_S:.0} s): {} added at p95; start-up peak {}\n",
+            format::ms(p.steady_induced_p95_ms),
+            format::ms(p.startup_peak_induced_ms)
+        ));
     }
     if let Some(rpm) = summary.rpm {
         out.push_str(&format!(
