@@ -159,6 +159,9 @@ impl HttpOptions {
     }
 }
 
+/// The two halves of a far end, as [`open`] returns them.
+pub type FarEnd = (Box<dyn Load>, Box<dyn Probes>);
+
 /// Opens the far end: see the module doc. `streams` gives the directions (and DSCP) of the
 /// profile's load; their number does not matter, the ramp decides how many connections run.
 pub fn open(
@@ -166,7 +169,7 @@ pub fn open(
     streams: &[StreamPlan],
     opts: &HttpOptions,
     epoch: Instant,
-) -> Result<(Box<dyn Load>, Box<dyn Probes>), MeasureError> {
+) -> Result<FarEnd, MeasureError> {
     opts.check()?;
     let addr = resolve(&target.small)?;
     let tls = match target.small.scheme() {

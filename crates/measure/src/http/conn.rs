@@ -360,6 +360,26 @@ pub(crate) async fn discard(mut body: Incoming) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether an error only ends the connection in good order: closed, or an HTTP/2 GOAWAY or
+/// stream reset that says "no error" (nginx says so after `http2_max_requests`, and resets an
+/// upload stream it answered early). The load then opens a new connection.
+pub(crate) fn graceful_end(e: &hyper::Error) -> bool {
+    if e.is_closed() || e.is_canceled() || e.is_incomplete_message() {
+        return true;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(h2e) = s.downcast_ref::<h2::Error>() {
+            return matches!(
+                h2e.reason(),
+                Some(h2::Reason::NO_ERROR) | Some(h2::Reason::REFUSED_STREAM)
+            );
+        }
+        source = s.source();
+    }
+    false
+}
+
 /// A hyper error with its causes, in words: "message head is too large", "connection reset".
 pub(crate) fn describe(e: &hyper::Error) -> String {
     if e.is_parse() && e.to_string().contains("too large") {

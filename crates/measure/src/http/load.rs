@@ -26,7 +26,7 @@ use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use unbloat_report::Direction;
 
-use super::conn::{self, describe, Conn, Dialer, ReqBody, Sender};
+use super::conn::{self, describe, graceful_end, Conn, Dialer, ReqBody, Sender};
 use super::ramp::Ramp;
 use super::url::Url;
 use super::{lock, HttpOptions, HttpTarget};
@@ -241,6 +241,7 @@ async fn download(job: &Job, conn: &mut Conn) -> Result<(), MeasureError> {
         .await
         {
             Err(_) => return Err(d.stalled("the answer to GET of the large object")),
+            Ok(Err(e)) if graceful_end(&e) => return Ok(()),
             Ok(Err(e)) => return Err(MeasureError::far_end(&d.server, describe(&e))),
             Ok(Ok(r)) => r,
         };
@@ -251,6 +252,7 @@ async fn download(job: &Job, conn: &mut Conn) -> Result<(), MeasureError> {
             match timeout(d.request_timeout, body.frame()).await {
                 Err(_) => return Err(d.stalled("the large object's body")),
                 Ok(None) => break,
+                Ok(Some(Err(e))) if graceful_end(&e) => return Ok(()),
                 Ok(Some(Err(e))) => {
                     let why = format!("download broke: {}", describe(&e));
                     return Err(MeasureError::far_end(&d.server, why));
@@ -271,7 +273,7 @@ async fn upload(job: &Job, conn: &mut Conn) -> Result<(), MeasureError> {
     loop {
         let body = ReqBody::Endless(job.chunk.clone());
         let resp = match conn.sender.send(Method::POST, &job.url, body).await {
-            Err(e) if e.is_closed() || e.is_canceled() => return Ok(()),
+            Err(e) if graceful_end(&e) => return Ok(()),
             Err(e) => {
                 let why = format!("upload broke: {}", describe(&e));
                 return Err(MeasureError::far_end(&d.server, why));

@@ -1,0 +1,415 @@
+//! The HTTP far end against a real web server (Debian's nginx, run as a non-daemon in a
+//! temporary directory with its own CA) and against hostile servers made here.
+//!
+//! The nginx tests skip (with a line on stderr) where /usr/sbin/nginx or openssl is missing.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use unbloat_measure::http::{self, HttpOptions, HttpTarget};
+use unbloat_measure::profile::StreamPlan;
+use unbloat_measure::MeasureError;
+use unbloat_report::{Direction, ProbeKind, ProbeSeries};
+
+const NGINX: &str = "/usr/sbin/nginx";
+
+/// nginx serving the responsiveness endpoints on 127.0.0.1 over TLS, stopped on drop.
+struct Nginx {
+    child: Child,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd.output().expect("run");
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CA and a certificate for 127.0.0.1 signed by it, as the lab makes them.
+fn make_certs(dir: &Path) {
+    let d = |f: &str| dir.join(f);
+    run(Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+        ])
+        .arg("/CN=unbloat test CA")
+        .arg("-keyout")
+        .arg(d("ca.key"))
+        .arg("-out")
+        .arg(d("ca.pem")));
+    run(Command::new("openssl")
+        .args([
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(d("server.key"))
+        .arg("-out")
+        .arg(d("server.csr")));
+    std::fs::write(
+        d("ext.cnf"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n",
+    )
+    .expect("ext");
+    run(Command::new("openssl")
+        .args(["x509", "-req", "-days", "2", "-CAcreateserial"])
+        .arg("-in")
+        .arg(d("server.csr"))
+        .arg("-CA")
+        .arg(d("ca.pem"))
+        .arg("-CAkey")
+        .arg(d("ca.key"))
+        .arg("-extfile")
+        .arg(d("ext.cnf"))
+        .arg("-out")
+        .arg(d("server.pem")));
+}
+
+impl Nginx {
+    /// Starts nginx; `h2` offers HTTP/2 by ALPN. `None` where nginx or openssl is missing.
+    fn start(h2: bool) -> Option<Nginx> {
+        if !Path::new(NGINX).exists() || Command::new("openssl").arg("version").output().is_err() {
+            eprintln!("skipped: needs {NGINX} and openssl");
+            return None;
+        }
+        let dir = std::env::temp_dir().join(format!(
+            "unbloat-nginx-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        let www = dir.join("www");
+        std::fs::create_dir_all(www.join(".well-known")).expect("mkdir");
+        std::fs::create_dir_all(dir.join("tmp")).expect("mkdir");
+        make_certs(&dir);
+        let port = free_port();
+        let base = format!("https://127.0.0.1:{port}");
+        std::fs::write(www.join("small"), b"x").expect("small");
+        // A sparse 8 GiB file: the download never ends within a test.
+        run(Command::new("truncate")
+            .args(["-s", "8G"])
+            .arg(www.join("large")));
+        std::fs::write(
+            www.join(".well-known/nq"),
+            format!(
+                r#"{{"version":1,"urls":{{"small_https_download_url":"{base}/small",
+                "large_https_download_url":"{base}/large","https_upload_url":"{base}/upload"}}}}"#
+            ),
+        )
+        .expect("config");
+        let d = dir.display();
+        let http2 = if h2 { " http2" } else { "" };
+        std::fs::write(
+            dir.join("nginx.conf"),
+            format!(
+                "worker_processes 1;\nerror_log {d}/error.log;\npid {d}/nginx.pid;\n\
+                 events {{ worker_connections 512; }}\n\
+                 http {{\n access_log off;\n client_body_temp_path {d}/tmp;\n\
+                 proxy_temp_path {d}/tmp;\n fastcgi_temp_path {d}/tmp;\n\
+                 uwsgi_temp_path {d}/tmp;\n scgi_temp_path {d}/tmp;\n\
+                 server {{\n  listen 127.0.0.1:{port} ssl{http2};\n\
+                 ssl_certificate {d}/server.pem;\n  ssl_certificate_key {d}/server.key;\n\
+                 root {d}/www;\n\
+                 http2_body_preread_size 16m;\n\
+                 location = /upload {{ client_max_body_size 0; return 200; }}\n }}\n}}\n"
+            ),
+        )
+        .expect("conf");
+        let child = Command::new(NGINX)
+            .arg("-p")
+            .arg(&dir)
+            .arg("-c")
+            .arg(dir.join("nginx.conf"))
+            .args(["-g", "daemon off;"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx");
+        let nginx = Nginx { child, dir, port };
+        let until = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < until, "nginx did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(nginx)
+    }
+
+    fn config_url(&self) -> String {
+        format!("https://127.0.0.1:{}/.well-known/nq", self.port)
+    }
+
+    fn opts(&self) -> HttpOptions {
+        HttpOptions {
+            ca_file: Some(self.dir.join("ca.pem")),
+            ..HttpOptions::default()
+        }
+    }
+}
+
+fn plans(directions: &[Direction]) -> Vec<StreamPlan> {
+    directions
+        .iter()
+        .map(|&direction| StreamPlan {
+            name: format!("{direction:?}"),
+            direction,
+            dscp: 0,
+        })
+        .collect()
+}
+
+fn answered(s: &ProbeSeries) -> Vec<f64> {
+    s.samples.iter().filter_map(|p| p.rtt_ms).collect()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Runs idle 1 s, load `load` s, and returns (bytes per direction, probe series, notes).
+fn short_run(
+    target: &HttpTarget,
+    opts: &HttpOptions,
+    load_for: Duration,
+) -> (u64, u64, Vec<ProbeSeries>, Vec<String>) {
+    let epoch = Instant::now();
+    let (mut load, probes) = http::open(
+        target,
+        &plans(&[Direction::Down, Direction::Up]),
+        opts,
+        epoch,
+    )
+    .expect("open");
+    std::thread::sleep(Duration::from_secs(1));
+    load.start().expect("start");
+    std::thread::sleep(load_for);
+    assert_eq!(load.error(), None);
+    let streams = load.streams();
+    let bytes = load.bytes();
+    load.stop();
+    let mut notes = load.finish().expect("finish");
+    notes.extend(probes.notes());
+    let sum = |d: Direction| -> u64 {
+        streams
+            .iter()
+            .zip(&bytes)
+            .filter(|(s, _)| s.direction == d)
+            .map(|(_, b)| *b)
+            .sum()
+    };
+    let series = probes.finish(Duration::from_secs(2), 0);
+    (sum(Direction::Down), sum(Direction::Up), series, notes)
+}
+
+#[test]
+fn nginx_over_h2_discovers_loads_both_ways_and_answers_every_probe_kind() {
+    let Some(nginx) = Nginx::start(true) else {
+        return;
+    };
+    let opts = nginx.opts();
+    let target = http::discover(&nginx.config_url(), &opts).expect("discover");
+    assert_eq!(target.large.path(), "/large");
+    let (down, up, series, notes) = short_run(&target, &opts, Duration::from_secs(3));
+    eprintln!("down {down} B, up {up} B; notes {notes:?}");
+    assert!(down > 50_000_000, "download moved {down} bytes");
+    assert!(up > 10_000_000, "upload moved {up} bytes");
+    let kinds: Vec<ProbeKind> = series.iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            ProbeKind::TcpConnect,
+            ProbeKind::TlsHandshake,
+            ProbeKind::HttpNew,
+            ProbeKind::HttpLoaded
+        ]
+    );
+    for s in &series {
+        let rtts = answered(s);
+        eprintln!(
+            "{}: {} of {} answered, median {:.2} ms",
+            s.name,
+            rtts.len(),
+            s.samples.len(),
+            median(rtts.clone())
+        );
+        assert!(rtts.len() >= 5, "{}: {} answered", s.name, rtts.len());
+        assert!(median(rtts) < 100.0, "{}: loopback should be fast", s.name);
+    }
+}
+
+#[test]
+fn http11_only_server_skips_self_probes_with_a_note() {
+    let Some(nginx) = Nginx::start(false) else {
+        return;
+    };
+    let opts = nginx.opts();
+    let target = http::discover(&nginx.config_url(), &opts).expect("discover");
+    let (down, up, series, notes) = short_run(&target, &opts, Duration::from_secs(2));
+    assert!(down > 10_000_000 && up > 1_000_000, "down {down} up {up}");
+    assert!(series.iter().all(|s| s.kind != ProbeKind::HttpLoaded));
+    assert!(
+        notes.iter().any(|n| n.contains("self probes need HTTP/2")),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn an_untrusted_certificate_is_a_clear_error() {
+    let Some(nginx) = Nginx::start(true) else {
+        return;
+    };
+    let err = http::discover(&nginx.config_url(), &HttpOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("TLS handshake failed"), "{err}");
+}
+
+/// A plain-HTTP server made here that treats every connection with `answer`.
+fn hostile(answer: fn(TcpStream)) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for conn in l.incoming().flatten() {
+            std::thread::spawn(move || answer(conn));
+        }
+    });
+    port
+}
+
+fn read_head(c: &mut TcpStream) {
+    let mut buf = [0u8; 4096];
+    let mut seen = Vec::new();
+    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+        match c.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+fn quick() -> HttpOptions {
+    HttpOptions {
+        connect_timeout: Duration::from_secs(1),
+        request_timeout: Duration::from_secs(1),
+        ..HttpOptions::default()
+    }
+}
+
+fn discover_at(port: u16) -> (Result<HttpTarget, MeasureError>, Duration) {
+    let started = Instant::now();
+    let r = http::discover(&format!("http://127.0.0.1:{port}/.well-known/nq"), &quick());
+    (r, started.elapsed())
+}
+
+#[test]
+fn a_server_that_stalls_is_an_error_within_the_timeout() {
+    let port = hostile(|mut c| {
+        read_head(&mut c);
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    let (r, took) = discover_at(port);
+    let err = r.unwrap_err();
+    assert!(err.to_string().contains("stalled"), "{err}");
+    assert!(err.is_far_end());
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+#[test]
+fn a_redirect_to_another_host_is_refused() {
+    let port = hostile(|mut c| {
+        read_head(&mut c);
+        let _ = c.write_all(
+            b"HTTP/1.1 302 Found\r\nLocation: http://192.0.2.1/nq\r\nContent-Length: 0\r\n\r\n",
+        );
+    });
+    let err = discover_at(port).0.unwrap_err();
+    assert!(
+        err.to_string().contains("redirects to another host"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_endless_header_is_an_error_not_a_hang() {
+    let port = hostile(|mut c| {
+        read_head(&mut c);
+        let _ = c.write_all(b"HTTP/1.1 200 OK\r\nX-Endless: ");
+        let chunk = [b'a'; 4096];
+        while c.write_all(&chunk).is_ok() {}
+    });
+    let (r, took) = discover_at(port);
+    let err = r.unwrap_err();
+    assert!(err.to_string().contains("larger than"), "{err}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+#[test]
+fn a_busy_server_is_far_end_busy() {
+    let port = hostile(|mut c| {
+        read_head(&mut c);
+        let _ = c.write_all(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
+    });
+    let err = discover_at(port).0.unwrap_err();
+    assert!(matches!(err, MeasureError::FarEndBusy { .. }), "{err}");
+    assert!(err.to_string().contains("503"), "{err}");
+}
+
+#[test]
+fn a_small_object_that_is_large_or_garbage_is_refused() {
+    let big = hostile(|mut c| {
+        read_head(&mut c);
+        let _ = c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n");
+        let chunk = [0u8; 65536];
+        while c.write_all(&chunk).is_ok() {}
+    });
+    let url = |p: u16, path: &str| format!("http://127.0.0.1:{p}/{path}");
+    let target = HttpTarget::from_urls(&url(big, "s"), &url(big, "l"), &url(big, "u")).unwrap();
+    let err = http::open(
+        &target,
+        &plans(&[Direction::Down]),
+        &quick(),
+        Instant::now(),
+    )
+    .err()
+    .expect("must refuse");
+    assert!(err.to_string().contains("small object"), "{err}");
+
+    let garbage = hostile(|mut c| {
+        read_head(&mut c);
+        let _ = c.write_all(b"SSH-2.0-OpenSSH_9.2\r\n\x00\x01\x02");
+    });
+    let err = discover_at(garbage).0.unwrap_err();
+    assert!(err.is_far_end(), "{err}");
+}
+
+#[test]
+fn urls_on_other_hosts_are_refused_up_front() {
+    let err = HttpTarget::from_urls(
+        "https://a.example/small",
+        "https://b.example/large",
+        "https://a.example/upload",
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("must share"), "{err}");
+}
