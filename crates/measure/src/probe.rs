@@ -15,6 +15,11 @@
 //!
 //! - A UDP probe's round trip leaves out the time the server held it (between its receive and
 //!   send stamps), as irtt's does: the server's scheduling is not the path's delay.
+//! - The UDP far end is `unbloat serve`'s responder ([`Prober::start`]) or a stock irtt server
+//!   ([`Prober::start_irtt`], one irtt session per UDP class, see [`crate::irtt`]); the results
+//!   are the same either way. Against irtt, a reply is matched by the session's token and the
+//!   sequence number, and a class whose sender stalled skips the probes it missed rather than
+//!   send more than 5 at once, which the server would drop as too fast (sconn.go).
 //!
 //! Threads: one sender for all classes, one receiver per socket. Receive times are the kernel's
 //! arrival stamps (see [`crate::rxtime`]), so a receiver that waited for a CPU does not add its
@@ -29,6 +34,7 @@ use std::time::{Duration, Instant};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use unbloat_report::{ProbeKind, ProbeSample, ProbeSeries};
 
+use crate::irtt::{self, packet::MAX_ECHO_LEN, session::SERVER_PACKET_BURST};
 use crate::profile::ProbePlan;
 use crate::protocol::{ProbeReply, ProbeRequest, PROBE_MAX_LEN};
 use crate::MeasureError;
@@ -63,11 +69,31 @@ struct Class {
     plan: ProbePlan,
     records: Mutex<Vec<Record>>,
     replies: AtomicU64,
+    /// Probes not sent: an irtt class skips those a stalled sender missed.
+    skipped: AtomicU64,
+}
+
+/// How a UDP class reaches its far end.
+enum UdpEnd {
+    /// `unbloat serve`'s responder.
+    Unbloat(UdpSocket),
+    /// A stock irtt server, the session open.
+    Irtt(UdpSocket, Arc<irtt::Session>),
 }
 
 enum Sender {
     Udp(Arc<UdpSocket>),
+    Irtt(Arc<UdpSocket>, Arc<irtt::Session>),
     Icmp(Arc<IcmpSocket>),
+}
+
+/// What a UDP receiver made of one datagram.
+struct Answer {
+    seq: u32,
+    /// The send stamp the reply echoes (unbloat's), checked against the record.
+    echoed_send_ns: Option<u64>,
+    /// The server's receive and send stamps, on its clock.
+    server: Option<(u64, u64)>,
 }
 
 /// A running set of probe classes.
@@ -79,6 +105,8 @@ pub struct Prober {
     sender: Option<JoinHandle<()>>,
     receivers: Vec<JoinHandle<()>>,
     latest_rtt_us: Arc<AtomicU64>,
+    /// The irtt sessions to close at the end, with their class's name.
+    irtt: Vec<(Arc<UdpSocket>, Arc<irtt::Session>, String)>,
     /// Remarks for the results' metadata (e.g. ICMP skipped and why).
     pub notes: Vec<String>,
 }
@@ -101,80 +129,73 @@ impl Prober {
         interval: Duration,
         epoch: Instant,
     ) -> Result<Prober, MeasureError> {
-        let stop_send = Arc::new(AtomicBool::new(false));
-        let stop_recv = Arc::new(AtomicBool::new(false));
-        let latest_rtt_us = Arc::new(AtomicU64::new(0));
-        let mut notes = Vec::new();
-        let mut classes = Vec::new();
-        let mut senders = Vec::new();
-        let mut receivers = Vec::new();
-        let primary = plans
-            .iter()
-            .position(|p| p.kind == ProbeKind::Udp)
-            .unwrap_or(0);
-        for (id, plan) in plans.iter().enumerate() {
-            let class = Arc::new(Class {
-                plan: plan.clone(),
-                records: Mutex::new(Vec::new()),
-                replies: AtomicU64::new(0),
+        check_kinds(plans)?;
+        let udp = udp_plans(plans)
+            .map(|plan| udp_socket(udp_target, plan.dscp).map(UdpEnd::Unbloat))
+            .collect::<Result<Vec<_>, _>>()?;
+        launch(
+            plans,
+            udp_target.ip(),
+            udp,
+            test_id,
+            interval,
+            epoch,
+            Vec::new(),
+        )
+    }
+
+    /// Like [`Prober::start`], with a stock irtt server as the UDP far end: one irtt session per
+    /// UDP class (each with its class's DSCP), opened within `open_timeout` each, asking for
+    /// `session` (how long the probes will run) and a margin. ICMP goes to the server's address
+    /// as always. Every class probes at the slowest interval a session granted (a server's
+    /// `-i` may raise it), noted in [`Prober::notes`] with what else the server granted.
+    ///
+    /// Errors: the server never answered, refused a parameter, demands an HMAC key or answered
+    /// something else ([`MeasureError::FarEnd`]); it is unreachable. Sessions already open are
+    /// closed then.
+    pub fn start_irtt(
+        plans: &[ProbePlan],
+        server: SocketAddr,
+        interval: Duration,
+        epoch: Instant,
+        session: Duration,
+        open_timeout: Duration,
+    ) -> Result<Prober, MeasureError> {
+        check_kinds(plans)?;
+        let mut opened: Vec<(UdpSocket, Arc<irtt::Session>)> = Vec::new();
+        for plan in udp_plans(plans) {
+            let ask = irtt::Ask {
+                session,
+                interval,
+                dscp: plan.dscp,
+            };
+            let one = udp_socket(server, plan.dscp).and_then(|sock| {
+                let s = irtt::Session::open(&sock, server, &ask, open_timeout)?;
+                Ok((sock, Arc::new(s)))
             });
-            let latest = (id == primary).then(|| Arc::clone(&latest_rtt_us));
-            let stop = Arc::clone(&stop_recv);
-            let c = Arc::clone(&class);
-            match plan.kind {
-                ProbeKind::Udp => {
-                    let sock = udp_socket(udp_target, plan.dscp)?;
-                    let sock = Arc::new(sock);
-                    let rx = Arc::clone(&sock);
-                    receivers.push(spawn("unbloat-probe-rx", move || {
-                        udp_receiver(&rx, &c, id as u8, test_id, epoch, &stop, latest.as_deref())
-                    })?);
-                    senders.push((Arc::clone(&class), Sender::Udp(sock)));
-                }
-                ProbeKind::Icmp => match IcmpSocket::open(udp_target.ip(), plan.dscp) {
-                    Ok(sock) => {
-                        if sock.raw {
-                            notes.push(
-                                "ICMP: unprivileged ICMP sockets are not allowed here \
-                                 (net.ipv4.ping_group_range); used a raw socket"
-                                    .into(),
-                            );
-                        }
-                        let sock = Arc::new(sock);
-                        let rx = Arc::clone(&sock);
-                        receivers.push(spawn("unbloat-icmp-rx", move || {
-                            icmp_receiver(&rx, &c, test_id, epoch, &stop, latest.as_deref())
-                        })?);
-                        senders.push((Arc::clone(&class), Sender::Icmp(sock)));
+            match one {
+                Ok(pair) => opened.push(pair),
+                Err(e) => {
+                    for (sock, s) in &opened {
+                        s.close(sock);
                     }
-                    Err(why) => {
-                        notes.push(format!("ICMP probes skipped: {why}"));
-                        continue;
-                    }
-                },
-                // A web server's probes are the HTTP far end's, never this prober's.
-                other => {
-                    return Err(MeasureError::InvalidArgument(format!(
-                        "{other:?} probes need a web server far end"
-                    )))
+                    return Err(e);
                 }
             }
-            classes.push(class);
         }
-        let stop = Arc::clone(&stop_send);
-        let sender = spawn("unbloat-probe-tx", move || {
-            send_loop(&senders, test_id, interval, epoch, &stop)
-        })?;
-        Ok(Prober {
-            classes,
-            interval,
-            stop_send,
-            stop_recv,
-            sender: Some(sender),
-            receivers,
-            latest_rtt_us,
-            notes,
-        })
+        // One interval for every class, so that their series stay comparable.
+        let granted = opened
+            .iter()
+            .map(|(_, s)| s.interval)
+            .fold(interval, Duration::max);
+        let names = udp_plans(plans).map(|p| p.name.as_str());
+        let classes: Vec<_> = names.zip(opened.iter().map(|(_, s)| &**s)).collect();
+        let notes = irtt::session::notes(server, &classes, interval, granted);
+        let udp = opened
+            .into_iter()
+            .map(|(sock, s)| UdpEnd::Irtt(sock, s))
+            .collect();
+        launch(plans, server.ip(), udp, icmp_id(), granted, epoch, notes)
     }
 
     /// The latest round trip of the primary class (the first UDP one), for progress display.
@@ -206,8 +227,15 @@ impl Prober {
             .sum()
     }
 
-    /// Stops sending, waits `grace` for late replies, stops receiving and returns every class's
-    /// series. One-way delays use the clock relation from probes sent before `idle_end_ns`.
+    /// Sends each irtt session's close request (once).
+    fn close_irtt(&mut self) {
+        for (sock, session, _) in self.irtt.drain(..) {
+            session.close(&sock);
+        }
+    }
+
+    /// Stops sending, waits `grace` for late replies, stops receiving, closes the irtt sessions
+    /// and returns every class's series. One-way delays use the clock relation from probes sent before `idle_end_ns`.
     pub fn finish(mut self, grace: Duration, idle_end_ns: u64) -> Vec<ProbeSeries> {
         self.stop_send.store(true, Ordering::Relaxed);
         if let Some(h) = self.sender.take() {
@@ -218,6 +246,7 @@ impl Prober {
         for h in self.receivers.drain(..) {
             let _ = h.join();
         }
+        self.close_irtt();
         let udp_records: Vec<Record> = self
             .classes
             .iter()
@@ -252,7 +281,191 @@ impl Drop for Prober {
     fn drop(&mut self) {
         self.stop_send.store(true, Ordering::Relaxed);
         self.stop_recv.store(true, Ordering::Relaxed);
+        self.close_irtt();
     }
+}
+
+impl crate::farend::Probes for Prober {
+    fn counts(&self, kind: ProbeKind) -> (usize, u64) {
+        Prober::counts(self, kind)
+    }
+    fn replies(&self) -> u64 {
+        Prober::replies(self)
+    }
+    fn latest_rtt_ms(&self) -> Option<f64> {
+        Prober::latest_rtt_ms(self)
+    }
+    fn notes(&self) -> Vec<String> {
+        let mut notes = self.notes.clone();
+        // Known only as the run goes: a server's -d limit ending a session early, stalls.
+        notes.extend(
+            self.irtt
+                .iter()
+                .filter_map(|(_, s, name)| s.early_end(name)),
+        );
+        for c in &self.classes {
+            let skipped = c.skipped.load(Ordering::Relaxed);
+            if skipped > 0 {
+                notes.push(format!(
+                    "{}: {skipped} probes not sent: the sender stalled for over {} intervals, \
+                     and an irtt server drops more than {SERVER_PACKET_BURST} late ones at once",
+                    c.plan.name,
+                    SERVER_PACKET_BURST - 1
+                ));
+            }
+        }
+        notes
+    }
+    fn finish(self: Box<Self>, grace: Duration, idle_end_ns: u64) -> Vec<ProbeSeries> {
+        Prober::finish(*self, grace, idle_end_ns)
+    }
+}
+
+fn check_kinds(plans: &[ProbePlan]) -> Result<(), MeasureError> {
+    match plans
+        .iter()
+        .find(|p| !matches!(p.kind, ProbeKind::Udp | ProbeKind::Icmp))
+    {
+        // A web server's probes are the HTTP far end's, never this prober's.
+        Some(p) => Err(MeasureError::InvalidArgument(format!(
+            "{:?} probes need a web server far end",
+            p.kind
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn udp_plans(plans: &[ProbePlan]) -> impl Iterator<Item = &ProbePlan> {
+    plans.iter().filter(|p| p.kind == ProbeKind::Udp)
+}
+
+/// The ICMP classes' id against irtt (which has no test id of its own): any value unlikely to
+/// be another run's on this host.
+fn icmp_id() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ (u64::from(std::process::id()) << 40)
+}
+
+/// Opens a receiver per socket and the sender; the sockets are ready (irtt sessions open).
+fn launch(
+    plans: &[ProbePlan],
+    icmp_target: IpAddr,
+    udp: Vec<UdpEnd>,
+    test_id: u64,
+    interval: Duration,
+    epoch: Instant,
+    notes: Vec<String>,
+) -> Result<Prober, MeasureError> {
+    // Built first, so that on an early return its Drop stops the threads already started and
+    // closes the irtt sessions.
+    let mut prober = Prober {
+        classes: Vec::new(),
+        interval,
+        stop_send: Arc::new(AtomicBool::new(false)),
+        stop_recv: Arc::new(AtomicBool::new(false)),
+        sender: None,
+        receivers: Vec::new(),
+        latest_rtt_us: Arc::new(AtomicU64::new(0)),
+        irtt: Vec::new(),
+        notes,
+    };
+    let mut senders = Vec::new();
+    let mut udp = udp.into_iter();
+    let primary = plans
+        .iter()
+        .position(|p| p.kind == ProbeKind::Udp)
+        .unwrap_or(0);
+    for (id, plan) in plans.iter().enumerate() {
+        let class = Arc::new(Class {
+            plan: plan.clone(),
+            records: Mutex::new(Vec::new()),
+            replies: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+        });
+        let latest = (id == primary).then(|| Arc::clone(&prober.latest_rtt_us));
+        let stop = Arc::clone(&prober.stop_recv);
+        let c = Arc::clone(&class);
+        let end = if plan.kind == ProbeKind::Udp {
+            udp.next()
+        } else {
+            None
+        };
+        let sender = match (plan.kind, end) {
+            (ProbeKind::Udp, Some(UdpEnd::Unbloat(sock))) => {
+                let sock = Arc::new(sock);
+                let rx = Arc::clone(&sock);
+                let class_id = id as u8;
+                let parse = move |data: &[u8]| {
+                    let reply = ProbeReply::decode(data).ok()?;
+                    let req = reply.request;
+                    (req.test_id == test_id && req.class == class_id).then_some(Answer {
+                        seq: req.seq,
+                        echoed_send_ns: Some(req.client_send_ns),
+                        server: Some((reply.server_recv_ns, reply.server_send_ns)),
+                    })
+                };
+                prober.receivers.push(spawn("unbloat-probe-rx", move || {
+                    udp_receiver(&rx, &c, epoch, &stop, latest.as_deref(), parse)
+                })?);
+                Sender::Udp(sock)
+            }
+            (ProbeKind::Udp, Some(UdpEnd::Irtt(sock, session))) => {
+                let sock = Arc::new(sock);
+                prober
+                    .irtt
+                    .push((Arc::clone(&sock), Arc::clone(&session), plan.name.clone()));
+                let (rx, s) = (Arc::clone(&sock), Arc::clone(&session));
+                let parse = move |data: &[u8]| {
+                    let echo = s.reply(data, &rx)?;
+                    Some(Answer {
+                        seq: echo.seq,
+                        echoed_send_ns: None,
+                        server: echo.server,
+                    })
+                };
+                let rx = Arc::clone(&sock);
+                prober.receivers.push(spawn("unbloat-irtt-rx", move || {
+                    udp_receiver(&rx, &c, epoch, &stop, latest.as_deref(), parse)
+                })?);
+                Sender::Irtt(sock, session)
+            }
+            (ProbeKind::Icmp, _) => match IcmpSocket::open(icmp_target, plan.dscp) {
+                Ok(sock) => {
+                    if sock.raw {
+                        prober.notes.push(
+                            "ICMP: unprivileged ICMP sockets are not allowed here \
+                             (net.ipv4.ping_group_range); used a raw socket"
+                                .into(),
+                        );
+                    }
+                    let sock = Arc::new(sock);
+                    let rx = Arc::clone(&sock);
+                    prober.receivers.push(spawn("unbloat-icmp-rx", move || {
+                        icmp_receiver(&rx, &c, test_id, epoch, &stop, latest.as_deref())
+                    })?);
+                    Sender::Icmp(sock)
+                }
+                Err(why) => {
+                    prober.notes.push(format!("ICMP probes skipped: {why}"));
+                    continue;
+                }
+            },
+            (kind, _) => {
+                return Err(MeasureError::InvalidArgument(format!(
+                    "no far end for the {kind:?} probes"
+                )))
+            }
+        };
+        senders.push((Arc::clone(&class), sender));
+        prober.classes.push(class);
+    }
+    let stop = Arc::clone(&prober.stop_send);
+    prober.sender = Some(spawn("unbloat-probe-tx", move || {
+        send_loop(&senders, test_id, interval, epoch, &stop)
+    })?);
+    Ok(prober)
 }
 
 fn spawn<F: FnOnce() + Send + 'static>(name: &str, f: F) -> Result<JoinHandle<()>, MeasureError> {
@@ -340,6 +553,10 @@ fn send_loop(
     // Stagger the classes evenly so their probes do not leave in a burst.
     let mut next: Vec<u64> = (0..k).map(|i| start + i * interval_ns / k).collect();
     let mut buf = [0u8; PROBE_MAX_LEN];
+    let mut irtt_buf = [0u8; MAX_ECHO_LEN];
+    // After a stall, an irtt class sends at most this many late probes at once; the server's
+    // bucket holds SERVER_PACKET_BURST, and it drops the rest as too fast (sconn.go).
+    let irtt_late_ns = u64::from(SERVER_PACKET_BURST - 1) * interval_ns;
     while !stop.load(Ordering::Relaxed) {
         let (i, &deadline) = match next.iter().enumerate().min_by_key(|(_, d)| **d) {
             Some(x) => x,
@@ -357,6 +574,14 @@ fn send_loop(
             return;
         }
         let (class, sender) = &senders[i];
+        let behind = now_ns(epoch).saturating_sub(deadline);
+        if matches!(sender, Sender::Irtt(..)) && behind > irtt_late_ns && interval_ns > 0 {
+            // Skip to the latest slot that is due; the ones skipped were never sent.
+            let missed = behind / interval_ns;
+            class.skipped.fetch_add(missed, Ordering::Relaxed);
+            next[i] += missed * interval_ns;
+            continue;
+        }
         let mut records = lock(&class.records);
         let seq = records.len() as u32;
         let sent_ns = now_ns(epoch);
@@ -378,6 +603,10 @@ fn send_loop(
                 };
                 let n = req.encode_into(&mut buf);
                 let _ = sock.send(&buf[..n]);
+            }
+            Sender::Irtt(sock, session) => {
+                let n = session.request(seq, &mut irtt_buf);
+                let _ = sock.send(&irtt_buf[..n]);
             }
             Sender::Icmp(sock) => {
                 let _ = sock.send_echo(test_id, seq);
@@ -401,7 +630,8 @@ fn note_reply(
     class: &Class,
     seq: u32,
     recv_ns: u64,
-    stamps: Option<(u64, u64, u64)>,
+    echoed_send_ns: Option<u64>,
+    server: Option<(u64, u64)>,
     latest: Option<&AtomicU64>,
 ) {
     let mut records = lock(&class.records);
@@ -411,10 +641,10 @@ fn note_reply(
     if r.recv_ns.is_some() {
         return; // a duplicate
     }
-    if let Some((echoed_send, s_recv, s_send)) = stamps {
-        if echoed_send != r.sent_ns {
-            return; // stale or forged
-        }
+    if echoed_send_ns.is_some_and(|echoed| echoed != r.sent_ns) {
+        return; // stale or forged
+    }
+    if let Some((s_recv, s_send)) = server {
         r.server_recv_ns = Some(s_recv);
         r.server_send_ns = Some(s_send);
     }
@@ -425,14 +655,14 @@ fn note_reply(
     }
 }
 
+/// Reads one UDP class's replies until `stop`; `parse` says which probe a datagram answers.
 fn udp_receiver(
     sock: &UdpSocket,
     class: &Class,
-    class_id: u8,
-    test_id: u64,
     epoch: Instant,
     stop: &AtomicBool,
     latest: Option<&AtomicU64>,
+    parse: impl Fn(&[u8]) -> Option<Answer>,
 ) {
     raise_priority();
     let mut buf = [0u8; PROBE_MAX_LEN + 1];
@@ -442,18 +672,9 @@ fn udp_receiver(
             Err(_) => continue,
         };
         let recv_ns = got.since(epoch).as_nanos() as u64;
-        let Ok(reply) = ProbeReply::decode(&buf[..got.len]) else {
-            continue;
-        };
-        if reply.request.test_id != test_id || reply.request.class != class_id {
-            continue;
+        if let Some(a) = parse(&buf[..got.len]) {
+            note_reply(class, a.seq, recv_ns, a.echoed_send_ns, a.server, latest);
         }
-        let stamps = (
-            reply.request.client_send_ns,
-            reply.server_recv_ns,
-            reply.server_send_ns,
-        );
-        note_reply(class, reply.request.seq, recv_ns, Some(stamps), latest);
     }
 }
 
@@ -611,7 +832,7 @@ fn icmp_receiver(
         };
         let recv_ns = got.since(epoch).as_nanos() as u64;
         if let Some(seq) = sock.parse_reply(&buf[..got.len], test_id) {
-            note_reply(class, seq, recv_ns, None, latest);
+            note_reply(class, seq, recv_ns, None, None, latest);
         }
     }
 }

@@ -197,6 +197,16 @@ impl Session {
         self.closed_by_server.load(Ordering::Relaxed)
     }
 
+    /// A note when the server ended the session before the test did, for class `name`.
+    pub fn early_end(&self, name: &str) -> Option<String> {
+        self.closed_by_server().then(|| {
+            format!(
+                "{name}: the irtt server ended its session before the test did (its -d limit); \
+                 later probes went unanswered"
+            )
+        })
+    }
+
     /// Sends the close request (once; the server does not answer it).
     pub fn close(&self, sock: &UdpSocket) {
         if !self.close_sent.swap(true, Ordering::Relaxed) {
@@ -223,7 +233,7 @@ impl Session {
             (0, _) => "DSCP 0 (nothing to allow)".into(),
             (a, g) if a == g => format!("DSCP {} allowed (replies marked alike)", a >> 2),
             (_, 0) => "DSCP not allowed: replies come back unmarked (irtt server \
-                       --allow-dscp=false, or it cannot set it)"
+                       --no-dscp, or it cannot set it)"
                 .into(),
             (_, g) => format!("DSCP granted as TOS {g:#04x} instead"),
         });
@@ -243,6 +253,32 @@ impl Session {
         });
         out
     }
+}
+
+/// The results' notes on an irtt far end: what each class's session granted, and the interval
+/// every class ran at when a server raised it from `asked`.
+pub fn notes(
+    server: SocketAddr,
+    classes: &[(&str, &Session)],
+    asked: Duration,
+    interval: Duration,
+) -> Vec<String> {
+    let classes: Vec<String> = classes
+        .iter()
+        .map(|(name, s)| format!("{name}: {}", s.remarks().join(", ")))
+        .collect();
+    let mut notes = vec![format!(
+        "UDP far end: irtt server {server} (irtt protocol {PROTOCOL_VERSION}); {}",
+        classes.join("; ")
+    )];
+    if interval > asked {
+        notes.push(format!(
+            "every probe class ran at {}, not {}: the slowest interval the irtt server granted",
+            ms(interval),
+            ms(asked)
+        ));
+    }
+    notes
 }
 
 fn irtt_at(server: SocketAddr) -> String {
