@@ -413,3 +413,77 @@ fn urls_on_other_hosts_are_refused_up_front() {
     .unwrap_err();
     assert!(err.to_string().contains("must share"), "{err}");
 }
+
+/// goserver (`networkqualityd`, the draft's reference server) as the far end, with a
+/// certificate from our CA. Runs where UNBLOAT_NETWORKQUALITYD names the binary (build it with
+/// shared/peers/networkquality/build.sh); skips otherwise.
+#[test]
+fn goserver_discovers_loads_and_answers_probes() {
+    let Some(bin) = std::env::var_os("UNBLOAT_NETWORKQUALITYD") else {
+        eprintln!("skipped: set UNBLOAT_NETWORKQUALITYD to a networkqualityd binary");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("unbloat-goserver-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    make_certs(&dir);
+    let port = free_port();
+    let mut child = Command::new(bin)
+        .arg("-cert-file")
+        .arg(dir.join("server.pem"))
+        .arg("-key-file")
+        .arg(dir.join("server.key"))
+        .args(["-listen-addr", "127.0.0.1", "-config-name", "127.0.0.1"])
+        .args(["-public-port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("networkqualityd");
+    let until = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let opts = HttpOptions {
+        ca_file: Some(dir.join("ca.pem")),
+        ..HttpOptions::default()
+    };
+    let config = format!("https://127.0.0.1:{port}/.well-known/nq");
+    let result =
+        http::discover(&config, &opts).map(|t| (short_run(&t, &opts, Duration::from_secs(3)), t));
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    let ((down, up, series, _), target) = result.expect("discover");
+    assert_eq!(target.upload.path(), "/slurp");
+    eprintln!("goserver: down {down} B, up {up} B");
+    assert!(down > 50_000_000 && up > 10_000_000, "down {down} up {up}");
+    assert_eq!(series.len(), 4);
+    for s in &series {
+        assert!(answered(s).len() >= 5, "{}", s.name);
+    }
+}
+
+/// Prints what the HTTP load costs on loopback (CPU seconds per Gbit/s of goodput, both
+/// ends on this machine). A measurement, not a check: `cargo test --release -- --ignored`.
+#[test]
+#[ignore]
+fn cpu_cost_of_the_load_on_loopback() {
+    let Some(nginx) = Nginx::start(true) else {
+        return;
+    };
+    let opts = nginx.opts();
+    let target = http::discover(&nginx.config_url(), &opts).expect("discover");
+    for direction in [Direction::Down, Direction::Up] {
+        let cost =
+            http::load_cpu_cost(&target, direction, Duration::from_secs(5), &opts).expect("load");
+        eprintln!(
+            "{direction:?}: {:.2} Gbit/s over {} connections, user {:.2} s + system {:.2} s \
+             in {:.1} s = {:.2} CPU s per Gbit",
+            cost.bps() / 1e9,
+            cost.connections,
+            cost.user_s,
+            cost.system_s,
+            cost.seconds,
+            cost.cpu_s_per_gbit()
+        );
+    }
+}
