@@ -182,7 +182,7 @@ fn run_iperf3_client(
     if what.direction == Direction::Down {
         argv.push("-R");
     }
-    // The server may still be closing our test; iperf3 then answers "busy".
+    // The server may still be closing our test; iperf3 then answers "busy" or is refused.
     for _ in 0..10 {
         let out = command(ns, &argv)
             .output()
@@ -190,7 +190,8 @@ fn run_iperf3_client(
         let json: serde_json::Value = serde_json::from_slice(&out.stdout)
             .map_err(|e| format!("iperf3 printed no JSON: {e}"))?;
         if let Some(err) = json.get("error").and_then(|e| e.as_str()) {
-            if err.contains("busy") {
+            // Between tests the server closes its listener and opens a new one.
+            if err.contains("busy") || err.contains("refused") {
                 std::thread::sleep(Duration::from_millis(300));
                 continue;
             }

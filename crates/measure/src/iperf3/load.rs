@@ -14,6 +14,7 @@
 //! server ahead of the resets.
 
 use std::hash::{BuildHasher, RandomState};
+use std::io::Read;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -26,12 +27,16 @@ use super::stream::DataStream;
 use super::wire::{self, Mode, Params, State, StreamBytes};
 use crate::farend::{Load, StreamInfo};
 use crate::profile::StreamPlan;
+use crate::protocol::Deadline;
 use crate::server::BULK_BUFFER;
 use crate::MeasureError;
 
-/// Asked of the server on top of the load's length, so that a server that ends tests on its
-/// own clock (iperf3 3.16+ stops sending at `time`) does not end ours early: start() and the
-/// timeline's stop come a little after the nominal length.
+/// Asked of the server on top of the load's length (`time` is what the server reads as the
+/// test's length; our TEST_END ends it). The server's own timer ends a test with
+/// IESERVERTESTDURATIONEXPIRED at `time + omit + 40 s` (iperf_server_api.c
+/// `create_server_timers`: `max_rtt = 4; state_transitions = 10`), which already covers a late
+/// stop; the margin covers start-up and the sampling schedule for a server that keeps to `time`
+/// more closely, and stays small because `--server-max-duration` refuses `time` above its limit.
 pub const TIME_MARGIN: Duration = Duration::from_secs(2);
 /// The longest stop() waits for the server to take TEST_END before resetting the streams.
 pub const STOP_GRACE: Duration = Duration::from_millis(250);
@@ -269,6 +274,16 @@ impl Iperf3Load {
             "waiting for the end of the test (DISPLAY_RESULTS)",
         )?;
         c.send_state(State::IperfDone, "saying goodbye (IPERF_DONE)")?;
+        // As iperf3's `iperf_sync_close_socket`: say we are done writing and wait (bounded) for
+        // the server to close, so that it has left this test before we return; a client that
+        // connects right after would otherwise find it still busy with ours.
+        let _ = c.conn.shutdown(std::net::Shutdown::Write);
+        let mut sink = [0u8; 128];
+        while let Ok(n) = Deadline::new(&c.conn, by).read(&mut sink) {
+            if n == 0 {
+                break;
+            }
+        }
         let mut notes = std::mem::take(&mut self.notes);
         notes.push(self.cross_check(&s, &theirs));
         Ok(notes)
