@@ -84,7 +84,7 @@ impl Layout {
     }
 
     /// The echo packet's length without payload.
-    pub fn len(&self) -> usize {
+    pub fn echo_len(&self) -> usize {
         let stats = 4 * usize::from(self.received_stats.count())
             + 8 * usize::from(self.received_stats.window());
         let stamps = match self.stamp_at {
@@ -179,9 +179,9 @@ pub fn close_request(token: u64) -> [u8; TOKEN_END] {
     out
 }
 
-/// Echo request `seq` of session `token` into `buf`; returns its length ([`Layout::len`]).
+/// Echo request `seq` of session `token` into `buf`; returns its length ([`Layout::echo_len`]).
 pub fn echo_request(token: u64, seq: u32, layout: &Layout, buf: &mut [u8; MAX_ECHO_LEN]) -> usize {
-    let len = layout.len();
+    let len = layout.echo_len();
     buf.fill(0);
     buf[..3].copy_from_slice(&MAGIC);
     buf[4..12].copy_from_slice(&token.to_le_bytes());
@@ -270,14 +270,14 @@ pub fn parse_reply(data: &[u8], layout: &Layout) -> Result<Reply, PacketError> {
         stamp_at: StampAt::Midpoint,
         ..layout
     };
-    if layout.stamp_at == StampAt::Both && layout.stamp_len() > 0 && data.len() == as_midpoint.len()
+    if layout.stamp_at == StampAt::Both && layout.stamp_len() > 0 && data.len() == as_midpoint.echo_len()
     {
         layout = as_midpoint;
     }
-    if data.len() < layout.len() {
+    if data.len() < layout.echo_len() {
         return Err(PacketError::Short {
             len: data.len(),
-            need: layout.len(),
+            need: layout.echo_len(),
         });
     }
     let rs = layout.received_stats;
@@ -391,7 +391,7 @@ mod tests {
         assert!(!open.closed);
         assert_eq!(open_request(&open.params), open_req);
         let layout = Layout::of(&open.params);
-        assert_eq!(layout.len(), echo_req.len());
+        assert_eq!(layout.echo_len(), echo_req.len());
         let mut buf = [0u8; MAX_ECHO_LEN];
         let n = echo_request(open.token, 1, &layout, &mut buf);
         assert_eq!(buf[..n], echo_req[..]);
@@ -527,13 +527,13 @@ mod tests {
         #[test]
         fn echo_replies_round_trip((layout, reply) in any_echo(), payload in 0usize..64) {
             let mut bytes = encode_echo_reply(&reply, &layout);
-            prop_assert_eq!(bytes.len(), layout.len());
+            prop_assert_eq!(bytes.len(), layout.echo_len());
             // A reply padded to the test's length reads the same.
             bytes.resize(bytes.len() + payload, 0x69);
             let got = parse_reply(&bytes, &layout);
             // Unless its length is a 0.9.0 midpoint reply's: see the test above.
             let mid = Layout { stamp_at: StampAt::Midpoint, ..layout };
-            if !(layout.stamp_at == StampAt::Both && bytes.len() == mid.len()) {
+            if !(layout.stamp_at == StampAt::Both && bytes.len() == mid.echo_len()) {
                 prop_assert_eq!(got, Ok(Reply::Echo(reply)));
             }
         }
@@ -541,7 +541,7 @@ mod tests {
         #[test]
         fn requests_are_as_long_as_their_replies(layout in any_layout(), token: u64, seq: u32) {
             let mut buf = [0u8; MAX_ECHO_LEN];
-            prop_assert_eq!(echo_request(token, seq, &layout, &mut buf), layout.len());
+            prop_assert_eq!(echo_request(token, seq, &layout, &mut buf), layout.echo_len());
         }
 
         #[test]
