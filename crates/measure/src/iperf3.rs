@@ -23,7 +23,9 @@
 //!   each within the connect timeout per step; nothing a server sends panics or allocates more
 //!   than [`wire::MAX_RESULTS_JSON`].
 //! - The server sees each test to its end (results exchanged, IPERF_DONE) when `finish` returns
-//!   Ok, and serves the next client right after.
+//!   Ok, and serves the next client after it has opened a new listener: `iperf3 -s` closes its
+//!   listener between tests, so a client connecting in that instant is refused or reset (the
+//!   same happens to iperf3's own client).
 
 mod codes;
 mod compare;

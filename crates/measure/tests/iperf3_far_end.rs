@@ -42,6 +42,11 @@ impl Iperf3Server {
             .stderr(Stdio::null())
             .spawn()
             .expect("iperf3 runs (apt-get install iperf3)");
+        // Owned at once, so that a panic below still kills and reaps it.
+        let server = Iperf3Server {
+            child,
+            addr: SocketAddr::new(ip, port),
+        };
         let filter = format!("sport = :{port}");
         for _ in 0..50 {
             let out = Command::new("ss")
@@ -49,10 +54,7 @@ impl Iperf3Server {
                 .output()
                 .expect("ss");
             if !out.stdout.is_empty() {
-                return Iperf3Server {
-                    child,
-                    addr: SocketAddr::new(ip, port),
-                };
+                return server;
             }
             sleep(Duration::from_millis(100));
         }
@@ -110,13 +112,13 @@ fn plan(ups: &[u8], downs: &[u8]) -> Vec<StreamPlan> {
 fn run(addr: SocketAddr, streams: &[StreamPlan]) -> (Vec<u64>, Vec<String>) {
     let mut load = Iperf3Load::new(addr, streams, Duration::from_secs(2), TIMEOUT).expect("new");
     // Between tests `iperf3 -s` closes its listener and opens a new one (cleanup_server, then
-    // iperf_server_listen): a connection in that gap is refused, as iperf3's own client's is.
+    // iperf_server_listen): a connection in that gap is refused, or reset if it was queued on
+    // the old listener, as iperf3's own client's is.
     let end = Instant::now() + Duration::from_secs(2);
     while let Err(e) = load.start() {
-        assert!(
-            e.to_string().contains("refused") && Instant::now() < end,
-            "start: {e:?}"
-        );
+        let text = e.to_string();
+        let gap = text.contains("refused") || text.contains("reset by peer");
+        assert!(gap && Instant::now() < end, "start: {e:?}");
         sleep(Duration::from_millis(50));
     }
     sleep(Duration::from_millis(700));
@@ -129,7 +131,14 @@ fn run(addr: SocketAddr, streams: &[StreamPlan]) -> (Vec<u64>, Vec<String>) {
         assert!(*a > 0, "stream {i} moved nothing in 0.7 s");
         assert!(b > a, "stream {i} stopped moving: {a} then {b}");
     }
+    let t = Instant::now();
     load.stop();
+    // Threads wake within 200 ms; the server answers TEST_END at once on loopback.
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "stop() took {:?}",
+        t.elapsed()
+    );
     let last = load.bytes();
     let notes = load.finish().expect("finish");
     assert!(
@@ -396,6 +405,31 @@ fn a_server_error_during_the_load_is_reported_by_error_and_finish() {
         "{e}"
     );
     assert!(t.elapsed() < SHORT + Duration::from_millis(500));
+    h.join().unwrap();
+}
+
+#[test]
+fn a_server_that_never_answers_test_end_fails_finish_in_time() {
+    let (addr, h) = hostile(|l| {
+        let (mut c, data) = play_until_running(&l, 1);
+        let mut b = [0u8; 1];
+        c.read_exact(&mut b).unwrap();
+        assert_eq!(b[0], 4, "TEST_END");
+        sleep(Duration::from_secs(2));
+        drop(data);
+    });
+    let mut load = Iperf3Load::new(addr, &plan(&[0], &[]), Duration::from_secs(1), SHORT).unwrap();
+    load.start().unwrap();
+    sleep(Duration::from_millis(200));
+    let t = Instant::now();
+    load.stop();
+    let e = load.finish().expect_err("no EXCHANGE_RESULTS");
+    assert!(e.to_string().contains("sent nothing"), "{e}");
+    assert!(
+        t.elapsed() < 2 * SHORT + Duration::from_millis(500),
+        "took {:?}",
+        t.elapsed()
+    );
     h.join().unwrap();
 }
 

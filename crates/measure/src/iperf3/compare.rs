@@ -190,8 +190,9 @@ fn run_iperf3_client(
         let json: serde_json::Value = serde_json::from_slice(&out.stdout)
             .map_err(|e| format!("iperf3 printed no JSON: {e}"))?;
         if let Some(err) = json.get("error").and_then(|e| e.as_str()) {
-            // Between tests the server closes its listener and opens a new one.
-            if err.contains("busy") || err.contains("refused") {
+            // Between tests the server closes its listener and opens a new one: a connection
+            // is refused, or reset if it was queued on the old one.
+            if err.contains("busy") || err.contains("refused") || err.contains("reset") {
                 std::thread::sleep(Duration::from_millis(300));
                 continue;
             }
