@@ -270,7 +270,9 @@ pub fn parse_reply(data: &[u8], layout: &Layout) -> Result<Reply, PacketError> {
         stamp_at: StampAt::Midpoint,
         ..layout
     };
-    if layout.stamp_at == StampAt::Both && layout.stamp_len() > 0 && data.len() == as_midpoint.echo_len()
+    if layout.stamp_at == StampAt::Both
+        && layout.stamp_len() > 0
+        && data.len() == as_midpoint.echo_len()
     {
         layout = as_midpoint;
     }
