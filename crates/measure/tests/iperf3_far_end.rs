@@ -141,6 +141,7 @@ fn run(addr: SocketAddr, streams: &[StreamPlan]) -> (Vec<u64>, Vec<String>) {
     );
     let last = load.bytes();
     let notes = load.finish().expect("finish");
+    assert_eq!(load.bytes(), last, "the final counts stay after finish()");
     assert!(
         notes
             .iter()

@@ -65,6 +65,8 @@ pub struct Iperf3Load {
     stop: Arc<AtomicBool>,
     session: Option<Session>,
     stopped: bool,
+    /// Every stream's count when the session ended, for bytes() after finish().
+    last: Vec<u64>,
 }
 
 impl Iperf3Load {
@@ -143,6 +145,7 @@ impl Iperf3Load {
             stop: Arc::new(AtomicBool::new(false)),
             session: None,
             stopped: false,
+            last: vec![0; streams.len()],
         })
     }
 
@@ -331,7 +334,7 @@ impl Load for Iperf3Load {
     fn bytes(&self) -> Vec<u64> {
         match &self.session {
             Some(s) => s.streams.iter().map(DataStream::bytes).collect(),
-            None => vec![0; self.plan.len()],
+            None => self.last.clone(),
         }
     }
 
@@ -381,7 +384,10 @@ impl Load for Iperf3Load {
     fn finish(&mut self) -> Result<Vec<String>, MeasureError> {
         self.stop();
         match self.session.take() {
-            Some(s) => self.run_finish(s),
+            Some(s) => {
+                self.last = s.streams.iter().map(DataStream::bytes).collect();
+                self.run_finish(s)
+            }
             None => Ok(std::mem::take(&mut self.notes)),
         }
     }
