@@ -256,7 +256,14 @@ fn nginx_over_h2_discovers_loads_both_ways_and_answers_every_probe_kind() {
             median(rtts.clone())
         );
         assert!(rtts.len() >= 5, "{}: {} answered", s.name, rtts.len());
-        assert!(median(rtts) < 100.0, "{}: loopback should be fast", s.name);
+        // Self probes wait behind the load in nginx's one worker and in the HTTP/2 connection
+        // (that is what they measure), and the machine is shared: a looser bound for them.
+        let bound = if s.kind == ProbeKind::HttpLoaded {
+            500.0
+        } else {
+            100.0
+        };
+        assert!(median(rtts) < bound, "{}: loopback should be fast", s.name);
     }
 }
 
