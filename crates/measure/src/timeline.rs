@@ -108,13 +108,13 @@ fn open(plan: &TestPlan, epoch: Instant) -> Result<Opened, MeasureError> {
                 MeasureError::InvalidArgument("an unbloat probe far end needs a session".into())
             })?;
             let target = SocketAddr::new(s.addr.ip(), s.probe_port);
-            Box::new(Udp(Prober::start(
+            Box::new(Prober::start(
                 &udp,
                 target,
                 s.test_id,
                 plan.probe_interval,
                 epoch,
-            )?))
+            )?)
         }
         Endpoint::Irtt { .. } => irtt_probes(plan, &udp, probe_addr, epoch)?,
         Endpoint::Iperf3 { .. } => {
@@ -123,13 +123,13 @@ fn open(plan: &TestPlan, epoch: Instant) -> Result<Opened, MeasureError> {
                  (add --probe irtt://HOST for UDP probes)"
                     .into(),
             );
-            Box::new(Udp(Prober::start(
+            Box::new(Prober::start(
                 &icmp_only,
                 probe_addr,
                 0,
                 plan.probe_interval,
                 epoch,
-            )?))
+            )?)
         }
         Endpoint::Http { .. } => match http_probes.take() {
             Some(probes) => probes,
@@ -447,51 +447,67 @@ impl Run<'_> {
     }
 }
 
-/// irtt's probes (the irtt far end's module).
+/// irtt's probes: one irtt session per UDP class, for the whole run and a margin.
 fn irtt_probes(
     plan: &TestPlan,
     classes: &[ProbePlan],
     server: SocketAddr,
     epoch: Instant,
 ) -> Result<Box<dyn Probes>, MeasureError> {
-    let _ = (plan, classes, server, epoch);
-    Err(MeasureError::InvalidArgument("irtt far ends: not yet".into()))
+    let total = plan.idle_before + plan.load + plan.idle_after;
+    Ok(Box::new(Prober::start_irtt(
+        classes,
+        server,
+        plan.probe_interval,
+        epoch,
+        total,
+        plan.connect_timeout,
+    )?))
 }
 
-/// iperf3's load (the iperf3 far end's module).
+/// iperf3's load, for the load phase.
 fn iperf3_load(plan: &TestPlan, server: SocketAddr) -> Result<Box<dyn Load>, MeasureError> {
-    let _ = (plan, server);
-    Err(MeasureError::InvalidArgument("iperf3 far ends: not yet".into()))
+    Ok(Box::new(crate::iperf3::Iperf3Load::new(
+        server,
+        &plan.profile.streams,
+        plan.load,
+        plan.connect_timeout,
+    )?))
 }
 
-/// A web server's load and probes, one session for both.
-#[allow(clippy::type_complexity)]
+/// A web server's load and probes, one session for both: the endpoints from the URLs given or
+/// from the server's config, checked by one small GET before the run.
 fn http_open(
     plan: &TestPlan,
     end: &Endpoint,
     epoch: Instant,
-) -> Result<(Box<dyn Load>, Box<dyn Probes>), MeasureError> {
-    let _ = (plan, end, epoch);
-    Err(MeasureError::InvalidArgument("web server far ends: not yet".into()))
-}
-
-/// The UDP and ICMP prober as the timeline's probes.
-struct Udp(Prober);
-
-impl Probes for Udp {
-    fn counts(&self, kind: ProbeKind) -> (usize, u64) {
-        self.0.counts(kind)
-    }
-    fn replies(&self) -> u64 {
-        self.0.replies()
-    }
-    fn latest_rtt_ms(&self) -> Option<f64> {
-        self.0.latest_rtt_ms()
-    }
-    fn notes(&self) -> Vec<String> {
-        self.0.notes.clone()
-    }
-    fn finish(self: Box<Self>, grace: Duration, idle_end_ns: u64) -> Vec<unbloat_report::ProbeSeries> {
-        self.0.finish(grace, idle_end_ns)
-    }
+) -> Result<crate::http::FarEnd, MeasureError> {
+    use crate::http::{HttpOptions, HttpTarget};
+    let Endpoint::Http { config_url, .. } = end else {
+        return Err(MeasureError::InvalidArgument("not a web server".into()));
+    };
+    let choice = &plan.far_ends.http;
+    let defaults = HttpOptions::default();
+    let opts = HttpOptions {
+        ca_file: choice.ca_file.clone(),
+        max_connections: choice.max_connections.unwrap_or(defaults.max_connections),
+        connect_timeout: plan.connect_timeout,
+        probe_interval: plan.probe_interval,
+        ..defaults
+    };
+    let target = match &choice.urls {
+        Some([small, large, upload]) => {
+            let target = HttpTarget::from_urls(small, large, upload)?;
+            // The load goes to the host the user named as the server, and nowhere else.
+            if target.small.host() != end.host() {
+                return Err(MeasureError::InvalidArgument(format!(
+                    "--small-url {small}: not on {}, the server named",
+                    end.host()
+                )));
+            }
+            target
+        }
+        None => crate::http::discover(config_url, &opts)?,
+    };
+    crate::http::open(&target, &plan.profile.streams, &opts, epoch)
 }

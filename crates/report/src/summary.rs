@@ -47,9 +47,24 @@ pub struct Summary {
     pub grade: Option<Grade>,
     /// Round trips per minute under load (primary class).
     pub rpm: Option<f64>,
+    /// The IETF responsiveness draft's RPM, when the far end was a web server ([`crate::rpm`]).
+    #[serde(default)]
+    pub responsiveness: Option<Responsiveness>,
     pub probes: Vec<ProbeSummary>,
     pub download: DirectionSummary,
     pub upload: DirectionSummary,
+}
+
+/// The responsiveness draft's figure and its two halves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Responsiveness {
+    pub rpm: f64,
+    /// The foreign probes' half (new connections: TCP, TLS, HTTP), ms.
+    pub foreign_ms: Option<f64>,
+    /// The self probes' half (small GETs on loaded HTTP/2 connections), ms.
+    pub self_ms: Option<f64>,
+    /// All four kinds of probe the draft combines were there (no self probes over HTTP/1.1).
+    pub complete: bool,
 }
 
 /// Latency figures of one probe class.
@@ -139,6 +154,12 @@ impl Summary {
             induced_latency_ms: induced,
             grade: induced.and_then(Grade::from_induced_ms),
             rpm: primary.and_then(|p| p.loaded_p50_ms).and_then(stats::rpm),
+            responsiveness: crate::rpm::responsiveness(results).map(|r| Responsiveness {
+                rpm: r.rpm,
+                foreign_ms: r.foreign_ms,
+                self_ms: r.self_ms,
+                complete: r.complete,
+            }),
             download: summarise_direction(&results.streams, Direction::Down, &phases, interval_s),
             upload: summarise_direction(&results.streams, Direction::Up, &phases, interval_s),
             probes,
@@ -334,7 +355,15 @@ pub fn render_text(summary: &Summary) -> String {
             format::ms(p.startup_peak_induced_ms)
         ));
     }
-    if let Some(rpm) = summary.rpm {
+    if let Some(r) = &summary.responsiveness {
+        out.push_str(&format!(
+            "Responsiveness: {:.0} RPM (IETF responsiveness draft{}: new connections {}, loaded connections {})\n",
+            r.rpm,
+            if r.complete { "" } else { ", partial: not every probe kind" },
+            format::ms(r.foreign_ms),
+            format::ms(r.self_ms),
+        ));
+    } else if let Some(rpm) = summary.rpm {
         out.push_str(&format!(
             "Responsiveness: {rpm:.0} RPM (round trips per minute under load)\n"
         ));

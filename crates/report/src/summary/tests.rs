@@ -313,3 +313,29 @@ fn the_steady_state_leaves_out_the_loads_first_3_s_and_its_peak_is_reported() {
     let text = render_text(&s);
     assert!(text.contains("Steady state") && text.contains("start-up peak"), "{text}");
 }
+
+/// A web server's run: no UDP, so the primary class is the best-effort TCP connect, and the
+/// summary carries the draft's RPM from the four kinds (1/6 of the foreign sum + 1/2 of self).
+#[test]
+fn a_web_servers_run_is_graded_on_tcp_connect_and_carries_the_drafts_rpm() {
+    let kinds = [
+        ("TLS handshake", ProbeKind::TlsHandshake, 30.0),
+        ("TCP connect", ProbeKind::TcpConnect, 20.0),
+        ("HTTP GET new", ProbeKind::HttpNew, 40.0),
+        ("HTTP GET loaded", ProbeKind::HttpLoaded, 100.0),
+    ];
+    let probes = kinds
+        .iter()
+        .map(|&(name, kind, loaded)| {
+            probe(name, kind, 0, &[(0.5, Some(5.0)), (1.0, Some(5.0)), (3.0, Some(loaded))])
+        })
+        .collect();
+    let s = Summary::from_results(&results(PH, vec![], probes));
+    assert_eq!(s.primary_probe.as_deref(), Some("TCP connect"));
+    assert_eq!(s.induced_latency_ms, Some(15.0));
+    let r = s.responsiveness.expect("the draft's RPM");
+    assert!(r.complete);
+    // 60000 / (1/6 * (20 + 30 + 40) + 1/2 * 100) = 60000 / 65
+    assert!((r.rpm - 60_000.0 / 65.0).abs() < 1e-9, "{}", r.rpm);
+    assert!(render_text(&s).contains("IETF responsiveness draft"));
+}

@@ -1,0 +1,195 @@
+//! Issue 12 through the built binary: `unbloat test` against far ends that are not `unbloat serve`,
+//! and against hostile ones. Each hostile far end must end the test with a clear message and the
+//! documented exit status (3: the far end refused, broke its protocol, stalled or went away; 2: the
+//! command line was wrong), within its time bound, whatever it sends.
+//!
+//! The real far ends (Debian's `iperf3`, `irtt`) run on loopback; the hostile web servers are a
+//! few lines each, below.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const UNBLOAT: &str = env!("CARGO_BIN_EXE_unbloat");
+
+fn unbloat(args: &[&str]) -> (Output, Duration) {
+    let started = Instant::now();
+    let out = Command::new(UNBLOAT)
+        .arg("test")
+        .args(args)
+        .output()
+        .expect("unbloat runs");
+    (out, started.elapsed())
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// A program started for the test, killed on drop.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start(program: &str, args: &[&str]) -> Running {
+    let child = Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program} must be installed (scripts/install-deps): {e}"));
+    Running(child)
+}
+
+/// Waits until something listens on TCP `port` of 127.0.0.1 (as `ss` sees it: no connection).
+fn wait_listening(port: &str) {
+    let until = Instant::now() + Duration::from_secs(5);
+    let wanted = format!("127.0.0.1:{port}");
+    loop {
+        let out = Command::new("ss").arg("-ltnH").output().expect("ss (iproute2) runs");
+        if String::from_utf8_lossy(&out.stdout).contains(&wanted) {
+            return;
+        }
+        assert!(Instant::now() < until, "nothing listens on {wanted}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A web server that answers every connection with `answer` (called with the stream), in a
+/// thread of its own, forever.
+fn hostile_web(answer: fn(TcpStream)) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || answer(conn));
+        }
+    });
+    port
+}
+
+/// Reads a request's head (to the blank line), at most 64 KiB.
+fn read_head(conn: &mut TcpStream) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && head.len() < 65536 {
+        match conn.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return,
+        }
+    }
+}
+
+#[test]
+fn command_lines_that_cannot_work_exit_2_before_anything_is_sent() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["ftp://example.net"], "unknown scheme"),
+        (&["irtt://127.0.0.1"], "--load"),
+        (&["--probe", "iperf3://127.0.0.1", "--load", "iperf3://127.0.0.1"], "load only"),
+        (&["--load", "iperf3://127.0.0.1"], "no far end"),
+        (&["https://127.0.0.1", "--max-connections", "0"], "--max-connections"),
+        (&["https://127.0.0.1", "--ca-file", "/nonexistent/ca.pem"], "--ca-file"),
+        (&["irtt://127.0.0.1:0", "--profile", "ping"], "port"),
+    ];
+    for (args, says) in cases {
+        let (out, took) = unbloat(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(says), "{args:?} should say {says:?}: {}", text(&out));
+        assert!(took < Duration::from_secs(2), "{args:?} took {took:?}");
+    }
+}
+
+#[test]
+fn a_busy_iperf3_ends_the_test_with_exit_3_and_says_so() {
+    let port = free_port().to_string();
+    let _server = start("iperf3", &["-s", "-B", "127.0.0.1", "-p", &port]);
+    // Not a connection: iperf3 would take it for a test and reopen its listener after it.
+    wait_listening(&port);
+    // A real iperf3 client holds the server for the whole of our test; one that came in the
+    // listener's gap between tests is refused at once, and is started again.
+    let mut other = start("iperf3", &["-c", "127.0.0.1", "-p", &port, "-t", "20", "-b", "1M"]);
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_millis(800));
+        if matches!(other.0.try_wait(), Ok(None)) {
+            break;
+        }
+        other = start("iperf3", &["-c", "127.0.0.1", "-p", &port, "-t", "20", "-b", "1M"]);
+    }
+    assert!(matches!(other.0.try_wait(), Ok(None)), "iperf3's own client could not start a test");
+    let far = format!("iperf3://127.0.0.1:{port}");
+    let (out, took) = unbloat(&[&far, "--profile", "upload", "--duration", "2s", "--idle", "3s"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains("busy"), "{}", text(&out));
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+}
+
+#[test]
+fn hostile_web_servers_end_the_test_with_exit_3_and_a_clear_message() {
+    fn stalls(mut conn: TcpStream) {
+        read_head(&mut conn);
+        std::thread::sleep(Duration::from_secs(60));
+    }
+    fn redirects_elsewhere(mut conn: TcpStream) {
+        read_head(&mut conn);
+        let _ = conn.write_all(
+            b"HTTP/1.1 302 Found\r\nLocation: http://192.0.2.7/.well-known/nq\r\nContent-Length: 0\r\n\r\n",
+        );
+        std::thread::sleep(Duration::from_secs(5));
+    }
+    fn endless_header(mut conn: TcpStream) {
+        read_head(&mut conn);
+        let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nX-Endless: ");
+        let chunk = [b'a'; 4096];
+        let until = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < until && conn.write_all(&chunk).is_ok() {}
+    }
+    fn unavailable(mut conn: TcpStream) {
+        read_head(&mut conn);
+        let _ = conn.write_all(
+            b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 60\r\nContent-Length: 0\r\n\r\n",
+        );
+        std::thread::sleep(Duration::from_secs(5));
+    }
+    let cases: [(fn(TcpStream), &[&str]); 4] = [
+        (stalls, &["stall", "timed out", "no answer", "did not answer"]),
+        (redirects_elsewhere, &["redirect", "192.0.2.7"]),
+        (endless_header, &["response head larger", "header"]),
+        (unavailable, &["503", "busy"]),
+    ];
+    for (answer, says) in cases {
+        let port = hostile_web(answer);
+        let far = format!("http://127.0.0.1:{port}");
+        let (out, took) = unbloat(&[
+            &far,
+            "--profile",
+            "download",
+            "--duration",
+            "2s",
+            "--idle",
+            "3s",
+            "--connect-timeout",
+            "2s",
+        ]);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(3), "{far}: {t}");
+        assert!(says.iter().any(|s| t.contains(s)), "{far} should say one of {says:?}: {t}");
+        assert!(took < Duration::from_secs(20), "{far} took {took:?}");
+    }
+}
