@@ -333,7 +333,7 @@ fn a_web_servers_run_is_graded_on_tcp_connect_and_carries_the_drafts_rpm() {
     let s = Summary::from_results(&results(PH, vec![], probes));
     assert_eq!(s.primary_probe.as_deref(), Some("TCP connect"));
     assert_eq!(s.induced_latency_ms, Some(15.0));
-    let r = s.responsiveness.expect("the draft's RPM");
+    let r = s.responsiveness.clone().expect("the draft's RPM");
     assert!(r.complete);
     // 60000 / (1/6 * (20 + 30 + 40) + 1/2 * 100) = 60000 / 65
     assert!((r.rpm - 60_000.0 / 65.0).abs() < 1e-9, "{}", r.rpm);
