@@ -28,6 +28,16 @@ pub enum BenchCommand {
     Measure(crate::lab::MeasureBenchCmd),
     /// Every link profile x every strategy in the lab.
     Lab(crate::lab::LabBenchCmd),
+    /// The stock far ends against their own clients on one shaped link: goodput against
+    /// iperf3's client, UDP round trips against irtt's, the web server test's RPM and CPU.
+    FarEnds(FarEndsBench),
+}
+
+#[derive(Debug, Args)]
+pub struct FarEndsBench {
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -55,7 +65,21 @@ pub fn bench(cmd: &BenchCommand) -> Result<(), Failure> {
         BenchCommand::Start(a) => start_bench(a),
         BenchCommand::Measure(a) => crate::lab::measure_bench(a),
         BenchCommand::Lab(a) => crate::lab::lab_bench(a),
+        BenchCommand::FarEnds(a) => far_ends_bench(a),
     }
+}
+
+/// `unbloat bench far-ends`: needs root (namespaces) and the host's HTB, no other qdisc.
+fn far_ends_bench(args: &FarEndsBench) -> Result<(), Failure> {
+    eprintln!("unbloat bench far-ends: about 2 minutes (goodput, irtt, RPM, CPU)");
+    let exe = std::env::current_exe()?;
+    let report = unbloat_lab::bench_far::run(&exe).map_err(|e| anyhow::anyhow!(e))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", unbloat_lab::bench_far::render(&report));
+    }
+    Ok(())
 }
 
 fn start_bench(args: &StartBench) -> Result<(), Failure> {

@@ -108,20 +108,15 @@ impl FarEndKind {
             }
             FarEndKind::Http => {
                 let site = site_slot.insert(Site::make(addr, dir)?);
-                let argv = [
-                    "nginx".into(),
-                    "-p".into(),
-                    site.root.display().to_string(),
-                    "-c".into(),
-                    site.root.join("nginx.conf").display().to_string(),
-                    "-g".into(),
-                    "daemon off;".into(),
-                ];
-                spawn_listening(live, dir, "nginx", &argv, addr, HTTPS_PORT, Proto::Tcp)?;
+                spawn_listening(live, dir, "nginx", &site.argv(), addr, HTTPS_PORT, Proto::Tcp)?;
                 Ok(vec![
-                    format!("https://{addr}/.well-known/nq"),
+                    site.config_url(),
                     "--ca-file".into(),
-                    site.root.join("ca.pem").display().to_string(),
+                    site.ca_file().display().to_string(),
+                    // As many connections as unbloat serve's rrul streams: the emulation has one
+                    // CPU, and TLS for 16 more would measure it rather than the link.
+                    "--max-connections".into(),
+                    "4".into(),
                 ])
             }
         }
@@ -198,8 +193,9 @@ fn spawn_listening(
 
 /// nginx's site: configuration, certificate authority and certificate, the endpoints' files.
 /// Removed when dropped (after the topology stopped nginx, or with it).
-struct Site {
+pub struct Site {
     root: PathBuf,
+    addr: Ipv4Addr,
 }
 
 impl Drop for Site {
@@ -209,16 +205,40 @@ impl Drop for Site {
 }
 
 impl Site {
+    /// nginx's command line for this site, in the foreground.
+    pub fn argv(&self) -> Vec<String> {
+        vec![
+            "nginx".into(),
+            "-p".into(),
+            self.root.display().to_string(),
+            "-c".into(),
+            self.root.join("nginx.conf").display().to_string(),
+            "-g".into(),
+            "daemon off;".into(),
+        ]
+    }
+
+    /// The responsiveness test's config URL.
+    pub fn config_url(&self) -> String {
+        format!("https://{}/.well-known/nq", self.addr)
+    }
+
+    /// The certificate authority a client must trust.
+    pub fn ca_file(&self) -> PathBuf {
+        self.root.join("ca.pem")
+    }
+
     /// Writes the site into a directory of its own. On tmpfs (`/run`) when it can: under
     /// User-Mode Linux `/tmp` is the host's disk through hostfs, and the large object is read
     /// over and over.
-    fn make(addr: Ipv4Addr, logs: &Path) -> Result<Site, LabError> {
+    pub fn make(addr: Ipv4Addr, logs: &Path) -> Result<Site, LabError> {
         let base = ["/run", "/dev/shm"]
             .into_iter()
             .map(PathBuf::from)
             .find(|p| p.is_dir())
             .unwrap_or_else(std::env::temp_dir);
-        let root = base.join(format!("unbloat-lab-nginx-{}", std::process::id()));
+        // The address too: a benchmark and a lab in one process each have a site of their own.
+        let root = base.join(format!("unbloat-lab-nginx-{}-{addr}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let www = root.join("www");
         std::fs::create_dir_all(www.join(".well-known")).map_err(io("cannot create", &www))?;
@@ -242,7 +262,7 @@ impl Site {
         )?;
         certificates(&root, addr, logs)?;
         write(root.join("nginx.conf"), &nginx_conf(&root, addr))?;
-        Ok(Site { root })
+        Ok(Site { root, addr })
     }
 }
 

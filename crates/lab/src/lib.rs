@@ -17,6 +17,7 @@
 //!   checks of issue 4 §7; [`spread`]: medians and ranges over repeated runs.
 
 pub mod bench;
+pub mod bench_far;
 pub mod cleanup;
 pub mod cpu;
 pub mod farend;
