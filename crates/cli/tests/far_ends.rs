@@ -63,7 +63,10 @@ fn wait_listening(port: &str) {
     let until = Instant::now() + Duration::from_secs(5);
     let wanted = format!("127.0.0.1:{port}");
     loop {
-        let out = Command::new("ss").arg("-ltnH").output().expect("ss (iproute2) runs");
+        let out = Command::new("ss")
+            .arg("-ltnH")
+            .output()
+            .expect("ss (iproute2) runs");
         if String::from_utf8_lossy(&out.stdout).contains(&wanted) {
             return;
         }
@@ -102,16 +105,34 @@ fn command_lines_that_cannot_work_exit_2_before_anything_is_sent() {
     let cases: &[(&[&str], &str)] = &[
         (&["ftp://example.net"], "unknown scheme"),
         (&["irtt://127.0.0.1"], "--load"),
-        (&["--probe", "iperf3://127.0.0.1", "--load", "iperf3://127.0.0.1"], "load only"),
+        (
+            &[
+                "--probe",
+                "iperf3://127.0.0.1",
+                "--load",
+                "iperf3://127.0.0.1",
+            ],
+            "load only",
+        ),
         (&["--load", "iperf3://127.0.0.1"], "no far end"),
-        (&["https://127.0.0.1", "--max-connections", "0"], "--max-connections"),
-        (&["https://127.0.0.1", "--ca-file", "/nonexistent/ca.pem"], "--ca-file"),
+        (
+            &["https://127.0.0.1", "--max-connections", "0"],
+            "--max-connections",
+        ),
+        (
+            &["https://127.0.0.1", "--ca-file", "/nonexistent/ca.pem"],
+            "--ca-file",
+        ),
         (&["irtt://127.0.0.1:0", "--profile", "ping"], "port"),
     ];
     for (args, says) in cases {
         let (out, took) = unbloat(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
-        assert!(text(&out).contains(says), "{args:?} should say {says:?}: {}", text(&out));
+        assert!(
+            text(&out).contains(says),
+            "{args:?} should say {says:?}: {}",
+            text(&out)
+        );
         assert!(took < Duration::from_secs(2), "{args:?} took {took:?}");
     }
 }
@@ -124,17 +145,34 @@ fn a_busy_iperf3_ends_the_test_with_exit_3_and_says_so() {
     wait_listening(&port);
     // A real iperf3 client holds the server for the whole of our test; one that came in the
     // listener's gap between tests is refused at once, and is started again.
-    let mut other = start("iperf3", &["-c", "127.0.0.1", "-p", &port, "-t", "20", "-b", "1M"]);
+    let mut other = start(
+        "iperf3",
+        &["-c", "127.0.0.1", "-p", &port, "-t", "20", "-b", "1M"],
+    );
     for _ in 0..5 {
         std::thread::sleep(Duration::from_millis(800));
         if matches!(other.0.try_wait(), Ok(None)) {
             break;
         }
-        other = start("iperf3", &["-c", "127.0.0.1", "-p", &port, "-t", "20", "-b", "1M"]);
+        other = start(
+            "iperf3",
+            &["-c", "127.0.0.1", "-p", &port, "-t", "20", "-b", "1M"],
+        );
     }
-    assert!(matches!(other.0.try_wait(), Ok(None)), "iperf3's own client could not start a test");
+    assert!(
+        matches!(other.0.try_wait(), Ok(None)),
+        "iperf3's own client could not start a test"
+    );
     let far = format!("iperf3://127.0.0.1:{port}");
-    let (out, took) = unbloat(&[&far, "--profile", "upload", "--duration", "2s", "--idle", "3s"]);
+    let (out, took) = unbloat(&[
+        &far,
+        "--profile",
+        "upload",
+        "--duration",
+        "2s",
+        "--idle",
+        "3s",
+    ]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(text(&out).contains("busy"), "{}", text(&out));
     assert!(took < Duration::from_secs(15), "took {took:?}");
@@ -167,8 +205,12 @@ fn hostile_web_servers_end_the_test_with_exit_3_and_a_clear_message() {
         );
         std::thread::sleep(Duration::from_secs(5));
     }
-    let cases: [(fn(TcpStream), &[&str]); 4] = [
-        (stalls, &["stall", "timed out", "no answer", "did not answer"]),
+    type Case = (fn(TcpStream), &'static [&'static str]);
+    let cases: [Case; 4] = [
+        (
+            stalls,
+            &["stall", "timed out", "no answer", "did not answer"],
+        ),
         (redirects_elsewhere, &["redirect", "192.0.2.7"]),
         (endless_header, &["response head larger", "header"]),
         (unavailable, &["503", "busy"]),
@@ -189,7 +231,10 @@ fn hostile_web_servers_end_the_test_with_exit_3_and_a_clear_message() {
         ]);
         let t = text(&out);
         assert_eq!(out.status.code(), Some(3), "{far}: {t}");
-        assert!(says.iter().any(|s| t.contains(s)), "{far} should say one of {says:?}: {t}");
+        assert!(
+            says.iter().any(|s| t.contains(s)),
+            "{far} should say one of {says:?}: {t}"
+        );
         assert!(took < Duration::from_secs(20), "{far} took {took:?}");
     }
 }

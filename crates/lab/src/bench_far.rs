@@ -177,7 +177,11 @@ fn http_goodput(bed: &Testbed, nginx: &Nginx, direction: Direction) -> Result<f6
 }
 
 /// iperf3's own client: (goodput bit/s, CPU seconds per gigabit), 4 streams, [`SKIP`] omitted.
-fn iperf3_client(bed: &Testbed, server: IpAddr, direction: Direction) -> Result<(f64, f64), String> {
+fn iperf3_client(
+    bed: &Testbed,
+    server: IpAddr,
+    direction: Direction,
+) -> Result<(f64, f64), String> {
     let port = free_port(&bed.a, server)?;
     let port_s = port.to_string();
     let server_s = server.to_string();
@@ -202,7 +206,9 @@ fn iperf3_client(bed: &Testbed, server: IpAddr, direction: Direction) -> Result<
         std::thread::sleep(Duration::from_millis(50));
     }
     let (t, o) = (WINDOW.as_secs().to_string(), SKIP.as_secs().to_string());
-    let mut argv = vec!["iperf3", "-c", &server_s, "-p", &port_s, "-P", "4", "-t", &t, "-O", &o, "-J"];
+    let mut argv = vec![
+        "iperf3", "-c", &server_s, "-p", &port_s, "-P", "4", "-t", &t, "-O", &o, "-J",
+    ];
     if direction == Direction::Down {
         argv.push("-R");
     }
@@ -273,14 +279,27 @@ fn rpm_part(bed: &Testbed, nginx: &Nginx, exe: &std::path::Path) -> Result<RpmRo
     let out = bed
         .b
         .exec(&[
-            &exe, "test", &config, "--ca-file", &ca, "--profile", "rrul_be", "--duration", "10s",
-            "--idle", "3s", "--json",
+            &exe,
+            "test",
+            &config,
+            "--ca-file",
+            &ca,
+            "--profile",
+            "rrul_be",
+            "--duration",
+            "10s",
+            "--idle",
+            "3s",
+            "--json",
         ])
         .map_err(|e| e.to_string())?;
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
         format!(
             "unbloat test printed no summary ({e}): {}",
-            String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
         )
     })?;
     let r = &summary["responsiveness"];
@@ -347,7 +366,10 @@ pub fn run(exe: &std::path::Path) -> Result<FarEndsBench, String> {
             let (iperf3, _) = iperf3_client(&bed, server, direction)?;
             Ok((http, iperf3))
         });
-        goodput.push(goodput_part(&format!("web server far end, {direction:?}"), got));
+        goodput.push(goodput_part(
+            &format!("web server far end, {direction:?}"),
+            got,
+        ));
     }
     let irtt = IrttServer::start(Some(&bed.a), server, &[]).and_then(|s| {
         compare_with_irtt_client(
@@ -418,13 +440,16 @@ pub fn render(b: &FarEndsBench) -> String {
             if c.pass { "pass" } else { "FAIL" }
         ))
     ));
-    out.push_str("RPM on the 20 Mbit/s link with a 1000-packet FIFO (bloated), rrul_be over HTTPS\n");
+    out.push_str(
+        "RPM on the 20 Mbit/s link with a 1000-packet FIFO (bloated), rrul_be over HTTPS\n",
+    );
     out.push_str(&format!(
         "  {}\n",
         part_text(&b.rpm, |r| format!(
             "unbloat {} RPM (new connections {} ms, loaded {} ms); goresponsiveness: {}",
             r.unbloat_rpm.map_or("-".into(), |v| format!("{v:.0}")),
-            r.unbloat_foreign_ms.map_or("-".into(), |v| format!("{v:.1}")),
+            r.unbloat_foreign_ms
+                .map_or("-".into(), |v| format!("{v:.1}")),
             r.unbloat_self_ms.map_or("-".into(), |v| format!("{v:.1}")),
             part_text(&r.goresponsiveness, String::clone)
         ))

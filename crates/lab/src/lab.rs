@@ -333,16 +333,16 @@ pub(crate) fn validate(args: &LabArgs) -> Result<Request, LabError> {
 /// The first program `far_end` needs that is not an executable file in a directory of `path`
 /// (a `PATH` value) or of `/usr/sbin` and `/sbin`, where nginx lives and a user's `PATH` may
 /// not look.
-pub(crate) fn missing_program(
-    far_end: FarEndKind,
-    path: &std::ffi::OsStr,
-) -> Option<&'static str> {
+pub(crate) fn missing_program(far_end: FarEndKind, path: &std::ffi::OsStr) -> Option<&'static str> {
     use std::os::unix::fs::PermissionsExt;
     let found = |program: &str| {
         std::env::split_paths(path)
             .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
             .map(|d| d.join(program))
-            .any(|p| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+            .any(|p| {
+                p.metadata()
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
     };
     far_end.programs().iter().copied().find(|p| !found(p))
 }
@@ -507,7 +507,12 @@ fn run_here(
             profile,
             strategy,
             args.far_end,
-            &["--profile", &args.test, "--duration", &args.duration.to_string()],
+            &[
+                "--profile",
+                &args.test,
+                "--duration",
+                &args.duration.to_string(),
+            ],
             &dir,
             exe,
         )?;

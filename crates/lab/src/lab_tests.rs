@@ -112,14 +112,32 @@ fn bad_requests_name_the_flag() {
 fn a_far_end_without_its_server_program_is_refused_up_front() {
     use crate::farend::FarEndKind;
     let nowhere = std::ffi::OsStr::new("/nonexistent");
-    assert_eq!(missing_program(FarEndKind::Unbloat, nowhere), None, "unbloat serve is this binary");
-    assert_eq!(missing_program(FarEndKind::IrttIperf3, nowhere), Some("irtt"));
+    assert_eq!(
+        missing_program(FarEndKind::Unbloat, nowhere),
+        None,
+        "unbloat serve is this binary"
+    );
+    assert_eq!(
+        missing_program(FarEndKind::IrttIperf3, nowhere),
+        Some("irtt")
+    );
     assert_eq!(missing_program(FarEndKind::Http, nowhere), Some("openssl"));
-    let err = LabError::FarEndProgram { kind: "irtt-iperf3", program: "irtt" }.to_string();
-    assert!(err.contains("scripts/install-deps") && err.contains("--far-end irtt-iperf3"), "{err}");
+    let err = LabError::FarEndProgram {
+        kind: "irtt-iperf3",
+        program: "irtt",
+    }
+    .to_string();
+    assert!(
+        err.contains("scripts/install-deps") && err.contains("--far-end irtt-iperf3"),
+        "{err}"
+    );
     // This machine has them all (scripts/install-deps ran): validate passes.
     for far_end in [FarEndKind::Http, FarEndKind::IrttIperf3] {
-        validate(&LabArgs { far_end, ..LabArgs::default() }).expect("installed");
+        validate(&LabArgs {
+            far_end,
+            ..LabArgs::default()
+        })
+        .expect("installed");
     }
 }
 

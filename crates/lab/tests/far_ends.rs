@@ -60,12 +60,22 @@ fn lab(far_end: FarEndKind) -> (LabReport, PathBuf) {
 }
 
 fn run(report: &LabReport, s: Strategy) -> &StrategyRun {
-    report.runs.iter().find(|r| r.row.strategy == s).expect("run")
+    report
+        .runs
+        .iter()
+        .find(|r| r.row.strategy == s)
+        .expect("run")
 }
 
 /// (unshaped induced p50, shaped steady-state p95, shaped start-up peak) of probe class `name`.
 fn before_after(report: &LabReport, name: &str) -> (f64, f64, f64) {
-    let probe = |s| run(report, s).row.probe(name).cloned().unwrap_or_else(|| panic!("{name} probes"));
+    let probe = |s| {
+        run(report, s)
+            .row
+            .probe(name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} probes"))
+    };
     let none = probe(Strategy::None).induced_p50_ms.expect("none p50");
     let cured = probe(Strategy::Unbloat);
     let steady = cured.steady_p95_ms.expect("unbloat steady p95");
@@ -76,7 +86,11 @@ fn before_after(report: &LabReport, name: &str) -> (f64, f64, f64) {
 
 fn results_exist(report: &LabReport, out: &Path) {
     for run in &report.runs {
-        assert!(!run.row.partial, "{} ended early: {:?}", run.row.strategy, report.notes);
+        assert!(
+            !run.row.partial,
+            "{} ended early: {:?}",
+            run.row.strategy, report.notes
+        );
         assert!(out.join(&run.results_file).exists(), "{}", run.results_file);
     }
 }

@@ -21,10 +21,10 @@ use serde::{Deserialize, Serialize};
 use unbloat_report::{Direction, ProbeKind, Results};
 
 use crate::client::{NoProgress, TestPlan};
-use crate::timeline::run_plan;
 use crate::netns::{self, Netns, Testbed};
 use crate::profile::Profile;
 use crate::server::{BackgroundServer, ServeOptions, Server};
+use crate::timeline::run_plan;
 use crate::MeasureError;
 
 /// The argument `unbloat bench measure` takes to run only the netem round-trip part (inside a
@@ -111,7 +111,8 @@ fn plan(remote: SocketAddr, profile: &str, idle: f64, load: f64) -> Result<TestP
         .map_err(|e| e.to_string())?;
     Ok(TestPlan {
         remote: remote.to_string(),
-        far_ends: crate::farend::FarEnds::unbloat(&remote.to_string()).map_err(|e| e.to_string())?,
+        far_ends: crate::farend::FarEnds::unbloat(&remote.to_string())
+            .map_err(|e| e.to_string())?,
         profile,
         idle_before: Duration::from_secs_f64(idle),
         load: Duration::from_secs_f64(load),

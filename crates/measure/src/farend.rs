@@ -179,7 +179,10 @@ fn parse_host_port(text: &str, default: u16) -> Result<(String, u16), String> {
         let (host, after) = rest.split_once(']').ok_or("missing ]")?;
         match after {
             "" => (host, default),
-            p => (host, port(p.strip_prefix(':').ok_or("expected :PORT after ]")?)?),
+            p => (
+                host,
+                port(p.strip_prefix(':').ok_or("expected :PORT after ]")?)?,
+            ),
         }
     } else {
         match text.matches(':').count() {
@@ -204,18 +207,29 @@ mod tests {
     #[test]
     fn every_scheme_reads_with_its_default_port() {
         let p = |s: &str| Endpoint::parse(s).map_err(|e| e.to_string());
-        let unbloat = |h: &str, port| Ok(Endpoint::Unbloat { host: h.into(), port });
+        let unbloat = |h: &str, port| {
+            Ok(Endpoint::Unbloat {
+                host: h.into(),
+                port,
+            })
+        };
         assert_eq!(p("server"), unbloat("server", 4420));
         assert_eq!(p("server:99"), unbloat("server", 99));
         assert_eq!(p("unbloat://server"), unbloat("server", 4420));
         assert_eq!(p("unbloat://[2001:db8::1]:7"), unbloat("2001:db8::1", 7));
         assert_eq!(
             p("irtt://h"),
-            Ok(Endpoint::Irtt { host: "h".into(), port: 2112 })
+            Ok(Endpoint::Irtt {
+                host: "h".into(),
+                port: 2112
+            })
         );
         assert_eq!(
             p("IPERF3://10.0.0.2:5202/"),
-            Ok(Endpoint::Iperf3 { host: "10.0.0.2".into(), port: 5202 })
+            Ok(Endpoint::Iperf3 {
+                host: "10.0.0.2".into(),
+                port: 5202
+            })
         );
         assert_eq!(
             p("https://nq.example"),

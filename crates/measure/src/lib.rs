@@ -23,14 +23,13 @@
 
 pub mod bench;
 pub mod client;
-mod native;
-pub mod timeline;
 pub mod farend;
 pub mod http;
 pub mod iperf3;
 pub mod irtt;
 pub mod load;
 pub mod meta;
+mod native;
 pub mod netns;
 pub mod probe;
 pub mod profile;
@@ -38,13 +37,14 @@ pub mod protocol;
 pub mod rxtime;
 pub mod server;
 mod sockopt;
+pub mod timeline;
 
 pub use client::{
     run_test, NoProgress, Progress, ProgressStatus, TerminalProgress, TestArgs, TestFailure,
     TestPlan,
 };
-pub use timeline::run_plan;
 pub use server::{run_serve, serve, BackgroundServer, ServeArgs, ServeOptions, Server};
+pub use timeline::run_plan;
 
 use std::net::SocketAddr;
 

@@ -88,7 +88,12 @@ impl Session {
 
     /// Sends the Finish and reads the report: the server saw the test to its end.
     pub fn finish(&mut self) -> Result<Vec<String>, MeasureError> {
-        match load::request(&mut self.control, self.addr, &ClientMsg::Finish, self.timeout) {
+        match load::request(
+            &mut self.control,
+            self.addr,
+            &ClientMsg::Finish,
+            self.timeout,
+        ) {
             Ok(ServerMsg::Report { .. }) => Ok(Vec::new()),
             Ok(other) => Ok(vec![format!(
                 "server ended the test with {other:?} instead of a report"

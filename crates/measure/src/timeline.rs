@@ -214,9 +214,7 @@ fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, Te
     // Late replies: a second, or three probe intervals at low rates.
     let grace = (plan.probe_interval * 3).max(Duration::from_secs(1));
     let idle_end_ns = plan.idle_before.as_nanos() as u64;
-    let Run {
-        opened, series, ..
-    } = run;
+    let Run { opened, series, .. } = run;
     let Opened {
         mut session,
         probes,
@@ -275,7 +273,13 @@ fn timeline(
     let load_start = plan.idle_before;
     let load_end = load_start + plan.load;
     let total = load_end + plan.idle_after;
-    run.ticks(Duration::ZERO, load_start, Phase::IdleBefore, total, progress)?;
+    run.ticks(
+        Duration::ZERO,
+        load_start,
+        Phase::IdleBefore,
+        total,
+        progress,
+    )?;
 
     let probes = &run.opened.probes;
     let (udp_sent, udp_answered) = probes.counts(ProbeKind::Udp);

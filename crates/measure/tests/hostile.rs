@@ -21,7 +21,8 @@ fn v4(server: &Running) -> SocketAddr {
 /// A short ping run must still succeed against `server`.
 fn still_serves(server: &Running) {
     let p = plan(&v4(server).to_string(), "ping", None, 0.5, 0.3);
-    let results = unbloat_measure::run_plan(&p, &mut NoProgress).expect("a good client is still served");
+    let results =
+        unbloat_measure::run_plan(&p, &mut NoProgress).expect("a good client is still served");
     let udp = &results.probes[0];
     assert!(
         udp.samples.iter().filter(|s| s.rtt_ms.is_some()).count() >= 5,

@@ -16,8 +16,9 @@ fn ping_profile_over_ipv4_and_ipv6() {
         format!("127.0.0.1:{}", server.addr.port()),
         format!("[::1]:{}", server.addr.port()),
     ] {
-        let results = unbloat_measure::run_plan(&plan(&remote, "ping", None, 1.0, 1.0), &mut NoProgress)
-            .expect("ping run");
+        let results =
+            unbloat_measure::run_plan(&plan(&remote, "ping", None, 1.0, 1.0), &mut NoProgress)
+                .expect("ping run");
         assert!(!results.metadata.partial);
         assert_eq!(results.metadata.profile, "ping");
         assert!(results.streams.is_empty());
@@ -198,8 +199,9 @@ fn server_gone_in_the_idle_tail_is_a_partial_run() {
 fn rrul_marks_streams_and_probes() {
     let server = Running::loopback();
     let remote = SocketAddr::from(([127, 0, 0, 1], server.addr.port())).to_string();
-    let results = unbloat_measure::run_plan(&plan(&remote, "rrul", None, 0.5, 1.0), &mut NoProgress)
-        .expect("rrul run");
+    let results =
+        unbloat_measure::run_plan(&plan(&remote, "rrul", None, 0.5, 1.0), &mut NoProgress)
+            .expect("rrul run");
     let names: Vec<&str> = results.probes.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["UDP BE", "UDP EF", "UDP BK", "ICMP"]);
     assert_eq!(results.streams.len(), 8);

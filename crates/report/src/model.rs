@@ -224,9 +224,7 @@ impl Results {
     /// (against a web server: a round trip of the kernel's, in a flow of its own like UDP BE's),
     /// else the first class.
     pub fn primary_probe(&self) -> Option<&ProbeSeries> {
-        let best_effort = |kind: ProbeKind| {
-            move |p: &&ProbeSeries| p.kind == kind && p.dscp == 0
-        };
+        let best_effort = |kind: ProbeKind| move |p: &&ProbeSeries| p.kind == kind && p.dscp == 0;
         self.probes
             .iter()
             .find(best_effort(ProbeKind::Udp))

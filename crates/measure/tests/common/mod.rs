@@ -64,7 +64,7 @@ pub fn quiet(listen: &str) -> ServeOptions {
 pub fn plan(remote: &str, profile: &str, streams: Option<usize>, idle: f64, load: f64) -> TestPlan {
     TestPlan {
         remote: remote.to_string(),
-        far_ends: unbloat_measure::farend::FarEnds::unbloat(&remote.to_string()).expect("far end"),
+        far_ends: unbloat_measure::farend::FarEnds::unbloat(remote).expect("far end"),
         profile: Profile::by_name(profile)
             .expect("profile")
             .resolve(streams)

@@ -303,15 +303,25 @@ fn the_steady_state_leaves_out_the_loads_first_3_s_and_its_peak_is_reported() {
     samples.extend([(2.0, Some(400.0)), (3.0, Some(250.0)), (4.9, None)]);
     samples.extend((0..10).map(|k| (5.0 + k as f64 * 0.5, Some(12.0 + k as f64 * 8.0 / 9.0))));
     samples.push((11.0, Some(900.0))); // the idle tail counts for neither
-    let r = results(phases, vec![], vec![probe("UDP BE", ProbeKind::Udp, 0, &samples)]);
+    let r = results(
+        phases,
+        vec![],
+        vec![probe("UDP BE", ProbeKind::Udp, 0, &samples)],
+    );
     let s = Summary::from_results(&r);
     let be = &s.probes[0];
     assert_eq!(be.startup_peak_induced_ms, Some(390.0));
     let p95 = be.steady_induced_p95_ms.expect("steady p95");
     assert!((9.0..=10.0).contains(&p95), "steady p95 {p95}");
-    assert!(be.induced_p99_ms.expect("whole-load p99") > 200.0, "the burst is in the whole load");
+    assert!(
+        be.induced_p99_ms.expect("whole-load p99") > 200.0,
+        "the burst is in the whole load"
+    );
     let text = render_text(&s);
-    assert!(text.contains("Steady state") && text.contains("start-up peak"), "{text}");
+    assert!(
+        text.contains("Steady state") && text.contains("start-up peak"),
+        "{text}"
+    );
 }
 
 /// A web server's run: no UDP, so the primary class is the best-effort TCP connect, and the
@@ -327,7 +337,12 @@ fn a_web_servers_run_is_graded_on_tcp_connect_and_carries_the_drafts_rpm() {
     let probes = kinds
         .iter()
         .map(|&(name, kind, loaded)| {
-            probe(name, kind, 0, &[(0.5, Some(5.0)), (1.0, Some(5.0)), (3.0, Some(loaded))])
+            probe(
+                name,
+                kind,
+                0,
+                &[(0.5, Some(5.0)), (1.0, Some(5.0)), (3.0, Some(loaded))],
+            )
         })
         .collect();
     let s = Summary::from_results(&results(PH, vec![], probes));
