@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::lab::{io, LabError, SERVE_PORT};
+use crate::error::{io, LabError};
 use crate::topology::{LiveTopology, Node};
 
 /// A far end kind, as `--far-end` takes it.
@@ -29,6 +29,8 @@ pub enum FarEndKind {
     IrttIperf3,
 }
 
+/// Port `unbloat serve` listens on in the lab (its default).
+pub const SERVE_PORT: u16 = 4420;
 /// The HTTPS port nginx listens on in the lab.
 pub const HTTPS_PORT: u16 = 443;
 /// The large object: sparse, so it costs no memory, and larger than any lab load moves.

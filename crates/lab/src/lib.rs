@@ -20,6 +20,7 @@ pub mod bench;
 pub mod bench_far;
 pub mod cleanup;
 pub mod cpu;
+pub mod error;
 pub mod farend;
 pub mod lab;
 pub mod profile;

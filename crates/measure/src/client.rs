@@ -315,42 +315,8 @@ impl Progress for TerminalProgress {
 /// Splits `HOST[:PORT]`: `host`, `host:4420`, `10.0.0.1:4420`, `[2001:db8::1]:4420`,
 /// `[2001:db8::1]`, `2001:db8::1` (a bare IPv6 address takes no port).
 pub fn parse_remote(text: &str) -> Result<(String, u16), MeasureError> {
-    let bad = |why: &str| MeasureError::InvalidArgument(format!("server {text:?}: {why}"));
-    let port = |p: &str| {
-        p.parse::<u16>()
-            .map_err(|_| bad("the port must be a number 1..65535"))
-    };
-    if let Some(rest) = text.strip_prefix('[') {
-        let (host, after) = rest.split_once(']').ok_or_else(|| bad("missing ]"))?;
-        return match after {
-            "" => Ok((host.to_string(), DEFAULT_PORT)),
-            p => Ok((
-                host.to_string(),
-                port(
-                    p.strip_prefix(':')
-                        .ok_or_else(|| bad("expected :PORT after ]"))?,
-                )?,
-            )),
-        };
-    }
-    let (host, port) = match text.matches(':').count() {
-        0 => (text.to_string(), DEFAULT_PORT),
-        1 => {
-            let (h, p) = text.split_once(':').ok_or_else(|| bad("bad port"))?;
-            (h.to_string(), port(p)?)
-        }
-        _ => (text.to_string(), DEFAULT_PORT),
-    };
-    if host.is_empty() || port == 0 {
-        return Err(bad("expected HOST[:PORT]"));
-    }
-    Ok((host, port))
-}
-
-/// Runs `unbloat test` as the arguments say.
-pub fn run_test(args: &TestArgs, progress: &mut dyn Progress) -> Result<Results, TestFailure> {
-    let plan = args.plan()?;
-    crate::timeline::run_plan(&plan, progress)
+    crate::farend::parse_host_port(text, DEFAULT_PORT)
+        .map_err(|why| MeasureError::InvalidArgument(format!("server {text:?}: {why}")))
 }
 
 #[cfg(test)]

@@ -89,7 +89,7 @@ impl Endpoint {
     pub fn parse(text: &str) -> Result<Endpoint, MeasureError> {
         let bad = |why: String| MeasureError::InvalidArgument(format!("server {text:?}: {why}"));
         let Some((scheme, rest)) = text.split_once("://") else {
-            let (host, port) = crate::client::parse_remote(text)?;
+            let (host, port) = parse_host_port(text, crate::server::DEFAULT_PORT).map_err(bad)?;
             return Ok(Endpoint::Unbloat { host, port });
         };
         let host_port = |rest: &str, default: u16| -> Result<(String, u16), MeasureError> {
@@ -170,7 +170,7 @@ impl Endpoint {
 }
 
 /// `host`, `host:port`, `[v6]`, `[v6]:port`; a bare IPv6 address takes no port.
-fn parse_host_port(text: &str, default: u16) -> Result<(String, u16), String> {
+pub(crate) fn parse_host_port(text: &str, default: u16) -> Result<(String, u16), String> {
     let port = |p: &str| match p.parse::<u16>() {
         Ok(0) | Err(_) => Err(format!("the port {p:?} must be a number 1..65535")),
         Ok(n) => Ok(n),

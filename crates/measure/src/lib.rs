@@ -10,8 +10,17 @@
 //! - [`probe`]: latency probes (UDP to the server's responder, ICMP echo) sent on an absolute
 //!   schedule, and the clock relation that turns their stamps into one-way delays.
 //! - [`load`]: the TCP load streams and how their goodput is counted.
-//! - [`client`]: the timeline (idle, load, idle tail) that drives all of the above and returns an
-//!   [`unbloat_report::Results`]; [`client::run_test`] is what `unbloat test` calls.
+//! - [`farend`]: what the timeline needs from any far end ([`farend::Load`], [`farend::Probes`])
+//!   and how the user names one ([`farend::Endpoint`]: `HOST`, `unbloat://`, `https://`,
+//!   `irtt://`, `iperf3://`).
+//! - `native`: `unbloat serve` as a far end (its control session and load streams).
+//! - [`irtt`]: irtt's own protocol, so a stock `irtt server` answers the probes ([`probe`] sends
+//!   them on its schedule).
+//! - [`iperf3`]: iperf3's own control protocol, so a stock `iperf3 -s` carries the load.
+//! - [`http`]: a web server as the far end, the IETF responsiveness test (hyper over rustls).
+//! - [`client`]: `unbloat test`'s arguments, plan and progress display.
+//! - [`timeline`]: the run (idle, load, idle tail) against any far end, returning an
+//!   [`unbloat_report::Results`]; [`timeline::run_test`] is what `unbloat test` calls.
 //! - [`meta`]: the run's metadata (kernel, hostname, egress interface, its qdiscs via `tc -j`).
 //! - [`netns`]: throw-away network namespaces (client, router, server), for tests and benchmarks.
 //! - [`bench`]: the accuracy benchmarks against iperf3 and ping (`unbloat bench measure`).
@@ -40,11 +49,10 @@ mod sockopt;
 pub mod timeline;
 
 pub use client::{
-    run_test, NoProgress, Progress, ProgressStatus, TerminalProgress, TestArgs, TestFailure,
-    TestPlan,
+    NoProgress, Progress, ProgressStatus, TerminalProgress, TestArgs, TestFailure, TestPlan,
 };
 pub use server::{run_serve, serve, BackgroundServer, ServeArgs, ServeOptions, Server};
-pub use timeline::run_plan;
+pub use timeline::{run_plan, run_test};
 
 use std::net::SocketAddr;
 

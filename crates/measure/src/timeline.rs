@@ -24,12 +24,20 @@ use unbloat_report::{
     RESULTS_VERSION,
 };
 
-use crate::client::{Progress, ProgressStatus, TestFailure, TestPlan, SAMPLE_INTERVAL, STALL};
+use crate::client::{
+    Progress, ProgressStatus, TestArgs, TestFailure, TestPlan, SAMPLE_INTERVAL, STALL,
+};
 use crate::farend::{Endpoint, Load, Probes};
 use crate::native::{self, NativeLoad, Session};
 use crate::probe::Prober;
 use crate::profile::ProbePlan;
 use crate::{meta, MeasureError};
+
+/// Runs `unbloat test` as the arguments say.
+pub fn run_test(args: &TestArgs, progress: &mut dyn Progress) -> Result<Results, TestFailure> {
+    let plan = args.plan()?;
+    run_plan(&plan, progress)
+}
 
 /// Executes a validated plan.
 pub fn run_plan(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, TestFailure> {

@@ -30,7 +30,7 @@ pub use commands::{script_commands, script_commands_one_by_one};
 
 use crate::journal::{Entry, Journal, Phase};
 use crate::live::{self, Found};
-use crate::lock::{LockError, TxLock};
+use crate::lock::LockError;
 use crate::probe::{probe, Missing, ProbeError};
 use crate::rtnl::{Link, Rtnl, RtnlError};
 use crate::runner::{Cmd, RunError, Runner};
@@ -221,24 +221,6 @@ impl<'r> Shaper<'r> {
             state,
             confirm: None,
         }
-    }
-
-    /// The lock, after any interrupted transaction was finished or undone.
-    pub(crate) fn begin(&self) -> Result<(TxLock, Rtnl), ApplyError> {
-        self.begin_recovering(false)
-            .map(|(lock, rtnl, _)| (lock, rtnl))
-    }
-
-    /// [`Shaper::begin`], with what the recovery did (`unbloat recover` reports it).
-    pub(crate) fn begin_recovering(
-        &self,
-        discard: bool,
-    ) -> Result<(TxLock, Rtnl, crate::recover::Recovery), ApplyError> {
-        self.state.ensure()?;
-        let lock = TxLock::acquire(self.state.path())?;
-        let rtnl = Rtnl::open()?;
-        let done = self.recover_locked(&rtnl, discard)?;
-        Ok((lock, rtnl, done))
     }
 
     /// The interface's link, or an error naming the ones that exist.

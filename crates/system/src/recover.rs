@@ -15,6 +15,7 @@
 
 use crate::apply::{ApplyError, Rollback, Shaper};
 use crate::journal::{Entry, Journal, Phase};
+use crate::lock::TxLock;
 use crate::rtnl::Rtnl;
 use crate::runner::Cmd;
 use crate::snapshot::Snapshot;
@@ -48,6 +49,24 @@ impl Shaper<'_> {
     /// be undone (after the user fixed the interfaces by hand).
     pub fn recover(&self, discard: bool) -> Result<Recovery, ApplyError> {
         self.begin_recovering(discard).map(|(_, _, done)| done)
+    }
+
+    /// The lock, after any interrupted transaction was finished or undone.
+    pub(crate) fn begin(&self) -> Result<(TxLock, Rtnl), ApplyError> {
+        self.begin_recovering(false)
+            .map(|(lock, rtnl, _)| (lock, rtnl))
+    }
+
+    /// [`Shaper::begin`], with what the recovery did (`unbloat recover` reports it).
+    pub(crate) fn begin_recovering(
+        &self,
+        discard: bool,
+    ) -> Result<(TxLock, Rtnl, Recovery), ApplyError> {
+        self.state.ensure()?;
+        let lock = TxLock::acquire(self.state.path())?;
+        let rtnl = Rtnl::open()?;
+        let done = self.recover_locked(&rtnl, discard)?;
+        Ok((lock, rtnl, done))
     }
 
     /// The recovery every changing command runs first, holding the lock.

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use unbloat_report::Direction;
 
-use super::{open, HttpOptions, HttpTarget};
+use super::session::open;
+use super::target::{HttpOptions, HttpTarget};
 use crate::profile::StreamPlan;
 use crate::MeasureError;
 

@@ -14,8 +14,9 @@
 use serde::Deserialize;
 
 use super::conn::{location, read_bounded, Dialer, ReqBody};
+use super::target::{resolve, runtime, HttpOptions, HttpTarget};
+use super::tls;
 use super::url::Url;
-use super::{resolve, runtime, tls, HttpOptions, HttpTarget};
 use crate::MeasureError;
 
 /// The most a config may weigh (real ones are ~500 bytes).

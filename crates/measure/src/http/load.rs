@@ -28,8 +28,8 @@ use unbloat_report::Direction;
 
 use super::conn::{self, describe, graceful_end, Conn, Dialer, ReqBody, Sender};
 use super::ramp::Ramp;
+use super::target::{lock, HttpOptions, HttpTarget};
 use super::url::Url;
-use super::{lock, HttpOptions, HttpTarget};
 use crate::farend::{Load, StreamInfo};
 use crate::{sockopt, MeasureError};
 

@@ -27,8 +27,8 @@ use unbloat_report::{ProbeKind, ProbeSample, ProbeSeries};
 
 use super::conn::{read_bounded, Dialer, ReqBody, Sender};
 use super::load::Loaded;
+use super::target::{lock, HttpOptions};
 use super::url::Url;
-use super::{lock, HttpOptions};
 use crate::farend::Probes;
 
 #[derive(Debug, Clone, Copy)]
