@@ -103,7 +103,7 @@ pub struct TestArgs {
     pub connect_timeout: Duration,
 }
 
-/// A validated test: what [`run_plan`] executes. Build it with [`TestArgs::plan`], or directly
+/// A validated test: what [`crate::timeline::run_plan`] executes. Build it with [`TestArgs::plan`], or directly
 /// (tests and the lab use shorter idle phases than the command line allows).
 #[derive(Debug, Clone)]
 pub struct TestPlan {

@@ -13,7 +13,7 @@
 //! - `config`: the `/.well-known/nq` JSON ([`discover`]).
 //! - `tls`: rustls with the system's roots plus an optional CA file; ALPN h2, http/1.1.
 //! - `conn`: one connection (TCP with DSCP, TLS, hyper HTTP/2 or HTTP/1.1), every step bounded.
-//! - `ramp`: the saturation rule, pure. `load`: the [`Load`]. `probes`: the [`Probes`].
+//! - `ramp`: the saturation rule, pure. `load`: the [`crate::farend::Load`]. `probes`: the [`crate::farend::Probes`].
 //! - `bench`: CPU cost of the load, for `unbloat bench`.
 //!
 //! What callers can rely on:
@@ -22,13 +22,13 @@
 //! - [`open`] is blocking. It resolves the host once (every connection goes to that address),
 //!   checks the server with one small GET (so a busy, stalled, redirecting or broken server is
 //!   an error before the run, not in the middle), starts the probes at once and returns the load
-//!   ready for [`Load::start`]. The async runtime (tokio, two worker threads) lives inside and
+//!   ready for [`crate::farend::Load::start`]. The async runtime (tokio, two worker threads) lives inside and
 //!   ends when both halves are dropped.
 //! - Nothing the server sends can panic this module or hang it past a timeout: response heads
-//!   are bounded ([`conn::MAX_HEAD_BYTES`]), small objects by [`HttpOptions::small_limit`],
-//!   every step by `connect_timeout` or `request_timeout`. Errors are [`MeasureError::FarEnd`]
-//!   (what it did, in words), [`MeasureError::FarEndBusy`] (HTTP 429 or 503) or
-//!   [`MeasureError::Unreachable`].
+//!   are bounded ([`MAX_HEAD_BYTES`]), small objects by [`HttpOptions::small_limit`],
+//!   every step by `connect_timeout` or `request_timeout`. Errors are [`crate::MeasureError::FarEnd`]
+//!   (what it did, in words), [`crate::MeasureError::FarEndBusy`] (HTTP 429 or 503) or
+//!   [`crate::MeasureError::Unreachable`].
 //!
 //! ```no_run
 //! use std::time::Instant;

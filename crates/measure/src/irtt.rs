@@ -15,7 +15,7 @@
 //! - [`session`]: one session on a UDP socket: the open handshake with a timeout, what the server
 //!   granted (it may raise the interval, lower the duration, refuse DSCP or stamps), echo
 //!   replies, the close.
-//! - [`bench`]: the accuracy benchmark against irtt's own client.
+//! - [`bench`](mod@bench): the accuracy benchmark against irtt's own client.
 //!
 //! The probing itself (the send schedule, the records, kernel receive stamps, the clock
 //! relation) is [`crate::probe::Prober::start_irtt`]'s, the same as against `unbloat serve`.

@@ -23,7 +23,7 @@
 //!   [`unbloat_report::Results`]; [`timeline::run_test`] is what `unbloat test` calls.
 //! - [`meta`]: the run's metadata (kernel, hostname, egress interface, its qdiscs via `tc -j`).
 //! - [`netns`]: throw-away network namespaces (client, router, server), for tests and benchmarks.
-//! - [`bench`]: the accuracy benchmarks against iperf3 and ping (`unbloat bench measure`).
+//! - [`bench`](mod@bench): the accuracy benchmarks against iperf3 and ping (`unbloat bench measure`).
 //!
 //! Goodput is counted where the bytes arrive: download streams count what the client reads;
 //! upload streams read `tcpi_bytes_acked` from the sender's TCP_INFO (what the server's kernel
