@@ -216,6 +216,7 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
         shaper.start(&[Request {
             plan: plan.clone(),
             options: opts_json,
+            fairness: None,
         }])?;
         let changes = 200;
         let t = Instant::now();
@@ -229,6 +230,7 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
             shaper.set_rate(&Request {
                 plan: p,
                 options: serde_json::to_value(&o)?,
+                fairness: None,
             })?;
         }
         row.set_rate_library = Some(t.elapsed() / changes as u32);
@@ -325,6 +327,7 @@ fn udp_through_rate_changes(
             Ok(Request {
                 plan: Plan::build(&Spec::new("benchwan".parse()?, &o)?),
                 options: serde_json::to_value(&o)?,
+                fairness: None,
             })
         };
         let drops = || -> anyhow::Result<u64> {
