@@ -28,6 +28,9 @@ pub enum BenchCommand {
     Measure(crate::lab::MeasureBenchCmd),
     /// Every link profile x every strategy in the lab.
     Lab(crate::lab::LabBenchCmd),
+    /// Per-host fairness behind NAT (one stream against eight, IPv4 and IPv6, medians) for
+    /// unbloat's default, sqm-scripts' default and per-flow isolation; and cake's NAT lookup cost.
+    Fair(crate::hosts::FairBenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -55,6 +58,7 @@ pub fn bench(cmd: &BenchCommand) -> Result<(), Failure> {
         BenchCommand::Start(a) => start_bench(a),
         BenchCommand::Measure(a) => crate::lab::measure_bench(a),
         BenchCommand::Lab(a) => crate::lab::lab_bench(a),
+        BenchCommand::Fair(a) => crate::hosts::bench_fair(a),
     }
 }
 
