@@ -77,7 +77,10 @@ fn in_kernel(argv_tail: &[String], minutes: u64) -> Result<Option<()>, Failure> 
     if kernel == Kernel::Host {
         return Ok(None);
     }
-    eprintln!("unbloat: this kernel lacks cake; running in {}", kernel.describe());
+    eprintln!(
+        "unbloat: this kernel lacks cake; running in {}",
+        kernel.describe()
+    );
     let mut argv = vec![std::env::current_exe()?.display().to_string()];
     argv.extend(argv_tail.iter().cloned());
     argv.push("--inside".into());
@@ -103,7 +106,9 @@ fn tools(sqm: &Option<PathBuf>) -> Result<Tools, Failure> {
             .or_else(|| hosts::find_sqm_scripts(&exe)),
     };
     if sqm_scripts.is_none() {
-        eprintln!("unbloat: sqm-scripts' source not found (--sqm-scripts DIR); its row is left out");
+        eprintln!(
+            "unbloat: sqm-scripts' source not found (--sqm-scripts DIR); its row is left out"
+        );
     }
     let work = std::env::temp_dir().join(format!("unbloat-hosts-{}", std::process::id()));
     Ok(Tools {
@@ -156,7 +161,10 @@ pub fn lab_hosts(args: &LabHostsArgs) -> Result<(), Failure> {
             format!("{:?}", args.family).to_lowercase(),
         ];
         if let Some(d) = &args.sqm_scripts {
-            tail.extend(["--sqm-scripts".into(), std::path::absolute(d)?.display().to_string()]);
+            tail.extend([
+                "--sqm-scripts".into(),
+                std::path::absolute(d)?.display().to_string(),
+            ]);
         }
         if in_kernel(&tail, 30)?.is_some() {
             return Ok(());
@@ -242,7 +250,10 @@ pub fn bench_fair(args: &FairBenchArgs) -> Result<(), Failure> {
             tail.push("--json".into());
         }
         if let Some(d) = &args.sqm_scripts {
-            tail.extend(["--sqm-scripts".into(), std::path::absolute(d)?.display().to_string()]);
+            tail.extend([
+                "--sqm-scripts".into(),
+                std::path::absolute(d)?.display().to_string(),
+            ]);
         }
         if in_kernel(&tail, 90)?.is_some() {
             return Ok(());

@@ -6,8 +6,8 @@
 
 mod bench;
 mod flags;
-mod kernel;
 mod hosts;
+mod kernel;
 mod lab;
 mod measure;
 mod shape;

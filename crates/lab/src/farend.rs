@@ -90,12 +90,22 @@ impl FarEndKind {
         match self {
             FarEndKind::Unbloat => {
                 let listen = format!("{addr}:{SERVE_PORT}");
-                let argv = [exe.display().to_string(), "serve".into(), "--listen".into(), listen.clone()];
+                let argv = [
+                    exe.display().to_string(),
+                    "serve".into(),
+                    "--listen".into(),
+                    listen.clone(),
+                ];
                 spawn_listening(live, dir, "serve", &argv, addr, SERVE_PORT, Proto::Tcp)?;
                 Ok(vec![listen])
             }
             FarEndKind::IrttIperf3 => {
-                let irtt = ["irtt".into(), "server".into(), "-b".into(), format!("{addr}:2112")];
+                let irtt = [
+                    "irtt".into(),
+                    "server".into(),
+                    "-b".into(),
+                    format!("{addr}:2112"),
+                ];
                 spawn_listening(live, dir, "irtt", &irtt, addr, 2112, Proto::Udp)?;
                 let iperf3 = ["iperf3".into(), "-s".into(), "-B".into(), addr.to_string()];
                 spawn_listening(live, dir, "iperf3", &iperf3, addr, 5201, Proto::Tcp)?;
@@ -258,39 +268,59 @@ fn certificates(root: &Path, addr: Ipv4Addr, logs: &Path) -> Result<(), LabError
     .map_err(io("cannot write", &ext))?;
     let steps: [Vec<String>; 3] = [
         [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-days", "2", "-subj", "/CN=unbloat lab CA", "-keyout",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=unbloat lab CA",
+            "-keyout",
         ]
         .iter()
         .map(|s| s.to_string())
         .chain([p("ca.key"), "-out".into(), p("ca.pem")])
         .collect(),
         [
-            "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "req",
+            "-new",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
             "-subj",
         ]
         .iter()
         .map(|s| s.to_string())
-        .chain([format!("/CN={addr}"), "-keyout".into(), p("server.key"), "-out".into(), p("server.csr")])
-        .collect(),
-        [
-            "x509", "-req", "-days", "2", "-in",
-        ]
-        .iter()
-        .map(|s| s.to_string())
         .chain([
-            p("server.csr"),
-            "-CA".into(),
-            p("ca.pem"),
-            "-CAkey".into(),
-            p("ca.key"),
-            "-CAcreateserial".into(),
-            "-extfile".into(),
-            p("server.ext"),
+            format!("/CN={addr}"),
+            "-keyout".into(),
+            p("server.key"),
             "-out".into(),
-            p("server.pem"),
+            p("server.csr"),
         ])
         .collect(),
+        ["x509", "-req", "-days", "2", "-in"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([
+                p("server.csr"),
+                "-CA".into(),
+                p("ca.pem"),
+                "-CAkey".into(),
+                p("ca.key"),
+                "-CAcreateserial".into(),
+                "-extfile".into(),
+                p("server.ext"),
+                "-out".into(),
+                p("server.pem"),
+            ])
+            .collect(),
     ];
     for step in steps {
         let out = std::process::Command::new("openssl")

@@ -337,7 +337,10 @@ fn on_path(program: &str) -> bool {
     std::env::split_paths(&path)
         .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
         .map(|d| d.join(program))
-        .any(|p| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+        .any(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// Everything [`run_lab`] could refuse as invalid input (exit status 2), checked before anything
@@ -500,7 +503,12 @@ fn run_here(
             profile,
             strategy,
             args.far_end,
-            &["--profile", &args.test, "--duration", &args.duration.to_string()],
+            &[
+                "--profile",
+                &args.test,
+                "--duration",
+                &args.duration.to_string(),
+            ],
             &dir,
             exe,
         )?;
