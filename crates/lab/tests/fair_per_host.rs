@@ -67,8 +67,10 @@ fn measure(family: Family, nat: bool, setup: Setup) -> Outcome {
         nat,
         load_s: LOAD_S,
     };
-    let o =
-        run(&scenario, setup, &tools()).unwrap_or_else(|e| panic!("{scenario:?} {setup:?}: {e}"));
+    let tools = tools();
+    let result = run(&scenario, setup, &tools);
+    let _ = std::fs::remove_dir_all(&tools.work);
+    let o = result.unwrap_or_else(|e| panic!("{scenario:?} {setup:?}: {e}"));
     eprintln!(
         "{} nat={nat} {}: a's share down {:.2} up {:.2}; a {:.1}/{:.1} b {:.1}/{:.1} Mbit/s; ping loaded {:?} ms; {}",
         family.name(),
