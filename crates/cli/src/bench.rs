@@ -31,6 +31,9 @@ pub enum BenchCommand {
     /// The stock far ends against their own clients on one shaped link: goodput against
     /// iperf3's client, UDP round trips against irtt's, the web server test's RPM and CPU.
     FarEnds(FarEndsBench),
+    /// Per-host fairness behind NAT (one stream against eight, IPv4 and IPv6, medians) for
+    /// unbloat's default, sqm-scripts' default and per-flow isolation; and cake's NAT lookup cost.
+    Fair(crate::hosts::FairBenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -66,6 +69,7 @@ pub fn bench(cmd: &BenchCommand) -> Result<(), Failure> {
         BenchCommand::Measure(a) => crate::lab::measure_bench(a),
         BenchCommand::Lab(a) => crate::lab::lab_bench(a),
         BenchCommand::FarEnds(a) => far_ends_bench(a),
+        BenchCommand::Fair(a) => crate::hosts::bench_fair(a),
     }
 }
 
@@ -240,6 +244,7 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
         shaper.start(&[Request {
             plan: plan.clone(),
             options: opts_json,
+            fairness: None,
         }])?;
         let changes = 200;
         let t = Instant::now();
@@ -253,6 +258,7 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
             shaper.set_rate(&Request {
                 plan: p,
                 options: serde_json::to_value(&o)?,
+                fairness: None,
             })?;
         }
         row.set_rate_library = Some(t.elapsed() / changes as u32);
@@ -349,6 +355,7 @@ fn udp_through_rate_changes(
             Ok(Request {
                 plan: Plan::build(&Spec::new("benchwan".parse()?, &o)?),
                 options: serde_json::to_value(&o)?,
+                fairness: None,
             })
         };
         let drops = || -> anyhow::Result<u64> {

@@ -41,13 +41,18 @@ pub struct ShapeFlags {
     /// cake's DSCP tins: besteffort (default: one tin), diffserv3, diffserv4, diffserv8, precedence.
     #[arg(long, value_name = "MODE", help_heading = "Queueing")]
     pub diffserv: Option<Diffserv>,
-    /// Flow isolation: triple-isolate (default), dual-host (fair per LAN host: dual-srchost up,
-    /// dual-dsthost down), hosts, flows, srchost, dsthost, dual-srchost, dual-dsthost, flowblind.
+    /// Flow isolation: dual-host (fair per LAN host: dual-srchost up, dual-dsthost down; the
+    /// default on a machine that forwards), triple-isolate (the default on one that does not),
+    /// hosts, flows, srchost, dsthost, dual-srchost, dual-dsthost, flowblind.
     #[arg(long, value_name = "MODE", help_heading = "Queueing")]
     pub isolation: Option<Isolation>,
-    /// Look up NAT to find the real LAN hosts (use on the router that does NAT).
-    #[arg(long, help_heading = "Queueing")]
+    /// Look up NAT to find the real LAN hosts. The default: on when this machine masquerades or
+    /// source-NATs out of the interface (nftables or iptables), off otherwise.
+    #[arg(long, help_heading = "Queueing", conflicts_with = "no_nat")]
     pub nat: bool,
+    /// Never look up NAT, even where this machine masquerades.
+    #[arg(long, help_heading = "Queueing")]
+    pub no_nat: bool,
     /// Clear DSCP marks of incoming traffic (the ISP's marks mean nothing on your LAN).
     #[arg(long, help_heading = "Queueing")]
     pub wash: bool,
@@ -149,7 +154,11 @@ impl ShapeFlags {
             framing: self.framing,
             vlan: self.vlan,
             isolation: self.isolation,
-            nat: on(self.nat),
+            nat: if self.no_nat {
+                Some(false)
+            } else {
+                on(self.nat)
+            },
             diffserv: self.diffserv,
             wash: on(self.wash),
             ack_filter: self

@@ -6,6 +6,7 @@
 
 mod bench;
 mod flags;
+mod hosts;
 mod kernel;
 mod lab;
 mod measure;
@@ -75,6 +76,9 @@ enum Command {
     Plot(unbloat_report::files::PlotArgs),
     /// Build an emulated bloated access network and compare strategies on it.
     Lab(lab::LabCmd),
+    /// Two LAN hosts behind a masquerading router, one stream against eight each way: each
+    /// host's share and ping for no shaping, sqm-scripts' default and unbloat (IPv4 and IPv6).
+    LabHosts(hosts::LabHostsArgs),
     /// Benchmarks of unbloat itself (start, status) and of its measurements.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -126,6 +130,7 @@ fn main() {
         Command::Serve(a) => unbloat_measure::run_serve(&a).map_err(Failure::from),
         Command::Plot(a) => unbloat_report::files::run_plot(&a).map_err(Failure::from),
         Command::Lab(a) => lab::lab(&a),
+        Command::LabHosts(a) => hosts::lab_hosts(&a),
         Command::Bench(b) => bench::bench(&b),
         Command::Kernel(a) => kernel::run(&a),
     };

@@ -9,16 +9,18 @@ use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use unbloat_shaper::config::ConfigFile;
+use unbloat_shaper::fairness;
 use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::plan::Plan;
 use unbloat_shaper::spec::{parse_iface, Spec};
 use unbloat_shaper::status::{render_text, Status};
 use unbloat_shaper::tcjson::{LiveState, LiveTexts};
 use unbloat_system::apply::{Outcome, Request, Shaper};
+use unbloat_system::hostnet;
 use unbloat_system::recover::Recovery;
 use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::StateDir;
-use unbloat_units::Rate;
+use unbloat_units::{IfName, Rate};
 
 pub const DEFAULT_CONFIG: &str = "/etc/unbloat/unbloat.toml";
 
@@ -160,8 +162,33 @@ pub enum ConfigCommand {
     },
 }
 
-/// The plans asked for: one per interface, from flags over the config file.
-fn plans(args: &PlanArgs) -> Result<Vec<(Plan, ShapeOptions)>, Failure> {
+/// One interface's plan, the options it was built from (the fairness defaults under the
+/// user's), and the line that says how it is fair.
+struct Planned {
+    plan: Plan,
+    opts: ShapeOptions,
+    fairness: String,
+}
+
+/// The fairness defaults of this machine under `user`'s options, the spec they make, and its
+/// line. The machine is read only when it matters: cake, and nothing the user said already.
+fn with_fairness(iface: IfName, user: &ShapeOptions) -> Result<Planned, Failure> {
+    let qdisc = user.qdisc.unwrap_or_default();
+    let runner = SystemRunner::from_env();
+    let machine = hostnet::read_machine(&runner, Path::new("/proc"), iface.as_str());
+    let f = fairness::decide(iface.as_str(), qdisc, &machine);
+    let opts = ShapeOptions::merge(&f.defaults(), user);
+    let spec = checked(Spec::new(iface, &opts).map_err(invalid)?)?;
+    Ok(Planned {
+        fairness: fairness::line(&spec, &f, user),
+        plan: Plan::build(&spec),
+        opts,
+    })
+}
+
+/// The plans asked for: one per interface, from flags over the config file, over the fairness
+/// defaults of this machine.
+fn plans(args: &PlanArgs) -> Result<Vec<Planned>, Failure> {
     let flag_opts = args.flags.to_options().map_err(|e| invalid(anyhow!(e)))?;
     let explicit = args.config.is_some();
     let path = args
@@ -192,10 +219,9 @@ fn plans(args: &PlanArgs) -> Result<Vec<(Plan, ShapeOptions)>, Failure> {
                 )));
             }
             let opts = ShapeOptions::merge(&base, &flag_opts);
-            out.push((
-                Plan::build(&checked(Spec::new(iface, &opts).map_err(invalid)?)?),
-                opts,
-            ));
+            // The user's options alone first: their errors name what the user said.
+            checked(Spec::new(iface.clone(), &opts).map_err(invalid)?)?;
+            out.push(with_fairness(iface, &opts)?);
         }
         None => {
             let Some(config) = config else {
@@ -213,7 +239,7 @@ fn plans(args: &PlanArgs) -> Result<Vec<(Plan, ShapeOptions)>, Failure> {
                 .map(checked)
                 .collect::<Result<Vec<_>, _>>()?;
             for (spec, i) in specs.iter().zip(&config.interfaces) {
-                out.push((Plan::build(spec), i.options.clone()));
+                out.push(with_fairness(spec.wan.clone(), &i.options)?);
             }
         }
     }
@@ -243,11 +269,13 @@ fn link_speed(iface: &str) -> Option<Rate> {
 }
 
 pub fn plan(args: &PlanArgs) -> Result<(), Failure> {
-    for (plan, _) in plans(args)? {
+    for p in plans(args)? {
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&plan)?);
+            println!("{}", serde_json::to_string_pretty(&p.plan)?);
+            eprintln!("unbloat: {}: {}", p.plan.wan, p.fairness);
         } else {
-            print!("{}", plan.render_shell());
+            println!("# {}: {}", p.plan.wan, p.fairness);
+            print!("{}", p.plan.render_shell());
         }
     }
     Ok(())
@@ -260,8 +288,9 @@ pub fn live_state(wan: &str, t: &LiveTexts) -> anyhow::Result<LiveState> {
 pub fn start(args: &StartArgs) -> Result<(), Failure> {
     let plans = plans(&args.plan)?;
     if args.dry_run {
-        for (plan, _) in &plans {
-            print!("{}", plan.render_shell());
+        for p in &plans {
+            println!("# {}: {}", p.plan.wan, p.fairness);
+            print!("{}", p.plan.render_shell());
         }
         return Ok(());
     }
@@ -270,9 +299,10 @@ pub fn start(args: &StartArgs) -> Result<(), Failure> {
     shaper.confirm = args.confirm;
     let reqs: Vec<Request> = plans
         .iter()
-        .map(|(plan, opts)| Request {
-            plan: plan.clone(),
-            options: serde_json::to_value(opts).unwrap_or_default(),
+        .map(|p| Request {
+            plan: p.plan.clone(),
+            options: serde_json::to_value(&p.opts).unwrap_or_default(),
+            fairness: Some(p.fairness.clone()),
         })
         .collect();
     let names: Vec<String> = reqs.iter().map(|r| r.plan.wan.to_string()).collect();
@@ -280,7 +310,7 @@ pub fn start(args: &StartArgs) -> Result<(), Failure> {
     let outcomes = shaper
         .start(&reqs)
         .with_context(|| format!("cannot shape {}", names.join(", ")))?;
-    for ((plan, _), outcome) in plans.iter().zip(&outcomes) {
+    for (Planned { plan, fairness, .. }, outcome) in plans.iter().zip(&outcomes) {
         match outcome {
             Outcome::Applied { replaced, in_place } => {
                 let how = match (replaced, in_place) {
@@ -302,6 +332,7 @@ pub fn start(args: &StartArgs) -> Result<(), Failure> {
                 plan.wan
             ),
         }
+        eprintln!("unbloat: {}: {fairness}", plan.wan);
         if args.plan.json {
             println!(
                 "{}",
@@ -443,6 +474,7 @@ pub fn set_rate(args: &SetRateArgs) -> Result<(), Failure> {
     let req = Request {
         plan,
         options: serde_json::to_value(&opts).unwrap_or_default(),
+        fairness: record.fairness.clone(),
     };
     let outcome = shaper
         .set_rate(&req)
@@ -631,7 +663,9 @@ fn status_of(shaper: &Shaper, state: &StateDir, iface: &str) -> Result<Status, F
     let name = parse_iface(iface).map_err(invalid)?;
     let texts = shaper.read_live(&name, ifb.as_ref())?;
     let live = live_state(iface, &texts)?;
-    Ok(Status::from_live(&live, plan))
+    let mut status = Status::from_live(&live, plan);
+    status.fairness = record.and_then(|r| r.fairness);
+    Ok(status)
 }
 
 pub fn config(cmd: &ConfigCommand) -> Result<(), Failure> {

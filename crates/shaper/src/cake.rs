@@ -11,11 +11,14 @@
 //!   little, and under diffserv3 a marked bulk flow takes the voice tin's priority: with rrul's
 //!   EF and CS5 streams, best-effort probes waited behind them (adsl p50 30 ms against 21 ms,
 //!   vdsl2 p99 19 ms against 9 ms). `--diffserv diffserv3` (or 4, 8) for a network that marks.
-//! - `triple-isolate` unless told: fair between hosts on both sides without knowing which side is
-//!   the LAN. `dual-host` (dual-srchost egress, dual-dsthost ingress) is better on a NAT router.
-//! - `nonat` unless told: the NAT lookup only helps on the machine that does the NAT (conntrack),
-//!   and unbloat cannot know from the options whether this is that machine (a laptop, a bridge, a
-//!   router behind the ISP's router). A spec warning says so when host isolation is asked for.
+//! - Isolation and `nat` follow the machine unless told ([`crate::fairness`], issue 18): on a
+//!   router (IPv4 or IPv6 forwarding on) `dual-host` (dual-srchost egress, dual-dsthost ingress),
+//!   with `nat` when it masquerades or source-NATs out of the WAN, so a host's one stream keeps
+//!   its half against another host's eight even when all go to one far end (where
+//!   `triple-isolate` folds the hosts into one); on a machine that forwards nothing, cake's own
+//!   `triple-isolate` and `nonat` (the NAT lookup only helps where conntrack holds the
+//!   translation). The options here are the user's merged over those defaults; a spec warning
+//!   says when host isolation is asked for with nat neither on nor explicitly off.
 //! - `ingress` mode on the IFB side from 4 Mbit/s (seed 001's slow-link line): drops count
 //!   against the rate, so the backlog in the ISP's buffer drains sooner after a burst (vdsl2 p99
 //!   9 ms against 21 ms without). Below it TCP runs on windows of a few packets and needs drops

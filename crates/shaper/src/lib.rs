@@ -18,6 +18,8 @@
 //! - [`plan`]: the typed operations ([`plan::Plan`], [`plan::Step`]), built from a spec by calling
 //!   the per-qdisc builders (it re-exports [`model`]'s types for callers); [`script`]: the `ip` argv
 //!   and `tc -batch` text, and the shell rendering for `unbloat plan` / `start --dry-run`.
+//! - [`fairness`]: what the machine looks like (forwarding, NAT on the WAN) -> cake's isolation
+//!   and `nat` defaults, and the one line `plan` and `status` show about them.
 //! - [`clip`]: user text in error messages cut to [`clip::MAX_ECHO`] characters, everywhere.
 //! - [`tcjson`], [`verify`], [`status`], [`goodput`]: the model of `tc -j -s` output, the
 //!   comparison of a plan with the live state, the status view and the goodput formula.
@@ -25,6 +27,7 @@
 pub mod cake;
 pub mod clip;
 pub mod config;
+pub mod fairness;
 pub mod fq_codel;
 pub mod htb;
 pub mod ifb;

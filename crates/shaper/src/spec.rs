@@ -330,7 +330,13 @@ fn direction(
     let shaper = match qdisc {
         Qdisc::Cake => {
             let p = cake::params(rate, o, dir, link)?;
-            if p.flow_mode.is_per_host() && p.flow_mode != FlowMode::TripleIsolate && !p.nat {
+            // An explicit `nonat` (the user's, or the fairness default of a router found without
+            // NAT) is a decision, not an oversight.
+            if p.flow_mode.is_per_host()
+                && p.flow_mode != FlowMode::TripleIsolate
+                && !p.nat
+                && o.nat != Some(false)
+            {
                 warnings.push(format!(
                     "{dir}: isolation {} without --nat: if this machine does the NAT, all LAN hosts look like one; add --nat",
                     p.flow_mode.keyword()

@@ -41,6 +41,10 @@ pub struct Status {
     pub egress: Option<Side>,
     /// Download: the IFB's root qdisc, when there is one.
     pub ingress: Option<Side>,
+    /// How the setup is fair, as `start` decided and recorded it: `per-host fair (dual-srchost
+    /// up, dual-dsthost down, nat): masquerade on eth0 (nftables)`. Set by the caller.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<String>,
 }
 
 /// One direction's shaper.
@@ -199,6 +203,7 @@ impl Status {
             summary,
             egress,
             ingress,
+            fairness: None,
         }
     }
 }

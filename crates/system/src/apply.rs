@@ -47,6 +47,8 @@ use unbloat_units::IfName;
 pub struct Request {
     pub plan: Plan,
     pub options: serde_json::Value,
+    /// The fairness line recorded for `status` ([`unbloat_shaper::fairness::line`]).
+    pub fairness: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -256,10 +258,10 @@ impl<'r> Shaper<'r> {
         let entries = work
             .iter()
             .map(|w| {
-                w.entry(Some(ShapedState::new(
-                    w.req.plan.clone(),
-                    w.req.options.clone(),
-                )))
+                w.entry(Some(
+                    ShapedState::new(w.req.plan.clone(), w.req.options.clone())
+                        .with_fairness(w.req.fairness.clone()),
+                ))
             })
             .collect();
         let in_place = self.run(

@@ -5,6 +5,8 @@
 //!   ([`runner::RecordingRunner`]) implementation.
 //! - [`probe`]: what the kernel and iproute2 here can do, tried for real in a throw-away network
 //!   namespace, and what to do about what is missing.
+//! - [`hostnet`]: whether this machine forwards and NATs out of a WAN device (sysctls, nftables,
+//!   iptables), for cake's fairness defaults.
 //! - [`kernel`]: a kernel that has every qdisc a piece of work needs (the host's, or User-Mode
 //!   Linux), to run commands and tests in.
 //! - [`rtnl`]: links, qdisc snapshots and cake's rate over rtnetlink, without a process.
@@ -14,6 +16,7 @@
 //!   [`recover`]y from it after a crash; one transaction [`lock`]; the [`state`] records (typed
 //!   plans) of what unbloat created.
 pub mod apply;
+pub mod hostnet;
 pub mod journal;
 pub mod kernel;
 pub mod live;

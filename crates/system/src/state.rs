@@ -45,6 +45,11 @@ pub struct ShapedState {
     /// What unbloat created, as the kernel must hold it (updated by `set-rate`).
     pub plan: Plan,
     pub applied_at_unix: u64,
+    /// The one line on fairness that `status` repeats ("per-host fair (...): masquerade on eth0
+    /// (nftables)"), as `start` decided it. Optional, so records written before it read as
+    /// they are (no version bump: no field changed meaning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<String>,
 }
 
 impl ShapedState {
@@ -55,7 +60,14 @@ impl ShapedState {
             options,
             plan,
             applied_at_unix: now_unix(),
+            fairness: None,
         }
+    }
+
+    /// The same record with the fairness line `status` shows.
+    pub fn with_fairness(mut self, line: Option<String>) -> ShapedState {
+        self.fairness = line;
+        self
     }
 }
 

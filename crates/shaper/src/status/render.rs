@@ -50,6 +50,9 @@ fn trim(s: String) -> String {
 pub fn render_text(s: &Status) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", s.summary);
+    if let Some(f) = &s.fairness {
+        let _ = writeln!(out, "fairness: {f}");
+    }
     for side in [&s.egress, &s.ingress].into_iter().flatten() {
         out.push('\n');
         render_side(&mut out, side);

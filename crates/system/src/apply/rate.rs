@@ -68,7 +68,8 @@ impl Shaper<'_> {
             orphan_ifb: None,
             before,
         }];
-        let next = ShapedState::new(req.plan.clone(), req.options.clone());
+        let next = ShapedState::new(req.plan.clone(), req.options.clone())
+            .with_fairness(req.fairness.clone());
         let journal = Journal::new(vec![work[0].entry(Some(next))]);
         match fast {
             Some(changes) => {

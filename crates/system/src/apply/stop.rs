@@ -74,6 +74,7 @@ impl Shaper<'_> {
                 req: Request {
                     plan: remove,
                     options: serde_json::Value::Null,
+                    fairness: None,
                 },
                 previous: Some(prev),
                 effective: None,

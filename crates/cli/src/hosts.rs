@@ -1,0 +1,372 @@
+//! `unbloat lab-hosts` and `unbloat bench fair`: two LAN hosts behind a masquerading router
+//! (unbloat_lab::hosts), one stream against eight each way. The lab shows each setup once with
+//! plots; the benchmark repeats the fairness runs and reports medians, and measures what cake's
+//! NAT lookup costs. Both boot User-Mode Linux when this kernel lacks cake, and re-run there.
+
+use crate::Failure;
+use anyhow::{anyhow, Context};
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
+use unbloat_lab::hosts::{self, Family, NatCost, Outcome, Scenario, Setup, Tools};
+use unbloat_system::kernel::{in_guest, GuestOptions, Kernel};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Families {
+    Ipv4,
+    Ipv6,
+    Both,
+}
+
+impl Families {
+    fn list(self) -> Vec<Family> {
+        match self {
+            Families::Ipv4 => vec![Family::Ipv4],
+            Families::Ipv6 => vec![Family::Ipv6],
+            Families::Both => vec![Family::Ipv4, Family::Ipv6],
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct LabHostsArgs {
+    /// Report directory (index.html, hosts.json, one SVG per run).
+    #[arg(long, default_value = "report-hosts")]
+    pub out: PathBuf,
+    /// Seconds of load per run.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(6..=300))]
+    pub duration: u32,
+    /// IPv4 (masqueraded), IPv6 (routed) or both.
+    #[arg(long, value_enum, default_value_t = Families::Both)]
+    pub family: Families,
+    /// sqm-scripts' source (default: ../shared/peers/sqm-scripts above here or the binary).
+    #[arg(long, value_name = "DIR")]
+    pub sqm_scripts: Option<PathBuf>,
+    /// Internal: already in a kernel with cake.
+    #[arg(long, hide = true)]
+    pub inside: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct FairBenchArgs {
+    /// Runs per setup and family; the median is reported.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub runs: u32,
+    /// Seconds of load per run.
+    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(6..=300))]
+    pub duration: u32,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// sqm-scripts' source (default: ../shared/peers/sqm-scripts above here or the binary).
+    #[arg(long, value_name = "DIR")]
+    pub sqm_scripts: Option<PathBuf>,
+    /// Internal: already in a kernel with cake.
+    #[arg(long, hide = true)]
+    pub inside: bool,
+}
+
+const NEEDS: &[&str] = &["cake", "htb", "netem", "ingress"];
+
+/// Re-runs this command inside a kernel with cake when this one lacks it; Some(()) if it did.
+fn in_kernel(argv_tail: &[String], minutes: u64) -> Result<Option<()>, Failure> {
+    if in_guest() {
+        return Ok(None);
+    }
+    let kernel = Kernel::detect(NEEDS)?;
+    if kernel == Kernel::Host {
+        return Ok(None);
+    }
+    eprintln!(
+        "unbloat: this kernel lacks cake; running in {}",
+        kernel.describe()
+    );
+    let mut argv = vec![std::env::current_exe()?.display().to_string()];
+    argv.extend(argv_tail.iter().cloned());
+    argv.push("--inside".into());
+    let opts = GuestOptions {
+        timeout: Duration::from_secs(60 * minutes),
+        stream: true,
+        ..GuestOptions::default()
+    };
+    let out = kernel.run(&argv, &opts)?;
+    if out.status != 0 {
+        return Err(anyhow!("failed in {} (status {})", kernel.describe(), out.status).into());
+    }
+    Ok(Some(()))
+}
+
+fn tools(sqm: &Option<PathBuf>) -> Result<Tools, Failure> {
+    let exe = std::env::current_exe()?;
+    let sqm_scripts = match sqm {
+        Some(d) => Some(std::path::absolute(d)?),
+        None => std::env::current_dir()
+            .ok()
+            .and_then(|d| hosts::find_sqm_scripts(&d))
+            .or_else(|| hosts::find_sqm_scripts(&exe)),
+    };
+    if sqm_scripts.is_none() {
+        eprintln!(
+            "unbloat: sqm-scripts' source not found (--sqm-scripts DIR); its row is left out"
+        );
+    }
+    let work = std::env::temp_dir().join(format!("unbloat-hosts-{}", std::process::id()));
+    Ok(Tools {
+        unbloat: exe,
+        sqm_scripts,
+        work,
+    })
+}
+
+fn setups(tools: &Tools) -> Vec<Setup> {
+    Setup::ALL
+        .into_iter()
+        .filter(|s| *s != Setup::SqmDefault || tools.sqm_scripts.is_some())
+        .collect()
+}
+
+fn row(o: &Outcome) -> String {
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
+    format!(
+        "{:<5} {:<26} {:>5.2} {:>5.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>6} {:>7} {:>6}",
+        o.scenario.family.name(),
+        o.setup.name(),
+        o.share_down,
+        o.share_up,
+        o.a.down_bps / 1e6,
+        o.b.down_bps / 1e6,
+        o.a.up_bps / 1e6,
+        o.b.up_bps / 1e6,
+        ms(o.ping_idle_ms),
+        ms(o.ping_loaded_ms),
+        ms(o.ping_loaded_p90_ms),
+    )
+}
+
+const HEADER: &str = "family setup                     a/down  a/up  a down  b down    a up    b up   idle  loaded    p90\n                                  share share  Mbit/s  Mbit/s  Mbit/s  Mbit/s  ping ms ping ms     ms";
+
+/// `unbloat lab-hosts`.
+pub fn lab_hosts(args: &LabHostsArgs) -> Result<(), Failure> {
+    if !args.inside {
+        std::fs::create_dir_all(&args.out)
+            .with_context(|| format!("cannot create {}", args.out.display()))?;
+        let out = std::path::absolute(&args.out)?;
+        let mut tail = vec![
+            "lab-hosts".to_string(),
+            "--out".into(),
+            out.display().to_string(),
+            "--duration".into(),
+            args.duration.to_string(),
+            "--family".into(),
+            format!("{:?}", args.family).to_lowercase(),
+        ];
+        if let Some(d) = &args.sqm_scripts {
+            tail.extend([
+                "--sqm-scripts".into(),
+                std::path::absolute(d)?.display().to_string(),
+            ]);
+        }
+        if in_kernel(&tail, 30)?.is_some() {
+            return Ok(());
+        }
+    }
+    let tools = tools(&args.sqm_scripts)?;
+    std::fs::create_dir_all(&args.out)?;
+    let mut all = vec![];
+    println!("two LAN hosts, a: 1 stream each way, b: {} each way; link 20/5 Mbit/s, shaped at 95 %; fair share is 0.50\n{HEADER}", hosts::B_FLOWS);
+    for family in args.family.list() {
+        for setup in setups(&tools) {
+            let scenario = Scenario {
+                family,
+                nat: true,
+                load_s: args.duration,
+            };
+            let o = hosts::run(&scenario, setup, &tools)
+                .with_context(|| format!("{} over {}", setup.name(), family.name()))?;
+            println!("{}", row(&o));
+            if let Some(f) = &o.fairness {
+                println!("      {f}");
+            }
+            let name = svg_name(&o);
+            std::fs::write(args.out.join(&name), hosts::plot(&o))?;
+            all.push(o);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tools.work);
+    std::fs::write(
+        args.out.join("hosts.json"),
+        serde_json::to_string_pretty(&all)?,
+    )?;
+    std::fs::write(args.out.join("index.html"), html(&all))?;
+    println!("report: {}", args.out.join("index.html").display());
+    Ok(())
+}
+
+fn svg_name(o: &Outcome) -> String {
+    let setup: String = o
+        .setup
+        .name()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    format!("{}-{setup}.svg", o.scenario.family.name().to_lowercase())
+}
+
+fn html(all: &[Outcome]) -> String {
+    let mut s = String::from("<!doctype html><meta charset=utf-8><title>unbloat lab: two hosts</title><h1>Two LAN hosts behind one router</h1><p>Host a runs one TCP stream each way, host b eight, all to one server; the router masquerades IPv4 (IPv6 is routed). 20/5 Mbit/s link with a 1000-packet modem FIFO, shapers at 95 %. Fair is a share of 0.50.</p><table border=1 cellpadding=4><tr><th>family<th>setup<th>a's share down<th>a's share up<th>ping idle ms<th>ping loaded ms (p50 / p90)<th>unbloat said</tr>");
+    for o in all {
+        let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
+        s += &format!(
+            "<tr><td>{}<td>{}<td>{:.2}<td>{:.2}<td>{}<td>{} / {}<td>{}</tr>",
+            o.scenario.family.name(),
+            o.setup.name(),
+            o.share_down,
+            o.share_up,
+            ms(o.ping_idle_ms),
+            ms(o.ping_loaded_ms),
+            ms(o.ping_loaded_p90_ms),
+            o.fairness.as_deref().unwrap_or("")
+        );
+    }
+    s += "</table>";
+    for o in all {
+        s += &format!("<p><img src=\"{}\">", svg_name(o));
+    }
+    s
+}
+
+/// `unbloat bench fair`.
+pub fn bench_fair(args: &FairBenchArgs) -> Result<(), Failure> {
+    if !args.inside {
+        let mut tail = vec![
+            "bench".to_string(),
+            "fair".into(),
+            "--runs".into(),
+            args.runs.to_string(),
+            "--duration".into(),
+            args.duration.to_string(),
+        ];
+        if args.json {
+            tail.push("--json".into());
+        }
+        if let Some(d) = &args.sqm_scripts {
+            tail.extend([
+                "--sqm-scripts".into(),
+                std::path::absolute(d)?.display().to_string(),
+            ]);
+        }
+        if in_kernel(&tail, 90)?.is_some() {
+            return Ok(());
+        }
+    }
+    let tools = tools(&args.sqm_scripts)?;
+    let mut rows = vec![];
+    for family in [Family::Ipv4, Family::Ipv6] {
+        for setup in setups(&tools).into_iter().filter(|s| *s != Setup::None) {
+            let scenario = Scenario {
+                family,
+                nat: true,
+                load_s: args.duration,
+            };
+            let mut runs = vec![];
+            for _ in 0..args.runs {
+                let o = hosts::run(&scenario, setup, &tools)
+                    .with_context(|| format!("{} over {}", setup.name(), family.name()))?;
+                if !args.json {
+                    eprintln!("  {}", row(&o));
+                }
+                runs.push(o);
+            }
+            rows.push(Median::of(&runs));
+        }
+    }
+    let mut costs: Vec<NatCost> = vec![];
+    for _ in 0..args.runs {
+        costs.push(hosts::nat_cost(args.duration.min(10))?);
+    }
+    let _ = std::fs::remove_dir_all(&tools.work);
+    let med = |f: fn(&NatCost) -> f64| {
+        hosts::quantile(&costs.iter().map(f).collect::<Vec<_>>(), 0.5).unwrap_or(f64::NAN)
+    };
+    let cost = NatCost {
+        nat_bps: med(|c| c.nat_bps),
+        nonat_bps: med(|c| c.nonat_bps),
+        nat_pps: med(|c| c.nat_pps),
+        nonat_pps: med(|c| c.nonat_pps),
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({"runs": args.runs, "fairness": rows, "nat_cost": cost, "nat_cost_ns_per_packet": cost.ns_per_packet()})
+        );
+        return Ok(());
+    }
+    println!(
+        "\nmedians of {} runs, {} s of load each; host a: 1 stream each way, host b: {}; fair share is 0.50",
+        args.runs,
+        args.duration,
+        hosts::B_FLOWS
+    );
+    println!("family setup                      a's share down (range)  a's share up (range)  a's ping loaded p50/p90 ms (idle)");
+    for r in &rows {
+        println!(
+            "{:<6} {:<26} {:.2} ({:.2}-{:.2})         {:.2} ({:.2}-{:.2})        {:.0} / {:.0} ({:.0})",
+            r.family.name(),
+            r.setup.name(),
+            r.share_down.0,
+            r.share_down.1,
+            r.share_down.2,
+            r.share_up.0,
+            r.share_up.1,
+            r.share_up.2,
+            r.ping_loaded,
+            r.ping_p90,
+            r.ping_idle
+        );
+    }
+    println!(
+        "\ncake's NAT lookup (cake bandwidth 10gbit dual-srchost, 8 streams through the masquerade; the highest rate it holds):\n  nonat {:.0} Mbit/s ({:.0} packets/s), nat {:.0} Mbit/s ({:.0} packets/s): {:+.0} ns per packet",
+        cost.nonat_bps / 1e6,
+        cost.nonat_pps,
+        cost.nat_bps / 1e6,
+        cost.nat_pps,
+        cost.ns_per_packet()
+    );
+    Ok(())
+}
+
+/// Median and range over runs of one setup and family.
+#[derive(Debug, serde::Serialize)]
+struct Median {
+    family: Family,
+    setup: Setup,
+    /// (median, min, max)
+    share_down: (f64, f64, f64),
+    share_up: (f64, f64, f64),
+    ping_idle: f64,
+    ping_loaded: f64,
+    ping_p90: f64,
+}
+
+impl Median {
+    fn of(runs: &[Outcome]) -> Median {
+        let stat = |f: &dyn Fn(&Outcome) -> f64| {
+            let v: Vec<f64> = runs.iter().map(f).collect();
+            (
+                hosts::quantile(&v, 0.5).unwrap_or(f64::NAN),
+                v.iter().copied().fold(f64::INFINITY, f64::min),
+                v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            )
+        };
+        let nan = f64::NAN;
+        Median {
+            family: runs[0].scenario.family,
+            setup: runs[0].setup,
+            share_down: stat(&|o| o.share_down),
+            share_up: stat(&|o| o.share_up),
+            ping_idle: stat(&|o| o.ping_idle_ms.unwrap_or(nan)).0,
+            ping_loaded: stat(&|o| o.ping_loaded_ms.unwrap_or(nan)).0,
+            ping_p90: stat(&|o| o.ping_loaded_p90_ms.unwrap_or(nan)).0,
+        }
+    }
+}

@@ -1,0 +1,881 @@
+//! Two LAN hosts behind one router (issue 18): is the link shared per host or per flow?
+//!
+//! ```text
+//!  a [eth0]--[lana0                     ]
+//!            [        ROUTER      wan0  ]--[cpe0  MODEM  isp0]--[eth0  SERVER]
+//!  b [eth0]--[lanb0  (masquerade        ]   HTB 20/5 Mbit +      netem 20 ms
+//!                     on wan0)              1000-packet FIFOs    20 ms base RTT
+//! 10.78.1.0/24, 10.78.2.0/24 | 10.78.3.0/24 |  10.78.4.0/24;  IPv6 fd78:K::/64 (routed, no NAT)
+//! ```
+//!
+//! Host a runs one TCP stream each way, host b eight each way (iperf3 `--bidir`), all to the same
+//! server, as a speed test or a CDN would see them: the case where cake's `triple-isolate` folds
+//! both hosts into one, because they share their one destination. The router masquerades IPv4
+//! out of `wan0` (iptables-legacy, which Debian's User-Mode Linux kernel supports; nftables'
+//! `ip` family is not built there), or forwards without NAT ([`Scenario::nat`] false, the server
+//! then routes back to the LAN), and forwards IPv6 without NAT. Each [`Setup`] is applied to the
+//! router's `wan0` as its user would: nothing, the real sqm-scripts with OpenWrt's defaults
+//! (piece_of_cake, `diffserv3 nat` + `besteffort`: cake's `triple-isolate`), `unbloat start`
+//! with `--isolation flows`, and `unbloat start` with only the rates.
+//!
+//! Measured: each host's goodput each way (iperf3's half-second intervals after the first 2 s of
+//! ramp, and without the last, the streams' flush), host a's share of the two hosts' total (fair is 0.50), and host a's ping to the server
+//! idle and under the load (median and 90th percentile).
+//!
+//! [`nat_cost`] measures what cake's NAT lookup costs per packet: the highest rate a cake with
+//! no reachable bandwidth limit forwards through the masquerading router (eight streams from a to
+//! the server, no modem bottleneck), with `nat` and with `nonat`, on the same kernel.
+//!
+//! Everything runs in the kernel of the calling process (the caller boots User-Mode Linux when
+//! the host lacks cake); names are unique per run, and [`Net`] removes its namespaces and the
+//! processes it started when dropped.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+use unbloat_report::plot::axis::{color, draw_axes, legend, nice_range, Frame, LegendEntry};
+use unbloat_report::plot::svg::{Anchor, Svg};
+use unbloat_system::runner::{Cmd, Runner, SystemRunner};
+use unbloat_units::Rate;
+
+/// The issue's link: 20 Mbit/s down, 5 Mbit/s up.
+pub const LINK_DOWN: Rate = Rate::from_mbit(20);
+pub const LINK_UP: Rate = Rate::from_mbit(5);
+/// Shapers run at 95 % of the link (seed 001), as in the lab.
+pub const SHAPE_PERCENT: u64 = 95;
+/// iperf3's ramp (slow start, the first windows in the FIFO) is left out of the shares.
+pub const RAMP_S: f64 = 2.0;
+/// Host b's streams each way; host a has one.
+pub const B_FLOWS: u32 = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    Ipv4,
+    Ipv6,
+}
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Ipv4 => "IPv4",
+            Family::Ipv6 => "IPv6",
+        }
+    }
+}
+
+/// What the router's WAN gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Setup {
+    None,
+    /// The real sqm-scripts, OpenWrt's default recipe and options (piece_of_cake.qos, cake).
+    SqmDefault,
+    /// `unbloat start wan0 --down D --up U --isolation flows`.
+    UnbloatFlows,
+    /// `unbloat start wan0 --down D --up U`.
+    UnbloatDefault,
+}
+
+impl Setup {
+    pub const ALL: [Setup; 4] = [
+        Setup::None,
+        Setup::SqmDefault,
+        Setup::UnbloatFlows,
+        Setup::UnbloatDefault,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Setup::None => "none",
+            Setup::SqmDefault => "sqm-scripts default",
+            Setup::UnbloatFlows => "unbloat --isolation flows",
+            Setup::UnbloatDefault => "unbloat default",
+        }
+    }
+}
+
+/// One run's conditions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scenario {
+    /// The family of the hosts' traffic to the server.
+    pub family: Family,
+    /// The router masquerades IPv4 out of wan0.
+    pub nat: bool,
+    /// The load's length in seconds (ping and iperf3).
+    pub load_s: u32,
+}
+
+/// The programs a run uses.
+#[derive(Debug, Clone)]
+pub struct Tools {
+    /// The `unbloat` binary.
+    pub unbloat: PathBuf,
+    /// sqm-scripts' source (the directory with `src/start-sqm`), for [`Setup::SqmDefault`].
+    pub sqm_scripts: Option<PathBuf>,
+    /// A directory for the run's files (sqm-scripts' copy, unbloat's run directory).
+    pub work: PathBuf,
+}
+
+/// One host's goodput.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostRun {
+    /// Mean goodput after the ramp, bit/s.
+    pub up_bps: f64,
+    pub down_bps: f64,
+    /// (end of interval in s, bit/s) over the whole load.
+    pub up: Vec<(f64, f64)>,
+    pub down: Vec<(f64, f64)>,
+}
+
+/// What one run measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub setup: Setup,
+    pub scenario: Scenario,
+    pub a: HostRun,
+    pub b: HostRun,
+    /// Host a's share of the two hosts' goodput: 0.5 is fair.
+    pub share_up: f64,
+    pub share_down: f64,
+    pub ping_idle_ms: Option<f64>,
+    pub ping_loaded_ms: Option<f64>,
+    pub ping_loaded_p90_ms: Option<f64>,
+    /// What `unbloat start` said about fairness (unbloat setups).
+    pub fairness: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HostsError {
+    #[error("`{cmd}` failed (status {status}): {stderr}")]
+    Command {
+        cmd: String,
+        status: i32,
+        stderr: String,
+    },
+    #[error("cannot run `{cmd}`: {source}")]
+    Spawn { cmd: String, source: std::io::Error },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("iperf3 of host {host}: {why}")]
+    Iperf { host: char, why: String },
+    #[error("sqm-scripts not found: pass its directory (../shared/peers/sqm-scripts)")]
+    NoSqmScripts,
+}
+
+static RUNS: AtomicU32 = AtomicU32::new(0);
+
+/// The namespaces of one run and the processes started in them; dropped, it removes both.
+pub struct Net {
+    prefix: String,
+    children: Vec<Option<Child>>,
+    runner: SystemRunner,
+}
+
+const NODES: [&str; 5] = ["a", "b", "rtr", "mdm", "srv"];
+
+impl Net {
+    fn ns(&self, node: &str) -> String {
+        format!("{}{node}", self.prefix)
+    }
+
+    fn run(&self, node: Option<&str>, argv: &[&str]) -> Result<String, HostsError> {
+        let mut cmd = Cmd::new("ip");
+        if let Some(n) = node {
+            cmd = cmd.args(["netns", "exec", &self.ns(n)]);
+            cmd = cmd.args(argv.iter().copied());
+        } else {
+            cmd = Cmd::new(argv[0]).args(argv[1..].iter().copied());
+        }
+        let out = self.runner.run(&cmd).map_err(|e| HostsError::Spawn {
+            cmd: cmd.display(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        if !out.success() {
+            return Err(HostsError::Command {
+                cmd: cmd.display(),
+                status: out.status,
+                stderr: out.stderr.trim().to_string(),
+            });
+        }
+        Ok(out.stdout + &out.stderr)
+    }
+
+    fn sh(&self, node: &str, line: &str) -> Result<String, HostsError> {
+        let argv: Vec<&str> = line.split_whitespace().collect();
+        self.run(Some(node), &argv)
+    }
+
+    fn spawn(&mut self, node: &str, argv: &[&str]) -> Result<usize, HostsError> {
+        let ns = self.ns(node);
+        let child = Command::new("ip")
+            .args(["netns", "exec", &ns])
+            .args(argv)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| HostsError::Spawn {
+                cmd: argv.join(" "),
+                source,
+            })?;
+        self.children.push(Some(child));
+        Ok(self.children.len() - 1)
+    }
+
+    /// Waits for a child started by [`Net::spawn`] and returns its stdout.
+    fn wait(&mut self, i: usize) -> Result<String, HostsError> {
+        let Some(child) = self.children[i].take() else {
+            return Ok(String::new());
+        };
+        let out = child.wait_with_output()?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Ends a child started by [`Net::spawn`].
+    fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.children[i].take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Builds the network: see the module's picture. `bottleneck` false leaves the modem
+    /// unshaped (for [`nat_cost`]).
+    pub fn build(nat: bool, bottleneck: bool) -> Result<Net, HostsError> {
+        let prefix = format!(
+            "uf{}x{}",
+            std::process::id(),
+            RUNS.fetch_add(1, Ordering::Relaxed)
+        );
+        let net = Net {
+            prefix,
+            children: vec![],
+            runner: SystemRunner::plain(),
+        };
+        for n in NODES {
+            net.run(None, &["ip", "netns", "add", &net.ns(n)])?;
+            net.sh(n, "ip link set lo up")?;
+        }
+        // (left node, left dev, right node, right dev, subnet K)
+        let links = [
+            ("a", "eth0", "rtr", "lana0", 1),
+            ("b", "eth0", "rtr", "lanb0", 2),
+            ("rtr", "wan0", "mdm", "cpe0", 3),
+            ("mdm", "isp0", "srv", "eth0", 4),
+        ];
+        for (l, ldev, r, rdev, k) in links {
+            let rns = net.ns(r);
+            net.run(
+                Some(l),
+                &[
+                    "ip", "link", "add", ldev, "type", "veth", "peer", "name", rdev, "netns", &rns,
+                ],
+            )?;
+            // Left ends of the LAN links are hosts (.2), the router is .1; elsewhere left is .1.
+            let (lhost, rhost) = if k <= 2 { (2, 1) } else { (1, 2) };
+            for (node, dev, host) in [(l, ldev, lhost), (r, rdev, rhost)] {
+                net.sh(node, &format!("ip link set dev {dev} gso_max_segs 1"))?;
+                net.sh(node, &format!("ip addr add 10.78.{k}.{host}/24 dev {dev}"))?;
+                net.sh(
+                    node,
+                    &format!("ip addr add fd78:{k}::{host}/64 dev {dev} nodad"),
+                )?;
+                net.sh(node, &format!("ip link set dev {dev} up"))?;
+            }
+        }
+        for (node, k) in [("a", 1), ("b", 2)] {
+            net.sh(node, &format!("ip route add default via 10.78.{k}.1"))?;
+            net.sh(node, &format!("ip -6 route add default via fd78:{k}::1"))?;
+        }
+        net.sh("rtr", "ip route add default via 10.78.3.2")?;
+        net.sh("rtr", "ip -6 route add default via fd78:3::2")?;
+        for k in [1, 2] {
+            net.sh("mdm", &format!("ip route add 10.78.{k}.0/24 via 10.78.3.1"))?;
+            net.sh(
+                "mdm",
+                &format!("ip -6 route add fd78:{k}::/64 via fd78:3::1"),
+            )?;
+        }
+        net.sh("mdm", "ip route add default via 10.78.4.2")?;
+        net.sh("srv", "ip route add default via 10.78.4.1")?;
+        net.sh("srv", "ip -6 route add default via fd78:4::1")?;
+        for node in ["rtr", "mdm"] {
+            net.sh(
+                node,
+                "sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1",
+            )?;
+        }
+        if nat {
+            masquerade(&net)?;
+        }
+        if bottleneck {
+            for (dev, rate) in [("cpe0", LINK_DOWN), ("isp0", LINK_UP)] {
+                net.sh(
+                    "mdm",
+                    &format!("tc qdisc add dev {dev} root handle 1: htb default 1"),
+                )?;
+                net.sh(
+                    "mdm",
+                    &format!("tc class add dev {dev} parent 1: classid 1:1 htb rate {rate}"),
+                )?;
+                net.sh(
+                    "mdm",
+                    &format!("tc qdisc add dev {dev} parent 1:1 handle 10: pfifo limit 1000"),
+                )?;
+            }
+        }
+        // The internet's 20 ms, all on the server's way back (the modem's devices hold the
+        // bottleneck qdiscs).
+        net.sh(
+            "srv",
+            "tc qdisc add dev eth0 root netem delay 20ms limit 100000",
+        )?;
+        Ok(net)
+    }
+}
+
+/// `iptables -t nat -A POSTROUTING -o wan0 -j MASQUERADE` in the router, with the modules it
+/// needs (inside User-Mode Linux they are loaded from its own modules tree).
+fn masquerade(net: &Net) -> Result<(), HostsError> {
+    load_nat_modules();
+    let rule = "-t nat -A POSTROUTING -o wan0 -j MASQUERADE";
+    for tool in ["iptables-legacy", "iptables"] {
+        let line = format!("{tool} {rule}");
+        if net.sh("rtr", &line).is_ok() {
+            return Ok(());
+        }
+    }
+    net.sh("rtr", "nft add table ip unbloatlab")?;
+    net.sh(
+        "rtr",
+        "nft add chain ip unbloatlab post { type nat hook postrouting priority 100 ; }",
+    )?;
+    net.sh(
+        "rtr",
+        "nft add rule ip unbloatlab post oifname wan0 masquerade",
+    )?;
+    Ok(())
+}
+
+/// The NAT modules: `modprobe` as usual, and in a User-Mode Linux guest from the package's
+/// modules tree through a `-d` directory made for it (see KERNEL-LAB.md).
+fn load_nat_modules() {
+    let mods = [
+        "nf_conntrack",
+        "nf_nat",
+        "ip_tables",
+        "iptable_nat",
+        "xt_MASQUERADE",
+        "ip6_tables",
+        "ip6table_nat",
+    ];
+    let ok = Command::new("modprobe")
+        .arg("-a")
+        .args(mods)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        return;
+    }
+    let Ok(release) = std::fs::read_to_string("/proc/sys/kernel/osrelease") else {
+        return;
+    };
+    let release = release.trim();
+    let tree = Path::new("/usr/lib/uml/modules").join(release);
+    if !tree.is_dir() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("unbloat-natmod-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(dir.join("lib/modules"));
+    let _ = std::os::unix::fs::symlink(&tree, dir.join("lib/modules").join(release));
+    let _ = Command::new("modprobe")
+        .arg("-d")
+        .arg(&dir)
+        .arg("-a")
+        .args(mods)
+        .stderr(Stdio::null())
+        .status();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        for c in self.children.iter_mut().flatten() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for n in NODES {
+            let _ = self.run(None, &["ip", "netns", "del", &self.ns(n)]);
+        }
+    }
+}
+
+fn server_addr(family: Family) -> &'static str {
+    match family {
+        Family::Ipv4 => "10.78.4.2",
+        Family::Ipv6 => "fd78:4::2",
+    }
+}
+
+fn kbit(rate: Rate) -> u64 {
+    rate.bits_per_sec() * SHAPE_PERCENT / 100 / 1000
+}
+
+/// Applies `setup` on the router; returns what unbloat said about fairness.
+fn apply(net: &Net, setup: Setup, tools: &Tools) -> Result<Option<String>, HostsError> {
+    let (down, up) = (kbit(LINK_DOWN), kbit(LINK_UP));
+    match setup {
+        Setup::None => Ok(None),
+        Setup::SqmDefault => {
+            let src = tools.sqm_scripts.as_ref().ok_or(HostsError::NoSqmScripts)?;
+            let lib = tools.work.join(format!("sqm-{}", net.prefix));
+            install_sqm(src, &lib)?;
+            let (d, u) = (down.to_string(), up.to_string());
+            let start = lib.join("start-sqm").display().to_string();
+            net.run(
+                Some("rtr"),
+                &[
+                    "env",
+                    "IFACE=wan0",
+                    "SCRIPT=piece_of_cake.qos",
+                    "QDISC=cake",
+                    &format!("UPLINK={u}"),
+                    &format!("DOWNLINK={d}"),
+                    "sh",
+                    &start,
+                ],
+            )?;
+            Ok(None)
+        }
+        Setup::UnbloatFlows | Setup::UnbloatDefault => {
+            let run_dir = tools.work.join(format!("run-{}", net.prefix));
+            let bin = tools.unbloat.display().to_string();
+            let mut argv = vec![
+                "env".to_string(),
+                format!("UNBLOAT_RUN_DIR={}", run_dir.display()),
+                bin,
+                "start".into(),
+                "wan0".into(),
+                "--down".into(),
+                format!("{down}kbit"),
+                "--up".into(),
+                format!("{up}kbit"),
+            ];
+            if setup == Setup::UnbloatFlows {
+                argv.extend(["--isolation".into(), "flows".into()]);
+            }
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            let said = net.run(Some("rtr"), &argv)?;
+            Ok(said
+                .lines()
+                .find_map(|l| l.strip_prefix("unbloat: wan0: "))
+                .map(String::from))
+        }
+    }
+}
+
+/// sqm-scripts' src/ copied to `lib`, pointed at a sqm.conf of ours (as `unbloat bench start`
+/// runs it), with a fresh state directory: a stale one makes start-sqm do nothing.
+fn install_sqm(src: &Path, lib: &Path) -> Result<(), HostsError> {
+    std::fs::create_dir_all(lib.join("state"))?;
+    for entry in std::fs::read_dir(src.join("src"))? {
+        let entry = entry?;
+        std::fs::copy(entry.path(), lib.join(entry.file_name()))?;
+    }
+    let conf = lib.join("sqm.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "SQM_LIB_DIR={lib}\nSQM_STATE_DIR={lib}/state\nSQM_QDISC_STATE_DIR={lib}/state/available_qdiscs\nSQM_CHECK_QDISCS=\"fq_codel codel pie sfq cake\"\nSQM_SYSLOG=0\n",
+            lib = lib.display()
+        ),
+    )?;
+    for script in ["start-sqm", "stop-sqm"] {
+        let path = lib.join(script);
+        let text = std::fs::read_to_string(&path)?
+            .replace("/etc/sqm/sqm.conf", &conf.display().to_string());
+        std::fs::write(&path, text)?;
+    }
+    Ok(())
+}
+
+/// Where sqm-scripts' source is: `shared/peers/sqm-scripts` above `from`.
+pub fn find_sqm_scripts(from: &Path) -> Option<PathBuf> {
+    from.ancestors()
+        .map(|d| d.join("shared/peers/sqm-scripts"))
+        .find(|c| c.join("src/start-sqm").is_file())
+}
+
+/// Runs `setup` in a fresh network for `scenario`.
+pub fn run(scenario: &Scenario, setup: Setup, tools: &Tools) -> Result<Outcome, HostsError> {
+    std::fs::create_dir_all(&tools.work)?;
+    let mut net = Net::build(scenario.nat, true)?;
+    let fairness = apply(&net, setup, tools)?;
+    let srv = server_addr(scenario.family);
+    let t = scenario.load_s.to_string();
+    let s1 = net.spawn("srv", &["iperf3", "-s", "-p", "5201"])?;
+    let s2 = net.spawn("srv", &["iperf3", "-s", "-p", "5202"])?;
+    std::thread::sleep(Duration::from_millis(300));
+    let ping6 = if scenario.family == Family::Ipv6 {
+        "-6"
+    } else {
+        "-4"
+    };
+    let idle = net.sh("a", &format!("ping {ping6} -n -q -c 10 -i 0.2 {srv}"));
+    let idle = idle.ok().as_deref().and_then(ping_avg);
+    let ca = net.spawn(
+        "a",
+        &[
+            "iperf3", "-c", srv, "-p", "5201", "-t", &t, "-i", "0.5", "-J", "--bidir", "-P", "1",
+        ],
+    )?;
+    let pb = B_FLOWS.to_string();
+    let cb = net.spawn(
+        "b",
+        &[
+            "iperf3", "-c", srv, "-p", "5202", "-t", &t, "-i", "0.5", "-J", "--bidir", "-P", &pb,
+        ],
+    )?;
+    std::thread::sleep(Duration::from_secs_f64(RAMP_S));
+    let count = ((scenario.load_s as f64 - RAMP_S - 0.5) * 5.0).max(5.0) as u32;
+    let pings = net.spawn(
+        "a",
+        &[
+            "ping",
+            ping6,
+            "-n",
+            "-i",
+            "0.2",
+            "-c",
+            &count.to_string(),
+            srv,
+        ],
+    )?;
+    let (ja, jb) = (net.wait(ca)?, net.wait(cb)?);
+    let loaded = rtts(&net.wait(pings)?);
+    for s in [s1, s2] {
+        net.kill(s);
+    }
+    let a = host_run(&ja).map_err(|why| HostsError::Iperf { host: 'a', why })?;
+    let b = host_run(&jb).map_err(|why| HostsError::Iperf { host: 'b', why })?;
+    let share = |x: f64, y: f64| if x + y > 0.0 { x / (x + y) } else { 0.0 };
+    Ok(Outcome {
+        setup,
+        scenario: *scenario,
+        share_up: share(a.up_bps, b.up_bps),
+        share_down: share(a.down_bps, b.down_bps),
+        a,
+        b,
+        ping_idle_ms: idle,
+        ping_loaded_ms: quantile(&loaded, 0.5),
+        ping_loaded_p90_ms: quantile(&loaded, 0.9),
+        fairness,
+    })
+}
+
+/// The highest rate cake forwards through the masquerading router with `nat` and with `nonat`
+/// (bit/s of goodput from host a's eight streams, and packets per second at the router's WAN).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NatCost {
+    pub nat_bps: f64,
+    pub nonat_bps: f64,
+    pub nat_pps: f64,
+    pub nonat_pps: f64,
+}
+
+impl NatCost {
+    /// The extra time per packet with `nat`, in nanoseconds (from the packet rates).
+    pub fn ns_per_packet(&self) -> f64 {
+        if self.nat_pps > 0.0 && self.nonat_pps > 0.0 {
+            1e9 / self.nat_pps - 1e9 / self.nonat_pps
+        } else {
+            f64::NAN
+        }
+    }
+}
+
+/// One [`NatCost`] measurement, `load_s` seconds each way of it.
+pub fn nat_cost(load_s: u32) -> Result<NatCost, HostsError> {
+    let mut out = [(0.0, 0.0); 2];
+    for (i, nat) in ["nat", "nonat"].into_iter().enumerate() {
+        let mut net = Net::build(true, false)?;
+        net.sh(
+            "rtr",
+            &format!(
+                "tc qdisc add dev wan0 root cake bandwidth 10gbit besteffort dual-srchost {nat}"
+            ),
+        )?;
+        let s = net.spawn("srv", &["iperf3", "-s", "-p", "5201"])?;
+        std::thread::sleep(Duration::from_millis(300));
+        let before = tx_packets(&net)?;
+        let t = load_s.to_string();
+        let c = net.spawn(
+            "a",
+            &[
+                "iperf3",
+                "-c",
+                "10.78.4.2",
+                "-p",
+                "5201",
+                "-t",
+                &t,
+                "-i",
+                "0.5",
+                "-J",
+                "-P",
+                "8",
+            ],
+        )?;
+        let json = net.wait(c)?;
+        let packets = tx_packets(&net)? - before;
+        net.kill(s);
+        let v: serde_json::Value = serde_json::from_str(&json).map_err(|e| HostsError::Iperf {
+            host: 'a',
+            why: e.to_string(),
+        })?;
+        let bps = v["end"]["sum_received"]["bits_per_second"]
+            .as_f64()
+            .unwrap_or(0.0);
+        let secs = v["end"]["sum_received"]["seconds"].as_f64().unwrap_or(1.0);
+        out[i] = (bps, packets as f64 / secs.max(0.1));
+    }
+    Ok(NatCost {
+        nat_bps: out[0].0,
+        nonat_bps: out[1].0,
+        nat_pps: out[0].1,
+        nonat_pps: out[1].1,
+    })
+}
+
+fn tx_packets(net: &Net) -> Result<u64, HostsError> {
+    let path = "/sys/class/net/wan0/statistics/tx_packets";
+    let text = net.run(Some("rtr"), &["cat", path])?;
+    Ok(text.trim().parse().unwrap_or(0))
+}
+
+/// A host's goodput from iperf3 `--bidir -J` (client side: `sum` is the upload,
+/// `sum_bidir_reverse` the download).
+pub fn host_run(json: &str) -> Result<HostRun, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| format!("no JSON ({e}): {}", clip(json)))?;
+    if let Some(e) = v["error"].as_str() {
+        return Err(e.to_string());
+    }
+    let mut run = HostRun::default();
+    let empty = vec![];
+    for i in v["intervals"].as_array().unwrap_or(&empty) {
+        for (key, series) in [("sum", &mut run.up), ("sum_bidir_reverse", &mut run.down)] {
+            let end = i[key]["end"].as_f64().unwrap_or(0.0);
+            let bps = i[key]["bits_per_second"].as_f64().unwrap_or(0.0);
+            series.push((end, bps));
+        }
+    }
+    // iperf3's last interval holds the streams' final flush (host b's eight once showed half
+    // again their rate there): it is left out with the ramp.
+    let last = v["intervals"]
+        .as_array()
+        .and_then(|a| a.last())
+        .and_then(|i| i["sum"]["end"].as_f64())
+        .unwrap_or(f64::INFINITY);
+    let mean = |s: &[(f64, f64)]| {
+        let after: Vec<f64> = s
+            .iter()
+            .filter(|(t, _)| *t > RAMP_S && *t < last - 0.01)
+            .map(|(_, b)| *b)
+            .collect();
+        if after.is_empty() {
+            0.0
+        } else {
+            after.iter().sum::<f64>() / after.len() as f64
+        }
+    };
+    run.up_bps = mean(&run.up);
+    run.down_bps = mean(&run.down);
+    if run.up.is_empty() {
+        return Err("no intervals".into());
+    }
+    Ok(run)
+}
+
+fn clip(s: &str) -> &str {
+    &s[..s.len().min(200)]
+}
+
+/// The round trips (ms) in ping's output.
+pub fn rtts(text: &str) -> Vec<f64> {
+    text.lines()
+        .filter_map(|l| l.split("time=").nth(1))
+        .filter_map(|t| t.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+/// ping -q's average (`rtt min/avg/max/mdev = a/b/c/d ms`).
+fn ping_avg(text: &str) -> Option<f64> {
+    let line = text.lines().find(|l| l.contains("min/avg/max"))?;
+    line.split('=')
+        .nth(1)?
+        .trim()
+        .split('/')
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// The `q` quantile (nearest rank) of `v`.
+pub fn quantile(v: &[f64], q: f64) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let i = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1;
+    Some(s[i])
+}
+
+/// The two hosts' goodput over time, download above upload, as an SVG document.
+pub fn plot(o: &Outcome) -> String {
+    let mut svg = Svg::new(800.0, 600.0);
+    let title = format!(
+        "{} over {}{}: host a (1 stream each way) and host b ({B_FLOWS})",
+        o.setup.name(),
+        o.scenario.family.name(),
+        if o.scenario.nat { ", masquerade" } else { "" }
+    );
+    svg.text(400.0, 22.0, 14.0, Anchor::Middle, &title);
+    let panels = [
+        ("download", &o.a.down, &o.b.down, o.share_down, LINK_DOWN),
+        ("upload", &o.a.up, &o.b.up, o.share_up, LINK_UP),
+    ];
+    let t_max =
+        o.a.up
+            .iter()
+            .chain(&o.b.up)
+            .map(|(t, _)| *t)
+            .fold(1.0, f64::max);
+    for (i, (name, a, b, share, link)) in panels.into_iter().enumerate() {
+        let frame = Frame {
+            x: 80.0,
+            y: 50.0 + i as f64 * 270.0,
+            w: 560.0,
+            h: 210.0,
+        };
+        let y_max = link.bits_per_sec() as f64 / 1e6;
+        let (xs, ys) = draw_axes(
+            &mut svg,
+            frame,
+            nice_range(0.0, t_max, 8),
+            nice_range(0.0, y_max, 5),
+            (i == 1).then_some("time (s)"),
+            &format!("{name} (Mbit/s)"),
+            true,
+        );
+        for (j, (host, series)) in [("a", a), ("b", b)].into_iter().enumerate() {
+            let pts: Vec<Option<(f64, f64)>> = series
+                .iter()
+                .map(|(t, bps)| Some((xs.px(*t), ys.px(bps / 1e6))))
+                .collect();
+            svg.polyline(
+                &pts,
+                color(j),
+                2.0,
+                None,
+                &format!("{name} host {host}"),
+                None,
+            );
+        }
+        let label_a = format!("host a: {:.0} % of the two", share * 100.0);
+        let label_b = format!("host b: {:.0} %", (1.0 - share) * 100.0);
+        legend(
+            &mut svg,
+            frame.right() + 12.0,
+            frame.y + 10.0,
+            Some(name),
+            &[
+                LegendEntry {
+                    label: &label_a,
+                    color: color(0),
+                    width: 2.0,
+                    dash: None,
+                },
+                LegendEntry {
+                    label: &label_b,
+                    color: color(1),
+                    width: 2.0,
+                    dash: None,
+                },
+            ],
+        );
+    }
+    svg.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iperf3_bidir_json_gives_both_directions_after_the_ramp() {
+        let json = r#"{"intervals": [
+            {"sum": {"end": 1.0, "bits_per_second": 9e6}, "sum_bidir_reverse": {"end": 1.0, "bits_per_second": 1e6}},
+            {"sum": {"end": 3.0, "bits_per_second": 2e6}, "sum_bidir_reverse": {"end": 3.0, "bits_per_second": 4e6}},
+            {"sum": {"end": 4.0, "bits_per_second": 4e6}, "sum_bidir_reverse": {"end": 4.0, "bits_per_second": 6e6}},
+            {"sum": {"end": 4.5, "bits_per_second": 9e6}, "sum_bidir_reverse": {"end": 4.5, "bits_per_second": 9e6}}
+        ]}"#;
+        let r = host_run(json).unwrap();
+        assert_eq!((r.up_bps, r.down_bps), (3e6, 5e6));
+        assert_eq!(r.up.len(), 4);
+        assert!(host_run(r#"{"error": "unable to connect"}"#)
+            .unwrap_err()
+            .contains("unable"));
+    }
+
+    #[test]
+    fn ping_output_and_quantiles() {
+        let text = "64 bytes from 10.78.4.2: icmp_seq=1 ttl=62 time=21.3 ms\n64 bytes from 10.78.4.2: icmp_seq=2 ttl=62 time=25 ms\n";
+        assert_eq!(rtts(text), vec![21.3, 25.0]);
+        assert_eq!(quantile(&[3.0, 1.0, 2.0], 0.5), Some(2.0));
+        assert_eq!(quantile(&[], 0.5), None);
+        assert_eq!(
+            ping_avg("rtt min/avg/max/mdev = 20.1/20.5/21.0/0.2 ms"),
+            Some(20.5)
+        );
+    }
+
+    #[test]
+    fn the_plot_names_both_hosts_each_way() {
+        let h = HostRun {
+            up_bps: 1e6,
+            down_bps: 2e6,
+            up: vec![(0.5, 1e6), (1.0, 1e6)],
+            down: vec![(0.5, 2e6), (1.0, 2e6)],
+        };
+        let o = Outcome {
+            setup: Setup::UnbloatDefault,
+            scenario: Scenario {
+                family: Family::Ipv4,
+                nat: true,
+                load_s: 10,
+            },
+            a: h.clone(),
+            b: h,
+            share_up: 0.5,
+            share_down: 0.5,
+            ping_idle_ms: None,
+            ping_loaded_ms: None,
+            ping_loaded_p90_ms: None,
+            fairness: None,
+        };
+        let svg = plot(&o);
+        for s in [
+            "download host a",
+            "download host b",
+            "upload host a",
+            "upload host b",
+        ] {
+            assert!(svg.contains(&format!("data-series=\"{s}\"")), "{s}");
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! Fair per LAN host out of the box: what the machine looks like -> cake's isolation and `nat`,
+//! and the one line that says why (issue 18).
+//!
+//! Heads up! `man tc-cake`, FLOW ISOLATION PARAMETERS and `nat`; kernel `net/sched/sch_cake.c`
+//! (`cake_update_flowkeys`: the NAT lookup asks conntrack for the pre-NAT tuple, IPv4 only);
+//! OpenWrt's SQM guide ("nat dual-srchost" on egress, "nat dual-dsthost" on ingress).
+//!
+//! Why a default needs the machine: cake's `triple-isolate` is fair between hosts on both sides
+//! without knowing which side is the LAN, but when every flow goes to one far end (a speed test,
+//! a CDN) its per-destination fairness folds all LAN hosts into one, and what is left is per-flow
+//! fairness: a host with eight flows gets eight ninths of the link. Behind a masquerade every LAN
+//! host also looks like the router itself unless cake asks conntrack (`nat`). So:
+//!
+//! - the machine NATs (masquerade or SNAT) IPv4 out of the WAN: `dual-host` (dual-srchost up,
+//!   dual-dsthost down) and `nat`;
+//! - it forwards (IPv4 or IPv6) without NAT on the WAN: `dual-host`, `nonat` (the addresses cake
+//!   sees are the LAN hosts' own; routed IPv6 is this case);
+//! - it forwards nothing: the traffic is its own, and cake's `triple-isolate` stays (nothing a
+//!   user would notice changes);
+//! - HTB + fq_codel: fq_codel hashes flows, not hosts; nothing can be chosen, and the line says so.
+//!
+//! The user's `--isolation`, `--nat`/`--no-nat`, their config keys and option-string words always
+//! win: [`Fairness::defaults`] fills only what nobody said, and [`line`] reads what the final spec
+//! really holds, so it never claims a choice the user overrode.
+//!
+//! The machine is read by `unbloat_system::hostnet`; this module only decides.
+
+use crate::model::{Direction, FlowMode};
+use crate::options::{parse_extra, Isolation, Qdisc, ShapeOptions};
+use crate::spec::{ShaperSpec, Spec};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A NAT statement found for the WAN.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NatRule {
+    /// `masquerade` or `snat`.
+    pub action: NatAction,
+    /// Where it was found: `nftables`, `iptables-nft`, `iptables-legacy`, `iptables`.
+    pub source: String,
+    /// The address family it translates.
+    pub family: NatFamily,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NatAction {
+    Masquerade,
+    Snat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NatFamily {
+    Ipv4,
+    Ipv6,
+    /// nftables' `inet` family without a protocol match: both.
+    Both,
+}
+
+impl NatFamily {
+    pub fn has_ipv4(self) -> bool {
+        matches!(self, NatFamily::Ipv4 | NatFamily::Both)
+    }
+}
+
+impl fmt::Display for NatAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NatAction::Masquerade => "masquerade",
+            NatAction::Snat => "snat",
+        })
+    }
+}
+
+/// What the NAT rules of the machine say about the WAN.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "found")]
+pub enum NatFinding {
+    /// Rules that NAT traffic leaving the WAN (IPv4 ones first).
+    Found { rules: Vec<NatRule> },
+    /// Every rule set that could be read was read, and none NATs out of the WAN.
+    None,
+    /// No rule set could be read (no tool, or no permission): why.
+    Unknown { why: String },
+}
+
+/// The machine as far as fairness is concerned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Machine {
+    /// `net.ipv4.ip_forward`; None: unreadable.
+    pub forwards_ipv4: Option<bool>,
+    /// `net.ipv6.conf.all.forwarding`; None: unreadable.
+    pub forwards_ipv6: Option<bool>,
+    pub nat: NatFinding,
+}
+
+impl Machine {
+    /// The first IPv4 NAT rule for the WAN, if any.
+    pub fn ipv4_nat(&self) -> Option<&NatRule> {
+        match &self.nat {
+            NatFinding::Found { rules } => rules.iter().find(|r| r.family.has_ipv4()),
+            _ => None,
+        }
+    }
+
+    fn forwards(&self) -> bool {
+        self.forwards_ipv4 == Some(true) || self.forwards_ipv6 == Some(true)
+    }
+}
+
+/// The defaults this machine calls for, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fairness {
+    /// cake's isolation where the user said none (None: cake's `triple-isolate` default).
+    pub isolation: Option<Isolation>,
+    /// cake's `nat` where the user said nothing.
+    pub nat: Option<bool>,
+    /// Why, as the machine shows it: `masquerade on eth0 (nftables)`.
+    pub why: String,
+}
+
+impl Fairness {
+    /// Options holding only these defaults, to merge *under* the user's
+    /// (`ShapeOptions::merge(&fairness.defaults(), &user)`), so everything the user said wins.
+    pub fn defaults(&self) -> ShapeOptions {
+        ShapeOptions {
+            isolation: self.isolation,
+            nat: self.nat,
+            ..ShapeOptions::default()
+        }
+    }
+}
+
+/// The defaults for shaping `wan` with `qdisc` on `machine`.
+pub fn decide(wan: &str, qdisc: Qdisc, machine: &Machine) -> Fairness {
+    let forwarding = match (machine.forwards_ipv4, machine.forwards_ipv6) {
+        (Some(true), Some(true)) => "IPv4 and IPv6",
+        (Some(true), _) => "IPv4",
+        (_, Some(true)) => "IPv6",
+        _ => "",
+    };
+    let (isolation, nat, why) = if let Some(rule) = machine.ipv4_nat() {
+        (
+            Some(Isolation::DualHost),
+            Some(true),
+            format!("{} on {wan} ({})", rule.action, rule.source),
+        )
+    } else if machine.forwards() {
+        match &machine.nat {
+            NatFinding::Unknown { why } => (
+                // A router whose rules cannot be read (not root): the lookup costs little where
+                // there is no NAT and is what makes hosts visible where there is.
+                Some(Isolation::DualHost),
+                Some(true),
+                format!("this machine forwards {forwarding}; its NAT rules are unreadable ({why}), so nat is on in case"),
+            ),
+            _ => (
+                Some(Isolation::DualHost),
+                Some(false),
+                format!("this machine forwards {forwarding}, with no NAT on {wan}"),
+            ),
+        }
+    } else {
+        let why = match &machine.nat {
+            NatFinding::Found { rules } if !rules.is_empty() => format!(
+                "this machine forwards nothing, and its only NAT on {wan} is IPv6, which cake cannot look up"
+            ),
+            _ => "this machine forwards nothing: the traffic is its own".to_string(),
+        };
+        (None, None, why)
+    };
+    match qdisc {
+        Qdisc::Cake => Fairness {
+            isolation,
+            nat,
+            why,
+        },
+        // fq_codel takes neither option: nothing to default.
+        Qdisc::FqCodel => Fairness {
+            isolation: None,
+            nat: None,
+            why,
+        },
+    }
+}
+
+/// Whether the user (flags, config, option strings) said the isolation or nat themselves.
+pub fn user_said(user: &ShapeOptions) -> bool {
+    if user.isolation.is_some() || user.nat.is_some() {
+        return true;
+    }
+    let qdisc = user.qdisc.unwrap_or_default();
+    [
+        (&user.extra_egress, Direction::Egress),
+        (&user.extra_ingress, Direction::Ingress),
+    ]
+    .into_iter()
+    .filter_map(|(text, dir)| text.as_ref().map(|t| (t, dir)))
+    .any(|(text, dir)| {
+        parse_extra(text, qdisc, dir, "")
+            .map(|o| o.isolation.is_some() || o.nat.is_some())
+            .unwrap_or(false)
+    })
+}
+
+/// The one line `plan`, `start` and `status` show: what the final spec does and why.
+/// `per-host fair (dual-srchost up, dual-dsthost down, nat): masquerade on eth0 (nftables)`.
+pub fn line(spec: &Spec, fairness: &Fairness, user: &ShapeOptions) -> String {
+    let mut modes = vec![];
+    let mut nat = None;
+    let mut per_host = true;
+    let mut cake = false;
+    for d in [&spec.egress, &spec.ingress].into_iter().flatten() {
+        if let ShaperSpec::Cake(p) = &d.shaper {
+            cake = true;
+            let side = match d.direction {
+                Direction::Egress => "up",
+                Direction::Ingress => "down",
+            };
+            modes.push(format!("{} {side}", p.flow_mode.keyword()));
+            nat = Some(nat.unwrap_or(false) || p.nat);
+            // Fair between LAN hosts whatever the far end: the LAN side's host is hashed
+            // (dual-srchost up, dual-dsthost down, or the plain and "hosts" variants).
+            per_host &= match d.direction {
+                Direction::Egress => matches!(
+                    p.flow_mode,
+                    FlowMode::DualSrchost | FlowMode::Srchost | FlowMode::Hosts
+                ),
+                Direction::Ingress => matches!(
+                    p.flow_mode,
+                    FlowMode::DualDsthost | FlowMode::Dsthost | FlowMode::Hosts
+                ),
+            };
+        }
+    }
+    if !cake {
+        return format!(
+            "per-flow: fq_codel hashes flows, not hosts (cake would be fair per host); {}",
+            fairness.why
+        );
+    }
+    let what = if per_host {
+        "per-host fair"
+    } else if modes.iter().all(|m| m.starts_with("triple-isolate")) {
+        "cake's default"
+    } else {
+        "per-flow"
+    };
+    let nat = if nat == Some(true) { "nat" } else { "nonat" };
+    let how = format!("{}, {nat}", modes.join(", "));
+    if user_said(user) {
+        format!(
+            "{what} ({how}): as configured; the machine: {}",
+            fairness.why
+        )
+    } else {
+        format!("{what} ({how}): {}", fairness.why)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use unbloat_units::Rate;
+
+    fn rule(source: &str, family: NatFamily) -> NatRule {
+        NatRule {
+            action: NatAction::Masquerade,
+            source: source.into(),
+            family,
+        }
+    }
+
+    fn machine(v4: bool, v6: bool, nat: NatFinding) -> Machine {
+        Machine {
+            forwards_ipv4: Some(v4),
+            forwards_ipv6: Some(v6),
+            nat,
+        }
+    }
+
+    fn spec_line(m: &Machine, user: ShapeOptions) -> String {
+        let user = ShapeOptions {
+            down: Some(Rate::from_mbit(20)),
+            up: Some(Rate::from_mbit(5)),
+            ..user
+        };
+        let f = decide("eth0", user.qdisc.unwrap_or_default(), m);
+        let spec = Spec::new(
+            "eth0".parse().unwrap(),
+            &ShapeOptions::merge(&f.defaults(), &user),
+        )
+        .unwrap();
+        assert!(spec.warnings.is_empty(), "{:?}", spec.warnings);
+        line(&spec, &f, &user)
+    }
+
+    #[test]
+    fn a_masquerading_router_gets_dual_host_and_nat() {
+        let m = machine(
+            true,
+            false,
+            NatFinding::Found {
+                rules: vec![rule("nftables", NatFamily::Both)],
+            },
+        );
+        let f = decide("eth0", Qdisc::Cake, &m);
+        assert_eq!(f.isolation, Some(Isolation::DualHost));
+        assert_eq!(f.nat, Some(true));
+        assert_eq!(
+            spec_line(&m, ShapeOptions::default()),
+            "per-host fair (dual-srchost up, dual-dsthost down, nat): masquerade on eth0 (nftables)"
+        );
+    }
+
+    #[test]
+    fn a_router_without_nat_and_an_ipv6_router_get_dual_host_without_nat() {
+        for (v4, v6, says) in [(true, false, "IPv4"), (false, true, "IPv6")] {
+            let m = machine(v4, v6, NatFinding::None);
+            let f = decide("eth0", Qdisc::Cake, &m);
+            assert_eq!(
+                (f.isolation, f.nat),
+                (Some(Isolation::DualHost), Some(false))
+            );
+            assert_eq!(
+                spec_line(&m, ShapeOptions::default()),
+                format!("per-host fair (dual-srchost up, dual-dsthost down, nonat): this machine forwards {says}, with no NAT on eth0")
+            );
+        }
+    }
+
+    #[test]
+    fn a_machine_that_forwards_nothing_keeps_triple_isolate() {
+        let m = machine(false, false, NatFinding::None);
+        let f = decide("eth0", Qdisc::Cake, &m);
+        assert_eq!(f.defaults(), ShapeOptions::default());
+        assert!(spec_line(&m, ShapeOptions::default())
+            .starts_with("cake's default (triple-isolate up, triple-isolate down, nonat): this machine forwards nothing"));
+    }
+
+    #[test]
+    fn unreadable_rules_on_a_router_turn_nat_on_in_case() {
+        let m = machine(
+            true,
+            false,
+            NatFinding::Unknown {
+                why: "not root".into(),
+            },
+        );
+        let f = decide("eth0", Qdisc::Cake, &m);
+        assert_eq!(
+            (f.isolation, f.nat),
+            (Some(Isolation::DualHost), Some(true))
+        );
+        assert!(f.why.contains("unreadable (not root)"), "{}", f.why);
+    }
+
+    #[test]
+    fn ipv6_only_nat_is_not_looked_up() {
+        let m = machine(
+            false,
+            true,
+            NatFinding::Found {
+                rules: vec![rule("nftables", NatFamily::Ipv6)],
+            },
+        );
+        let f = decide("eth0", Qdisc::Cake, &m);
+        assert_eq!(
+            (f.isolation, f.nat),
+            (Some(Isolation::DualHost), Some(false))
+        );
+    }
+
+    /// The user's words win, whichever way they were said, and the line says so.
+    #[test]
+    fn the_users_isolation_and_nat_win() {
+        let m = machine(
+            true,
+            false,
+            NatFinding::Found {
+                rules: vec![rule("iptables-legacy", NatFamily::Ipv4)],
+            },
+        );
+        let flows = ShapeOptions {
+            isolation: Some(Isolation::Flows),
+            ..ShapeOptions::default()
+        };
+        assert_eq!(
+            spec_line(&m, flows),
+            "per-flow (flows up, flows down, nat): as configured; the machine: masquerade on eth0 (iptables-legacy)"
+        );
+        let nonat = ShapeOptions {
+            nat: Some(false),
+            ..ShapeOptions::default()
+        };
+        assert!(spec_line(&m, nonat).starts_with(
+            "per-host fair (dual-srchost up, dual-dsthost down, nonat): as configured"
+        ));
+        let words = ShapeOptions {
+            extra_egress: Some("triple-isolate".into()),
+            ..ShapeOptions::default()
+        };
+        assert!(user_said(&words));
+        assert!(spec_line(&m, words)
+            .starts_with("per-flow (triple-isolate up, dual-dsthost down, nat): as configured"));
+    }
+
+    #[test]
+    fn fq_codel_says_what_it_cannot_do() {
+        let m = machine(
+            true,
+            false,
+            NatFinding::Found {
+                rules: vec![rule("nftables", NatFamily::Ipv4)],
+            },
+        );
+        let fq = ShapeOptions {
+            qdisc: Some(Qdisc::FqCodel),
+            ..ShapeOptions::default()
+        };
+        let f = decide("eth0", Qdisc::FqCodel, &m);
+        assert_eq!(f.defaults(), ShapeOptions::default());
+        assert_eq!(
+            spec_line(&m, fq),
+            "per-flow: fq_codel hashes flows, not hosts (cake would be fair per host); masquerade on eth0 (nftables)"
+        );
+    }
+}
