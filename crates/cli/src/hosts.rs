@@ -188,7 +188,7 @@ pub fn lab_hosts(args: &LabHostsArgs) -> Result<(), Failure> {
                 println!("      {f}");
             }
             let name = svg_name(&o);
-            std::fs::write(args.out.join(&name), hosts::plot(&o))?;
+            std::fs::write(args.out.join(&name), unbloat_lab::hosts_plot::plot(&o))?;
             all.push(o);
         }
     }

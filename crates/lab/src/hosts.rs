@@ -31,12 +31,12 @@
 //! processes it started when dropped.
 
 use serde::{Deserialize, Serialize};
+
+pub use crate::hosts_parse::{host_run, ping_avg, quantile, rtts, HostRun, RAMP_S};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
-use unbloat_report::plot::axis::{color, draw_axes, legend, nice_range, Frame, LegendEntry};
-use unbloat_report::plot::svg::{Anchor, Svg};
 use unbloat_system::runner::{Cmd, Runner, SystemRunner};
 use unbloat_units::Rate;
 
@@ -45,8 +45,6 @@ pub const LINK_DOWN: Rate = Rate::from_mbit(20);
 pub const LINK_UP: Rate = Rate::from_mbit(5);
 /// Shapers run at 95 % of the link (seed 001), as in the lab.
 pub const SHAPE_PERCENT: u64 = 95;
-/// iperf3's ramp (slow start, the first windows in the FIFO) is left out of the shares.
-pub const RAMP_S: f64 = 2.0;
 /// Host b's streams each way; host a has one.
 pub const B_FLOWS: u32 = 8;
 
@@ -116,17 +114,6 @@ pub struct Tools {
     pub sqm_scripts: Option<PathBuf>,
     /// A directory for the run's files (sqm-scripts' copy, unbloat's run directory).
     pub work: PathBuf,
-}
-
-/// One host's goodput.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct HostRun {
-    /// Mean goodput after the ramp, bit/s.
-    pub up_bps: f64,
-    pub down_bps: f64,
-    /// (end of interval in s, bit/s) over the whole load.
-    pub up: Vec<(f64, f64)>,
-    pub down: Vec<(f64, f64)>,
 }
 
 /// What one run measured.
@@ -654,228 +641,4 @@ fn tx_packets(net: &Net) -> Result<u64, HostsError> {
     let path = "/sys/class/net/wan0/statistics/tx_packets";
     let text = net.run(Some("rtr"), &["cat", path])?;
     Ok(text.trim().parse().unwrap_or(0))
-}
-
-/// A host's goodput from iperf3 `--bidir -J` (client side: `sum` is the upload,
-/// `sum_bidir_reverse` the download).
-pub fn host_run(json: &str) -> Result<HostRun, String> {
-    let v: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| format!("no JSON ({e}): {}", clip(json)))?;
-    if let Some(e) = v["error"].as_str() {
-        return Err(e.to_string());
-    }
-    let mut run = HostRun::default();
-    let empty = vec![];
-    for i in v["intervals"].as_array().unwrap_or(&empty) {
-        for (key, series) in [("sum", &mut run.up), ("sum_bidir_reverse", &mut run.down)] {
-            let end = i[key]["end"].as_f64().unwrap_or(0.0);
-            let bps = i[key]["bits_per_second"].as_f64().unwrap_or(0.0);
-            series.push((end, bps));
-        }
-    }
-    // iperf3's last interval holds the streams' final flush (host b's eight once showed half
-    // again their rate there): it is left out with the ramp.
-    let last = v["intervals"]
-        .as_array()
-        .and_then(|a| a.last())
-        .and_then(|i| i["sum"]["end"].as_f64())
-        .unwrap_or(f64::INFINITY);
-    let mean = |s: &[(f64, f64)]| {
-        let after: Vec<f64> = s
-            .iter()
-            .filter(|(t, _)| *t > RAMP_S && *t < last - 0.01)
-            .map(|(_, b)| *b)
-            .collect();
-        if after.is_empty() {
-            0.0
-        } else {
-            after.iter().sum::<f64>() / after.len() as f64
-        }
-    };
-    run.up_bps = mean(&run.up);
-    run.down_bps = mean(&run.down);
-    if run.up.is_empty() {
-        return Err("no intervals".into());
-    }
-    Ok(run)
-}
-
-fn clip(s: &str) -> &str {
-    &s[..s.len().min(200)]
-}
-
-/// The round trips (ms) in ping's output.
-pub fn rtts(text: &str) -> Vec<f64> {
-    text.lines()
-        .filter_map(|l| l.split("time=").nth(1))
-        .filter_map(|t| t.split_whitespace().next()?.parse().ok())
-        .collect()
-}
-
-/// ping -q's average (`rtt min/avg/max/mdev = a/b/c/d ms`).
-fn ping_avg(text: &str) -> Option<f64> {
-    let line = text.lines().find(|l| l.contains("min/avg/max"))?;
-    line.split('=')
-        .nth(1)?
-        .trim()
-        .split('/')
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-/// The `q` quantile (nearest rank) of `v`.
-pub fn quantile(v: &[f64], q: f64) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let i = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1;
-    Some(s[i])
-}
-
-/// The two hosts' goodput over time, download above upload, as an SVG document.
-pub fn plot(o: &Outcome) -> String {
-    let mut svg = Svg::new(800.0, 600.0);
-    let title = format!(
-        "{} over {}{}: host a (1 stream each way) and host b ({B_FLOWS})",
-        o.setup.name(),
-        o.scenario.family.name(),
-        if o.scenario.nat { ", masquerade" } else { "" }
-    );
-    svg.text(400.0, 22.0, 14.0, Anchor::Middle, &title);
-    let panels = [
-        ("download", &o.a.down, &o.b.down, o.share_down, LINK_DOWN),
-        ("upload", &o.a.up, &o.b.up, o.share_up, LINK_UP),
-    ];
-    let t_max =
-        o.a.up
-            .iter()
-            .chain(&o.b.up)
-            .map(|(t, _)| *t)
-            .fold(1.0, f64::max);
-    for (i, (name, a, b, share, link)) in panels.into_iter().enumerate() {
-        let frame = Frame {
-            x: 80.0,
-            y: 50.0 + i as f64 * 270.0,
-            w: 560.0,
-            h: 210.0,
-        };
-        let y_max = link.bits_per_sec() as f64 / 1e6;
-        let (xs, ys) = draw_axes(
-            &mut svg,
-            frame,
-            nice_range(0.0, t_max, 8),
-            nice_range(0.0, y_max, 5),
-            (i == 1).then_some("time (s)"),
-            &format!("{name} (Mbit/s)"),
-            true,
-        );
-        for (j, (host, series)) in [("a", a), ("b", b)].into_iter().enumerate() {
-            let pts: Vec<Option<(f64, f64)>> = series
-                .iter()
-                .map(|(t, bps)| Some((xs.px(*t), ys.px(bps / 1e6))))
-                .collect();
-            svg.polyline(
-                &pts,
-                color(j),
-                2.0,
-                None,
-                &format!("{name} host {host}"),
-                None,
-            );
-        }
-        let label_a = format!("host a: {:.0} % of the two", share * 100.0);
-        let label_b = format!("host b: {:.0} %", (1.0 - share) * 100.0);
-        legend(
-            &mut svg,
-            frame.right() + 12.0,
-            frame.y + 10.0,
-            Some(name),
-            &[
-                LegendEntry {
-                    label: &label_a,
-                    color: color(0),
-                    width: 2.0,
-                    dash: None,
-                },
-                LegendEntry {
-                    label: &label_b,
-                    color: color(1),
-                    width: 2.0,
-                    dash: None,
-                },
-            ],
-        );
-    }
-    svg.finish()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn iperf3_bidir_json_gives_both_directions_after_the_ramp() {
-        let json = r#"{"intervals": [
-            {"sum": {"end": 1.0, "bits_per_second": 9e6}, "sum_bidir_reverse": {"end": 1.0, "bits_per_second": 1e6}},
-            {"sum": {"end": 3.0, "bits_per_second": 2e6}, "sum_bidir_reverse": {"end": 3.0, "bits_per_second": 4e6}},
-            {"sum": {"end": 4.0, "bits_per_second": 4e6}, "sum_bidir_reverse": {"end": 4.0, "bits_per_second": 6e6}},
-            {"sum": {"end": 4.5, "bits_per_second": 9e6}, "sum_bidir_reverse": {"end": 4.5, "bits_per_second": 9e6}}
-        ]}"#;
-        let r = host_run(json).unwrap();
-        assert_eq!((r.up_bps, r.down_bps), (3e6, 5e6));
-        assert_eq!(r.up.len(), 4);
-        assert!(host_run(r#"{"error": "unable to connect"}"#)
-            .unwrap_err()
-            .contains("unable"));
-    }
-
-    #[test]
-    fn ping_output_and_quantiles() {
-        let text = "64 bytes from 10.78.4.2: icmp_seq=1 ttl=62 time=21.3 ms\n64 bytes from 10.78.4.2: icmp_seq=2 ttl=62 time=25 ms\n";
-        assert_eq!(rtts(text), vec![21.3, 25.0]);
-        assert_eq!(quantile(&[3.0, 1.0, 2.0], 0.5), Some(2.0));
-        assert_eq!(quantile(&[], 0.5), None);
-        assert_eq!(
-            ping_avg("rtt min/avg/max/mdev = 20.1/20.5/21.0/0.2 ms"),
-            Some(20.5)
-        );
-    }
-
-    #[test]
-    fn the_plot_names_both_hosts_each_way() {
-        let h = HostRun {
-            up_bps: 1e6,
-            down_bps: 2e6,
-            up: vec![(0.5, 1e6), (1.0, 1e6)],
-            down: vec![(0.5, 2e6), (1.0, 2e6)],
-        };
-        let o = Outcome {
-            setup: Setup::UnbloatDefault,
-            scenario: Scenario {
-                family: Family::Ipv4,
-                nat: true,
-                load_s: 10,
-            },
-            a: h.clone(),
-            b: h,
-            share_up: 0.5,
-            share_down: 0.5,
-            ping_idle_ms: None,
-            ping_loaded_ms: None,
-            ping_loaded_p90_ms: None,
-            fairness: None,
-        };
-        let svg = plot(&o);
-        for s in [
-            "download host a",
-            "download host b",
-            "upload host a",
-            "upload host b",
-        ] {
-            assert!(svg.contains(&format!("data-series=\"{s}\"")), "{s}");
-        }
-    }
 }

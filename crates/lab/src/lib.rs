@@ -9,7 +9,8 @@
 //!   and the SIGINT/SIGTERM handler).
 //! - [`farend`]: the far end the server namespace runs (`unbloat serve`, nginx over TLS, or
 //!   stock irtt and iperf3 servers) and how `unbloat test` reaches it.
-//! - [`hosts`]: two LAN hosts behind a masquerading router, one stream against eight each way:
+//! - [`hosts`]: two LAN hosts behind a masquerading router, one stream against eight each way
+//!   ([`hosts_parse`] reads iperf3 and ping back, [`hosts_plot`] draws the goodput):
 //!   per-host or per-flow fairness, per setup (`unbloat lab-hosts`, `unbloat bench fair`).
 //! - [`table`]: one comparison row per strategy from its results file; text, JSON, HTML.
 //! - [`theory`]: the best goodput each direction of a test could reach (the table's yardstick).
@@ -25,6 +26,8 @@ pub mod cpu;
 pub mod error;
 pub mod farend;
 pub mod hosts;
+pub mod hosts_parse;
+pub mod hosts_plot;
 pub mod lab;
 pub mod profile;
 pub mod spread;
