@@ -68,7 +68,7 @@ enum Command {
     /// Work with config files.
     #[command(subcommand)]
     Config(shape::ConfigCommand),
-    /// Measure latency under load against an `unbloat serve`, and grade it.
+    /// Measure latency under load against a far end (`unbloat serve`, a web server, irtt, iperf3), and grade it.
     Test(measure::TestCmd),
     /// Be the far end of `unbloat test`.
     Serve(unbloat_measure::ServeArgs),
