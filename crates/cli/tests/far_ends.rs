@@ -8,8 +8,10 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
+
 use std::time::{Duration, Instant};
+use unbloat_measure::netns::{wait_listening, Reaped};
 
 const UNBLOAT: &str = env!("CARGO_BIN_EXE_unbloat");
 
@@ -38,41 +40,15 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// A program started for the test, killed on drop.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start(program: &str, args: &[&str]) -> Running {
+/// `program` started for the test, killed on drop.
+fn start(program: &str, args: &[&str]) -> Reaped {
     let child = Command::new(program)
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap_or_else(|e| panic!("{program} must be installed (scripts/install-deps): {e}"));
-    Running(child)
-}
-
-/// Waits until something listens on TCP `port` of 127.0.0.1 (as `ss` sees it: no connection).
-fn wait_listening(port: &str) {
-    let until = Instant::now() + Duration::from_secs(5);
-    let wanted = format!("127.0.0.1:{port}");
-    loop {
-        let out = Command::new("ss")
-            .arg("-ltnH")
-            .output()
-            .expect("ss (iproute2) runs");
-        if String::from_utf8_lossy(&out.stdout).contains(&wanted) {
-            return;
-        }
-        assert!(Instant::now() < until, "nothing listens on {wanted}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    Reaped(child)
 }
 
 /// A web server that answers every connection with `answer` (called with the stream), in a
@@ -142,7 +118,7 @@ fn a_busy_iperf3_ends_the_test_with_exit_3_and_says_so() {
     let port = free_port().to_string();
     let _server = start("iperf3", &["-s", "-B", "127.0.0.1", "-p", &port]);
     // Not a connection: iperf3 would take it for a test and reopen its listener after it.
-    wait_listening(&port);
+    wait_listening(None, port.parse().expect("port")).expect("iperf3 -s listens");
     // A real iperf3 client holds the server for the whole of our test; one that came in the
     // listener's gap between tests is refused at once, and is started again.
     let mut other = start(

@@ -19,7 +19,7 @@
 //! it never fails the others. Run as root (namespaces).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -27,7 +27,7 @@ use unbloat_measure::bench::Part;
 use unbloat_measure::http::{self, HttpOptions};
 use unbloat_measure::iperf3::{compare_with_iperf3_client, Comparison};
 use unbloat_measure::irtt::bench::{compare_with_irtt_client, IrttComparison, IrttServer};
-use unbloat_measure::netns::{Netns, Testbed};
+use unbloat_measure::netns::{call_in, wait_listening, Netns, Reaped, Testbed};
 use unbloat_measure::profile::StreamPlan;
 use unbloat_report::Direction;
 
@@ -80,16 +80,6 @@ pub struct FarEndsBench {
     pub rpm: Part<RpmRow>,
 }
 
-/// A child killed and reaped on drop.
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// nginx with the lab's site on `addr` in `ns`, until dropped (the site goes with it).
 struct Nginx {
     _child: Reaped,
@@ -108,17 +98,7 @@ impl Nginx {
             .spawn()
             .map_err(|e| format!("nginx could not start ({e}); run scripts/install-deps"))?;
         let child = Reaped(child);
-        let until = Instant::now() + Duration::from_secs(5);
-        let wanted = format!("{addr}:{}", crate::farend::HTTPS_PORT);
-        while !ns
-            .exec(&["ss", "-ltnH"])
-            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(&wanted))
-        {
-            if Instant::now() > until {
-                return Err(format!("nginx did not listen on {wanted} within 5 s"));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_listening(Some(ns), crate::farend::HTTPS_PORT).map_err(|e| format!("nginx: {e}"))?;
         Ok(Nginx {
             _child: child,
             site,
@@ -133,25 +113,14 @@ impl Nginx {
     }
 }
 
-/// Runs `f` in `ns` (a thread that entered it) and returns its value.
-fn in_ns<T: Send + 'static>(
-    ns: &Netns,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, String> {
-    ns.run_in(f)
-        .map_err(|e| e.to_string())?
-        .join()
-        .map_err(|_| "a benchmark thread panicked".to_string())
-}
-
 /// The HTTP load's goodput in `direction` over [`WINDOW`] after [`SKIP`].
 fn http_goodput(bed: &Testbed, nginx: &Nginx, direction: Direction) -> Result<f64, String> {
     let opts = nginx.opts();
-    let target = in_ns(&bed.b, {
+    let target = call_in(Some(&bed.b), {
         let (t, o) = (nginx.site.config_url(), opts.clone());
         move || http::discover(&t, &o).map_err(|e| e.to_string())
     })??;
-    in_ns(&bed.b, move || -> Result<f64, String> {
+    call_in(Some(&bed.b), move || -> Result<f64, String> {
         let plan = StreamPlan {
             name: "bench".into(),
             direction,
@@ -193,18 +162,7 @@ fn iperf3_client(
             .spawn()
             .map_err(|e| format!("iperf3 could not start ({e}); run scripts/install-deps"))?,
     );
-    let wanted = format!("{server}:{port}");
-    let until = Instant::now() + Duration::from_secs(5);
-    while !bed
-        .a
-        .exec(&["ss", "-ltnH"])
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(&wanted))
-    {
-        if Instant::now() > until {
-            return Err(format!("iperf3 did not listen on {wanted}"));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_listening(Some(&bed.a), port).map_err(|e| format!("iperf3 -s: {e}"))?;
     let (t, o) = (WINDOW.as_secs().to_string(), SKIP.as_secs().to_string());
     let mut argv = vec![
         "iperf3", "-c", &server_s, "-p", &port_s, "-P", "4", "-t", &t, "-O", &o, "-J",
@@ -228,7 +186,7 @@ fn iperf3_client(
 }
 
 fn free_port(ns: &Netns, ip: IpAddr) -> Result<u16, String> {
-    in_ns(ns, move || {
+    call_in(Some(ns), move || {
         std::net::TcpListener::bind((ip, 0))
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
@@ -252,13 +210,13 @@ fn goodput_part(what: &str, got: Result<(f64, f64), String>) -> Part<GoodputRow>
 
 fn cpu_part(bed: &Testbed, nginx: &Nginx, direction: Direction) -> Result<CpuRow, String> {
     let opts = nginx.opts();
-    let target = in_ns(&bed.b, {
+    let target = call_in(Some(&bed.b), {
         let (t, o) = (nginx.site.config_url(), opts.clone());
         move || http::discover(&t, &o).map_err(|e| e.to_string())
     })??;
     // The HTTP load runs alone in a thread of this process; getrusage counts every thread, and
     // nothing else of this process runs meanwhile.
-    let cost = in_ns(&bed.b, move || {
+    let cost = call_in(Some(&bed.b), move || {
         http::load_cpu_cost(&target, direction, SKIP + WINDOW, &opts).map_err(|e| e.to_string())
     })??;
     let (iperf3_bps, iperf3_cpu) = iperf3_client(bed, bed.ip4_a.into(), direction)?;

@@ -14,7 +14,7 @@
 //! Total run time is about a minute (plus a UML boot for the netem part).
 
 use std::net::{IpAddr, SocketAddr};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -132,27 +132,13 @@ fn server_in(ns: Option<&Netns>, ip: IpAddr) -> Result<BackgroundServer, String>
         };
         Server::bind(opts).and_then(|(s, a)| s.spawn(a))
     };
-    let started = match ns {
-        Some(ns) => ns
-            .run_in(start)
-            .map_err(|e| e.to_string())?
-            .join()
-            .map_err(|_| "server thread panicked")?,
-        None => start(),
-    };
-    started.map_err(|e| e.to_string())
+    netns::call_in(ns, start)?.map_err(|e| e.to_string())
 }
 
 fn client_in(ns: Option<&Netns>, plan: TestPlan) -> Result<Results, String> {
-    let run = move || run_plan(&plan, &mut NoProgress).map_err(|e| e.to_string());
-    match ns {
-        Some(ns) => ns
-            .run_in(run)
-            .map_err(|e| e.to_string())?
-            .join()
-            .map_err(|_| "client thread panicked".to_string())?,
-        None => run(),
-    }
+    netns::call_in(ns, move || {
+        run_plan(&plan, &mut NoProgress).map_err(|e| e.to_string())
+    })?
 }
 
 /// Mean download goodput over the load phase, skipping its first second (slow start).
@@ -195,27 +181,6 @@ fn send_lag(r: &Results, during: &str) -> SendLag {
     }
 }
 
-/// A child process killed and reaped on drop (the iperf3 server).
-struct ChildGuard(Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn with_ns(ns: Option<&Netns>, argv: &[&str]) -> Command {
-    match ns {
-        Some(ns) => ns.command(argv),
-        None => {
-            let mut c = Command::new(argv[0]);
-            c.args(&argv[1..]);
-            c
-        }
-    }
-}
-
 /// iperf3's received goodput with `streams` reverse (download) streams for `secs`, the first
 /// second omitted (as unbloat's figure skips it).
 fn iperf3(
@@ -227,19 +192,19 @@ fn iperf3(
 ) -> Result<f64, String> {
     let port = (20_000 + std::process::id() % 20_000).to_string();
     let ip_text = ip.to_string();
-    let server = with_ns(server_ns, &["iperf3", "-s", "-1", "-p", &port])
+    let server = netns::command_in(server_ns, &["iperf3", "-s", "-1", "-p", &port])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("iperf3 could not start ({e}); install iperf3"))?;
-    let _server = ChildGuard(server);
+    let _server = netns::Reaped(server);
     let (secs, streams) = (secs.to_string(), streams.to_string());
     let argv = [
         "iperf3", "-c", &ip_text, "-p", &port, "-t", &secs, "-O", "1", "-P", &streams, "-R", "-J",
     ];
     for _ in 0..20 {
         std::thread::sleep(Duration::from_millis(200));
-        let out = with_ns(client_ns, &argv)
+        let out = netns::command_in(client_ns, &argv)
             .output()
             .map_err(|e| format!("iperf3 client: {e}"))?;
         let json: serde_json::Value = match serde_json::from_slice(&out.stdout) {
@@ -262,7 +227,7 @@ fn iperf3(
 /// The median of ping's per-packet times.
 fn ping_median(ns: Option<&Netns>, ip: IpAddr, count: u32) -> Result<f64, String> {
     let (ip, count) = (ip.to_string(), count.to_string());
-    let out = with_ns(ns, &["ping", "-n", "-c", &count, "-i", "0.1", &ip])
+    let out = netns::command_in(ns, &["ping", "-n", "-c", &count, "-i", "0.1", &ip])
         .output()
         .map_err(|e| format!("ping could not run ({e}); install iputils-ping"))?;
     let text = String::from_utf8_lossy(&out.stdout);

@@ -158,8 +158,8 @@ impl LoadStream {
             .name("unbloat-load".into())
             .spawn(move || {
                 let result = match direction {
-                    Direction::Up => upload(&sock, &moved, &stop),
-                    Direction::Down => download(&sock, &moved, &stop),
+                    Direction::Up => upload(&sock, &moved, &stop, ""),
+                    Direction::Down => download(&sock, &moved, &stop, ""),
                 };
                 if let Err(e) = result {
                     *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
@@ -195,36 +195,50 @@ impl LoadStream {
     }
 }
 
-fn upload(sock: &TcpStream, moved: &AtomicU64, stop: &AtomicBool) -> Result<(), String> {
+/// Writes a buffer filled once until `stop`, counting what was written in `moved`. `kind` names
+/// the far end in errors ("" for unbloat serve, "iperf3 " for a stock iperf3).
+pub(crate) fn upload(
+    sock: &TcpStream,
+    moved: &AtomicU64,
+    stop: &AtomicBool,
+    kind: &str,
+) -> Result<(), String> {
     let mut buf = vec![0u8; BULK_BUFFER];
     fill_pattern(&mut buf);
     let mut w = sock;
     while !stop.load(Ordering::Relaxed) {
         match w.write(&buf) {
-            Ok(0) => return Err("the server closed the upload stream".into()),
+            Ok(0) => return Err(format!("the {kind}server closed the upload stream")),
             Ok(n) => {
                 moved.fetch_add(n as u64, Ordering::Relaxed);
             }
             Err(e) if is_timeout(&e) => {}
-            Err(e) => return Err(format!("upload stream failed: {e}")),
+            Err(e) => return Err(format!("{kind}upload stream failed: {e}")),
         }
     }
     Ok(())
 }
 
-fn download(sock: &TcpStream, moved: &AtomicU64, stop: &AtomicBool) -> Result<(), String> {
+/// Reads and throws away until `stop`, counting what was read in `moved`; `kind` as for
+/// [`upload`].
+pub(crate) fn download(
+    sock: &TcpStream,
+    moved: &AtomicU64,
+    stop: &AtomicBool,
+    kind: &str,
+) -> Result<(), String> {
     let mut buf = vec![0u8; BULK_BUFFER];
     // Best effort: a kernel without SO_RCVLOWAT for TCP only costs more wakeups.
     let _ = sockopt::set_rcvlowat(sock, BULK_LOWAT);
     let mut r = sock;
     while !stop.load(Ordering::Relaxed) {
         match r.read(&mut buf) {
-            Ok(0) => return Err("the server closed the download stream".into()),
+            Ok(0) => return Err(format!("the {kind}server closed the download stream")),
             Ok(n) => {
                 moved.fetch_add(n as u64, Ordering::Relaxed);
             }
             Err(e) if is_timeout(&e) => {}
-            Err(e) => return Err(format!("download stream failed: {e}")),
+            Err(e) => return Err(format!("{kind}download stream failed: {e}")),
         }
     }
     Ok(())

@@ -14,9 +14,10 @@
 use std::fs::File;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::fd::AsRawFd;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use crate::MeasureError;
 
@@ -284,6 +285,60 @@ impl Testbed {
             let _ = run(&["tc", "-n", &self.r.name, "qdisc", "del", "dev", d, "root"]);
         }
         Ok(())
+    }
+}
+
+/// `argv` as a command inside `ns`, or here when `ns` is `None`.
+pub fn command_in(ns: Option<&Netns>, argv: &[&str]) -> Command {
+    match ns {
+        Some(ns) => ns.command(argv),
+        None => {
+            let mut c = Command::new(argv[0]);
+            c.args(&argv[1..]);
+            c
+        }
+    }
+}
+
+/// Runs `f` inside `ns` (on a thread that entered it) and returns its value; here when `ns` is
+/// `None`.
+pub fn call_in<T: Send + 'static>(
+    ns: Option<&Netns>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    match ns {
+        Some(ns) => ns
+            .run_in(f)
+            .map_err(|e| e.to_string())?
+            .join()
+            .map_err(|_| "a thread in the namespace panicked".to_string()),
+        None => Ok(f()),
+    }
+}
+
+/// Waits (5 s at most) until something listens on TCP `port` in `ns`, as `ss` sees it: not by
+/// connecting, since a connection would start a test on an iperf3 server.
+pub fn wait_listening(ns: Option<&Netns>, port: u16) -> Result<(), String> {
+    let filter = format!("sport = :{port}");
+    for _ in 0..50 {
+        let out = command_in(ns, &["ss", "-Hltn", &filter])
+            .output()
+            .map_err(|e| format!("ss could not run ({e}); install iproute2"))?;
+        if !String::from_utf8_lossy(&out.stdout).trim().is_empty() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Err(format!("nothing listens on TCP port {port} after 5 s"))
+}
+
+/// A child process (a server a benchmark started) killed and reaped on drop.
+pub struct Reaped(pub Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 

@@ -9,7 +9,7 @@
 //! Errors are sentences (the benchmark reports them as "not measured").
 
 use std::net::{IpAddr, SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -17,7 +17,7 @@ use unbloat_report::Direction;
 
 use super::Iperf3Load;
 use crate::farend::Load;
-use crate::netns::Netns;
+use crate::netns::{call_in, command_in, wait_listening, Netns, Reaped};
 use crate::profile::StreamPlan;
 
 /// What to compare.
@@ -42,41 +42,6 @@ pub struct ClientComparison {
     pub notes: Vec<String>,
 }
 
-/// A child process killed and reaped on drop.
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn in_ns<T: Send + 'static>(
-    ns: Option<&Netns>,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, String> {
-    match ns {
-        Some(ns) => ns
-            .run_in(f)
-            .map_err(|e| e.to_string())?
-            .join()
-            .map_err(|_| "a thread in the namespace panicked".to_string()),
-        None => Ok(f()),
-    }
-}
-
-fn command(ns: Option<&Netns>, argv: &[&str]) -> Command {
-    match ns {
-        Some(ns) => ns.command(argv),
-        None => {
-            let mut c = Command::new(argv[0]);
-            c.args(&argv[1..]);
-            c
-        }
-    }
-}
-
 /// Runs [`Iperf3Load`] and then `iperf3 -c` against a fresh `iperf3 -s` at `server_ip` in
 /// `server_ns`, both from `client_ns`, and returns both goodputs.
 pub fn compare_with_iperf3_client(
@@ -88,19 +53,19 @@ pub fn compare_with_iperf3_client(
     if what.measure.as_secs() == 0 || what.streams == 0 {
         return Err("compare at least one stream for at least one second".into());
     }
-    let port = in_ns(server_ns, move || {
+    let port = call_in(server_ns, move || {
         TcpListener::bind((server_ip, 0)).and_then(|l| l.local_addr())
     })?
     .map_err(|e| format!("no free port on {server_ip}: {e}"))?
     .port();
     let port_text = port.to_string();
-    let server = command(server_ns, &["iperf3", "-s", "-p", &port_text])
+    let server = command_in(server_ns, &["iperf3", "-s", "-p", &port_text])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("iperf3 could not start ({e}); install iperf3"))?;
     let _server = Reaped(server);
-    wait_listening(server_ns, port)?;
+    wait_listening(server_ns, port).map_err(|e| format!("iperf3 -s: {e}"))?;
     let addr = SocketAddr::new(server_ip, port);
     let (ours, notes) = run_ours(client_ns, addr, what)?;
     let theirs = run_iperf3_client(client_ns, addr, what)?;
@@ -115,21 +80,6 @@ pub fn compare_with_iperf3_client(
 /// iperf3's `-t` and `-O` take whole seconds; both runs use the same.
 fn whole_seconds(d: Duration) -> Duration {
     Duration::from_secs(d.as_secs_f64().ceil() as u64)
-}
-
-/// Waits until the server listens (a connection would start a test, so ask `ss`).
-fn wait_listening(ns: Option<&Netns>, port: u16) -> Result<(), String> {
-    let filter = format!("sport = :{port}");
-    for _ in 0..50 {
-        let out = command(ns, &["ss", "-Hltn", &filter])
-            .output()
-            .map_err(|e| format!("ss could not run ({e}); install iproute2"))?;
-        if !String::from_utf8_lossy(&out.stdout).trim().is_empty() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Err(format!("iperf3 -s never listened on port {port}"))
 }
 
 fn run_ours(
@@ -163,7 +113,7 @@ fn run_ours(
         let secs = (t1 - t0).as_secs_f64();
         Ok((b1.saturating_sub(b0) as f64 * 8.0 / secs, notes))
     };
-    in_ns(ns, run)?
+    call_in(ns, run)?
 }
 
 /// iperf3's own client: `-O skip -t measure`, receiver's goodput.
@@ -184,7 +134,7 @@ fn run_iperf3_client(
     }
     // The server may still be closing our test; iperf3 then answers "busy" or is refused.
     for _ in 0..10 {
-        let out = command(ns, &argv)
+        let out = command_in(ns, &argv)
             .output()
             .map_err(|e| format!("iperf3 client: {e}"))?;
         let json: serde_json::Value = serde_json::from_slice(&out.stdout)

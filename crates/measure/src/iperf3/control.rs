@@ -11,36 +11,28 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use socket2::{Domain, Protocol, Socket, Type};
 
 use super::codes::server_error_text;
 use super::wire::{self, State, WireError};
 use crate::protocol::Deadline;
 use crate::server::is_timeout;
-use crate::{sockopt, MeasureError};
+use crate::MeasureError;
 
-/// Connects a TCP socket to an iperf3 server, marked with `dscp` before the SYN leaves.
+/// Connects a TCP socket to an iperf3 server, marked with `dscp` before the SYN leaves, as
+/// unbloat's own streams connect ([`crate::load::connect`]); nothing listening is said in
+/// iperf3's terms.
 pub(crate) fn connect(
     addr: SocketAddr,
     timeout: Duration,
     dscp: u8,
 ) -> Result<TcpStream, MeasureError> {
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
-        .map_err(|e| MeasureError::io("opening a TCP socket", e))?;
-    sockopt::set_dscp(&sock, dscp, addr.is_ipv6())
-        .map_err(|e| MeasureError::io("marking with DSCP", e))?;
-    sock.connect_timeout(&addr.into(), timeout)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::ConnectionRefused => MeasureError::far_end(
-                addr,
-                "connection refused: nothing listens there (is `iperf3 -s` running on that port?)",
-            ),
-            _ => MeasureError::Unreachable { addr, source: e },
-        })?;
-    let conn: TcpStream = sock.into();
-    conn.set_write_timeout(Some(timeout))
-        .map_err(|e| MeasureError::io("socket timeout", e))?;
-    Ok(conn)
+    crate::load::connect(addr, timeout, dscp).map_err(|e| match e {
+        MeasureError::ConnectionRefused { addr } => MeasureError::far_end(
+            addr,
+            "connection refused: nothing listens there (is `iperf3 -s` running on that port?)",
+        ),
+        e => e,
+    })
 }
 
 /// The control connection of one test.

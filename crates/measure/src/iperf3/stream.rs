@@ -6,7 +6,7 @@
 //! download and `tcpi_bytes_acked` for an upload, read at any moment; once the stop flag is set
 //! nothing the connection does counts as an error (the server closes its end on TEST_END).
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,7 +17,6 @@ use unbloat_report::Direction;
 
 use super::control::connect;
 use super::wire::Cookie;
-use crate::server::{fill_pattern, is_timeout, BULK_BUFFER, BULK_LOWAT};
 use crate::{sockopt, MeasureError};
 
 /// How long a blocked read or write waits before it looks at the stop flag again.
@@ -82,8 +81,8 @@ impl DataStream {
             .name("unbloat-iperf3".into())
             .spawn(move || {
                 let result = match direction {
-                    Direction::Up => upload(&sock, &moved, &stop),
-                    Direction::Down => download(&sock, &moved, &stop),
+                    Direction::Up => crate::load::upload(&sock, &moved, &stop, "iperf3 "),
+                    Direction::Down => crate::load::download(&sock, &moved, &stop, "iperf3 "),
                 };
                 // After the stop flag the server closing its end is expected, not a failure.
                 if let Err(e) = result {
@@ -138,39 +137,4 @@ impl DataStream {
             let _ = socket2::SockRef::from(&*sock).set_linger(Some(Duration::ZERO));
         }
     }
-}
-
-fn upload(sock: &TcpStream, moved: &AtomicU64, stop: &AtomicBool) -> Result<(), String> {
-    let mut buf = vec![0u8; BULK_BUFFER];
-    fill_pattern(&mut buf);
-    let mut w = sock;
-    while !stop.load(Ordering::Relaxed) {
-        match w.write(&buf) {
-            Ok(0) => return Err("the iperf3 server closed the upload stream".into()),
-            Ok(n) => {
-                moved.fetch_add(n as u64, Ordering::Relaxed);
-            }
-            Err(e) if is_timeout(&e) => {}
-            Err(e) => return Err(format!("iperf3 upload stream failed: {e}")),
-        }
-    }
-    Ok(())
-}
-
-fn download(sock: &TcpStream, moved: &AtomicU64, stop: &AtomicBool) -> Result<(), String> {
-    let mut buf = vec![0u8; BULK_BUFFER];
-    // Best effort: a kernel without SO_RCVLOWAT for TCP only costs more wakeups.
-    let _ = sockopt::set_rcvlowat(sock, BULK_LOWAT);
-    let mut r = sock;
-    while !stop.load(Ordering::Relaxed) {
-        match r.read(&mut buf) {
-            Ok(0) => return Err("the iperf3 server closed the download stream".into()),
-            Ok(n) => {
-                moved.fetch_add(n as u64, Ordering::Relaxed);
-            }
-            Err(e) if is_timeout(&e) => {}
-            Err(e) => return Err(format!("iperf3 download stream failed: {e}")),
-        }
-    }
-    Ok(())
 }

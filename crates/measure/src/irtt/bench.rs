@@ -14,14 +14,14 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, SocketAddr, UdpSocket};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use unbloat_report::ProbeKind;
 
-use crate::netns::Netns;
+use crate::netns::{command_in, Netns};
 use crate::probe::Prober;
 use crate::profile::ProbePlan;
 
@@ -41,7 +41,7 @@ impl IrttServer {
         let bind = addr.to_string();
         let mut argv = vec!["irtt", "server", "-b", &bind];
         argv.extend_from_slice(extra);
-        let mut child = command(ns, &argv)
+        let mut child = command_in(ns, &argv)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -97,17 +97,6 @@ impl Drop for IrttServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-fn command(ns: Option<&Netns>, argv: &[&str]) -> Command {
-    match ns {
-        Some(ns) => ns.command(argv),
-        None => {
-            let mut c = Command::new(argv[0]);
-            c.args(&argv[1..]);
-            c
-        }
     }
 }
 
@@ -200,7 +189,7 @@ pub fn compare_with_irtt_client(
             format!("{}ms", duration.as_millis()),
         );
         let addr = server.to_string();
-        command(
+        command_in(
             client_ns,
             &["irtt", "client", "-i", &i, "-d", &d, "-Q", "-o", "-", &addr],
         )
