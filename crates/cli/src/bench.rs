@@ -447,15 +447,10 @@ fn find_sqm_scripts(args: &StartBench) -> Option<std::path::PathBuf> {
         return Some(d.clone());
     }
     let starts = [std::env::current_dir().ok(), std::env::current_exe().ok()];
-    for start in starts.into_iter().flatten() {
-        for dir in start.ancestors() {
-            let candidate = dir.join("shared/peers/sqm-scripts");
-            if candidate.join("src/start-sqm").is_file() {
-                return Some(candidate);
-            }
-        }
-    }
-    None
+    starts
+        .into_iter()
+        .flatten()
+        .find_map(|start| unbloat_lab::sqm::find(&start))
 }
 
 /// The real sqm-scripts, run as its ORIGIN.txt says: its src/ copied, start-sqm and stop-sqm
@@ -467,25 +462,7 @@ struct SqmScripts {
 impl SqmScripts {
     fn install(source: &std::path::Path, under: &std::path::Path) -> anyhow::Result<SqmScripts> {
         let lib = under.join("sqm-lib");
-        std::fs::create_dir_all(&lib)?;
-        for entry in std::fs::read_dir(source.join("src"))? {
-            let entry = entry?;
-            std::fs::copy(entry.path(), lib.join(entry.file_name()))?;
-        }
-        let conf = lib.join("sqm.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "SQM_LIB_DIR={lib}\nSQM_STATE_DIR={lib}/state\nSQM_QDISC_STATE_DIR={lib}/state/available_qdiscs\nSQM_CHECK_QDISCS=\"fq_codel codel pie sfq cake\"\nSQM_SYSLOG=0\n",
-                lib = lib.display()
-            ),
-        )?;
-        for script in ["start-sqm", "stop-sqm"] {
-            let path = lib.join(script);
-            let text = std::fs::read_to_string(&path)?
-                .replace("/etc/sqm/sqm.conf", &conf.display().to_string());
-            std::fs::write(&path, text)?;
-        }
+        unbloat_lab::sqm::install(source, &lib)?;
         Ok(SqmScripts { lib })
     }
 

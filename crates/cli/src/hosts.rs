@@ -102,8 +102,8 @@ fn tools(sqm: &Option<PathBuf>) -> Result<Tools, Failure> {
         Some(d) => Some(std::path::absolute(d)?),
         None => std::env::current_dir()
             .ok()
-            .and_then(|d| hosts::find_sqm_scripts(&d))
-            .or_else(|| hosts::find_sqm_scripts(&exe)),
+            .and_then(|d| unbloat_lab::sqm::find(&d))
+            .or_else(|| unbloat_lab::sqm::find(&exe)),
     };
     if sqm_scripts.is_none() {
         eprintln!(

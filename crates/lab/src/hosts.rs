@@ -419,7 +419,7 @@ fn apply(net: &Net, setup: Setup, tools: &Tools) -> Result<Option<String>, Hosts
         Setup::SqmDefault => {
             let src = tools.sqm_scripts.as_ref().ok_or(HostsError::NoSqmScripts)?;
             let lib = tools.work.join(format!("sqm-{}", net.prefix));
-            install_sqm(src, &lib)?;
+            crate::sqm::install(src, &lib)?;
             let (d, u) = (down.to_string(), up.to_string());
             let start = lib.join("start-sqm").display().to_string();
             net.run(
@@ -462,38 +462,6 @@ fn apply(net: &Net, setup: Setup, tools: &Tools) -> Result<Option<String>, Hosts
                 .map(String::from))
         }
     }
-}
-
-/// sqm-scripts' src/ copied to `lib`, pointed at a sqm.conf of ours (as `unbloat bench start`
-/// runs it), with a fresh state directory: a stale one makes start-sqm do nothing.
-fn install_sqm(src: &Path, lib: &Path) -> Result<(), HostsError> {
-    std::fs::create_dir_all(lib.join("state"))?;
-    for entry in std::fs::read_dir(src.join("src"))? {
-        let entry = entry?;
-        std::fs::copy(entry.path(), lib.join(entry.file_name()))?;
-    }
-    let conf = lib.join("sqm.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "SQM_LIB_DIR={lib}\nSQM_STATE_DIR={lib}/state\nSQM_QDISC_STATE_DIR={lib}/state/available_qdiscs\nSQM_CHECK_QDISCS=\"fq_codel codel pie sfq cake\"\nSQM_SYSLOG=0\n",
-            lib = lib.display()
-        ),
-    )?;
-    for script in ["start-sqm", "stop-sqm"] {
-        let path = lib.join(script);
-        let text = std::fs::read_to_string(&path)?
-            .replace("/etc/sqm/sqm.conf", &conf.display().to_string());
-        std::fs::write(&path, text)?;
-    }
-    Ok(())
-}
-
-/// Where sqm-scripts' source is: `shared/peers/sqm-scripts` above `from`.
-pub fn find_sqm_scripts(from: &Path) -> Option<PathBuf> {
-    from.ancestors()
-        .map(|d| d.join("shared/peers/sqm-scripts"))
-        .find(|c| c.join("src/start-sqm").is_file())
 }
 
 /// Runs `setup` in a fresh network for `scenario`.

@@ -27,7 +27,8 @@
 //! It needs the `unbloat` binary: `UNBLOAT_EXE`, or `target/<profile>/unbloat` beside this test
 //! binary (`make test` builds it first). Missing, the test fails and says so.
 
-use std::path::PathBuf;
+mod common;
+use common::unbloat_exe;
 
 use unbloat_lab::hosts::{run, Family, Outcome, Scenario, Setup, Tools};
 use unbloat_system::real_kernel_test;
@@ -39,25 +40,6 @@ const ATTEMPTS: usize = 2;
 const FAIR_ENOUGH: f64 = 0.40;
 /// Host a's least share up: a third (see the module's note; the issue asks 0.40).
 const FAIR_ENOUGH_UP: f64 = 0.33;
-
-fn unbloat_exe() -> PathBuf {
-    if let Some(p) = std::env::var_os("UNBLOAT_EXE") {
-        return PathBuf::from(p);
-    }
-    // target/<profile>/deps/fair_per_host-HASH -> target/<profile>/unbloat
-    let exe = std::env::current_exe().expect("this test binary");
-    let path = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .map(|d| d.join("unbloat"))
-        .expect("target dir");
-    assert!(
-        path.exists(),
-        "{} is missing: build it first (`cargo build --release -p unbloat`, or `make test`), or set UNBLOAT_EXE",
-        path.display()
-    );
-    path
-}
 
 fn tools() -> Tools {
     Tools {

@@ -9,31 +9,15 @@
 //! to its probes: its bound is relative (a quarter of the unshaped median) with a ceiling,
 //! rather than `lab.rs`'s 30 ms.
 
+mod common;
+use common::unbloat_exe;
+
 use std::path::{Path, PathBuf};
 
 use unbloat_lab::farend::FarEndKind;
 use unbloat_lab::lab::{run_lab, LabArgs, LabReport, StrategyRun};
 use unbloat_lab::strategies::Strategy;
 use unbloat_units::Time;
-
-fn unbloat_exe() -> PathBuf {
-    if let Some(p) = std::env::var_os("UNBLOAT_EXE") {
-        return PathBuf::from(p);
-    }
-    // target/<profile>/deps/far_ends-HASH -> target/<profile>/unbloat
-    let exe = std::env::current_exe().expect("this test binary");
-    let path = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .map(|d| d.join("unbloat"))
-        .expect("target dir");
-    assert!(
-        path.exists(),
-        "{} is missing: build it first (`cargo build --release -p unbloat`, or `make test`), or set UNBLOAT_EXE",
-        path.display()
-    );
-    path
-}
 
 /// A 10 s rrul lab, none vs unbloat, on vdsl2 with `far_end`.
 fn lab(far_end: FarEndKind) -> (LabReport, PathBuf) {

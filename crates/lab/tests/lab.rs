@@ -16,6 +16,9 @@
 //! workspace build (`cargo build --release`, `make test`) puts there. Missing, the test fails and
 //! says how to build it (never a silent skip).
 
+mod common;
+use common::unbloat_exe;
+
 use std::path::PathBuf;
 
 use unbloat_lab::lab::{run_lab, LabArgs, LabReport, StrategyRun};
@@ -46,25 +49,6 @@ fn p95_after_the_start(out: &std::path::Path, run: &StrategyRun) -> f64 {
         .expect("UDP BE idle median");
     let p95 = stats::percentile(&rtts, 95.0).expect("p95");
     stats::induced_latency(p95, idle).expect("a finite p95")
-}
-
-fn unbloat_exe() -> PathBuf {
-    if let Some(p) = std::env::var_os("UNBLOAT_EXE") {
-        return PathBuf::from(p);
-    }
-    // target/<profile>/deps/lab-HASH -> target/<profile>/unbloat
-    let exe = std::env::current_exe().expect("this test binary");
-    let path = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .map(|d| d.join("unbloat"))
-        .expect("target dir");
-    assert!(
-        path.exists(),
-        "{} is missing: build it first (`cargo build --release -p unbloat`, or `make test`), or set UNBLOAT_EXE",
-        path.display()
-    );
-    path
 }
 
 /// Runs whose CPU was the limit measure the machine, not the link (the lab says so, by seed

@@ -92,7 +92,7 @@ fn make_certs(dir: &Path) {
 impl Nginx {
     /// Starts nginx; `h2` offers HTTP/2 by ALPN. Nginx and openssl missing is a failure that
     /// says how to install them, never a skip.
-    fn start(h2: bool) -> Option<Nginx> {
+    fn start(h2: bool) -> Nginx {
         assert!(
             Path::new(NGINX).exists() && Command::new("openssl").arg("version").output().is_ok(),
             "needs {NGINX} and openssl: run scripts/install-deps"
@@ -156,7 +156,7 @@ impl Nginx {
             assert!(Instant::now() < until, "nginx did not start");
             std::thread::sleep(Duration::from_millis(50));
         }
-        Some(nginx)
+        nginx
     }
 
     fn config_url(&self) -> String {
@@ -228,9 +228,7 @@ fn short_run(
 
 #[test]
 fn nginx_over_h2_discovers_loads_both_ways_and_answers_every_probe_kind() {
-    let Some(nginx) = Nginx::start(true) else {
-        return;
-    };
+    let nginx = Nginx::start(true);
     let opts = nginx.opts();
     let target = http::discover(&nginx.config_url(), &opts).expect("discover");
     assert_eq!(target.large.path(), "/large");
@@ -271,9 +269,7 @@ fn nginx_over_h2_discovers_loads_both_ways_and_answers_every_probe_kind() {
 
 #[test]
 fn http11_only_server_skips_self_probes_with_a_note() {
-    let Some(nginx) = Nginx::start(false) else {
-        return;
-    };
+    let nginx = Nginx::start(false);
     let opts = nginx.opts();
     let target = http::discover(&nginx.config_url(), &opts).expect("discover");
     let (down, up, series, notes) = short_run(&target, &opts, Duration::from_secs(2));
@@ -287,9 +283,7 @@ fn http11_only_server_skips_self_probes_with_a_note() {
 
 #[test]
 fn an_untrusted_certificate_is_a_clear_error() {
-    let Some(nginx) = Nginx::start(true) else {
-        return;
-    };
+    let nginx = Nginx::start(true);
     let err = http::discover(&nginx.config_url(), &HttpOptions::default()).unwrap_err();
     assert!(err.to_string().contains("TLS handshake failed"), "{err}");
 }
@@ -473,11 +467,9 @@ fn goserver_discovers_loads_and_answers_probes() {
 /// Prints what the HTTP load costs on loopback (CPU seconds per Gbit/s of goodput, both
 /// ends on this machine). A measurement, not a check: `cargo test --release -- --ignored`.
 #[test]
-#[ignore]
+#[ignore = "a measurement, not a check: run it with --ignored to print the numbers"]
 fn cpu_cost_of_the_load_on_loopback() {
-    let Some(nginx) = Nginx::start(true) else {
-        return;
-    };
+    let nginx = Nginx::start(true);
     let opts = nginx.opts();
     let target = http::discover(&nginx.config_url(), &opts).expect("discover");
     for direction in [Direction::Down, Direction::Up] {

@@ -1,0 +1,37 @@
+//! The real sqm-scripts (../shared/peers/sqm-scripts), run as its ORIGIN.txt says: found above a
+//! directory, its `src/` copied, `start-sqm` and `stop-sqm` pointed at a `sqm.conf` of ours. For
+//! `unbloat bench start` and the two-host lab, which compare against it.
+
+use std::path::{Path, PathBuf};
+
+/// Where sqm-scripts' source is: `shared/peers/sqm-scripts` above `from`.
+pub fn find(from: &Path) -> Option<PathBuf> {
+    from.ancestors()
+        .map(|d| d.join("shared/peers/sqm-scripts"))
+        .find(|c| c.join("src/start-sqm").is_file())
+}
+
+/// sqm-scripts' `src/` copied to `lib`, pointed at a sqm.conf of ours, with a fresh state
+/// directory (a stale one makes start-sqm do nothing).
+pub fn install(src: &Path, lib: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(lib.join("state"))?;
+    for entry in std::fs::read_dir(src.join("src"))? {
+        let entry = entry?;
+        std::fs::copy(entry.path(), lib.join(entry.file_name()))?;
+    }
+    let conf = lib.join("sqm.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "SQM_LIB_DIR={lib}\nSQM_STATE_DIR={lib}/state\nSQM_QDISC_STATE_DIR={lib}/state/available_qdiscs\nSQM_CHECK_QDISCS=\"fq_codel codel pie sfq cake\"\nSQM_SYSLOG=0\n",
+            lib = lib.display()
+        ),
+    )?;
+    for script in ["start-sqm", "stop-sqm"] {
+        let path = lib.join(script);
+        let text = std::fs::read_to_string(&path)?
+            .replace("/etc/sqm/sqm.conf", &conf.display().to_string());
+        std::fs::write(&path, text)?;
+    }
+    Ok(())
+}
