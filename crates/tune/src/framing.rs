@@ -1,0 +1,1 @@
+//! Framing detection (to be written).

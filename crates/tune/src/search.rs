@@ -1,0 +1,1 @@
+//! Rate search (to be written).
