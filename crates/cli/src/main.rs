@@ -11,6 +11,7 @@ mod kernel;
 mod lab;
 mod measure;
 mod shape;
+mod tune;
 
 use clap::{Parser, Subcommand};
 
@@ -30,6 +31,7 @@ Examples:
   unbloat stop eth0
   unbloat serve                      (on the far end)
   unbloat test far.example.net --profile rrul --out results/
+  unbloat tune eth0 --server far.example.net --apply
   unbloat lab                        (the emulated before/after)";
 
 #[derive(Parser)]
@@ -70,6 +72,9 @@ enum Command {
     Config(shape::ConfigCommand),
     /// Measure latency under load against a far end (`unbloat serve`, a web server, irtt, iperf3), and grade it.
     Test(measure::TestCmd),
+    /// Find the link's framing and shaper rates by measuring it (saturates the link for up to
+    /// --max-time; the old shaping is put back unless --apply).
+    Tune(tune::TuneArgs),
     /// Be the far end of `unbloat test`.
     Serve(unbloat_measure::ServeArgs),
     /// Redraw the plots of a results file.
@@ -127,6 +132,7 @@ fn main() {
         Command::Confirm(a) => shape::confirm(&a),
         Command::Config(c) => shape::config(&c),
         Command::Test(a) => measure::test(&a),
+        Command::Tune(a) => tune::tune(&a),
         Command::Serve(a) => unbloat_measure::run_serve(&a).map_err(Failure::from),
         Command::Plot(a) => unbloat_report::files::run_plot(&a).map_err(Failure::from),
         Command::Lab(a) => lab::lab(&a),

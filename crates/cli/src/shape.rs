@@ -164,15 +164,15 @@ pub enum ConfigCommand {
 
 /// One interface's plan, the options it was built from (the fairness defaults under the
 /// user's), and the line that says how it is fair.
-struct Planned {
-    plan: Plan,
-    opts: ShapeOptions,
-    fairness: String,
+pub(crate) struct Planned {
+    pub(crate) plan: Plan,
+    pub(crate) opts: ShapeOptions,
+    pub(crate) fairness: String,
 }
 
 /// The fairness defaults of this machine under `user`'s options, the spec they make, and its
 /// line. The machine is read only when it matters: cake, and nothing the user said already.
-fn with_fairness(iface: IfName, user: &ShapeOptions) -> Result<Planned, Failure> {
+pub(crate) fn with_fairness(iface: IfName, user: &ShapeOptions) -> Result<Planned, Failure> {
     let qdisc = user.qdisc.unwrap_or_default();
     let runner = SystemRunner::from_env();
     let machine = hostnet::read_machine(&runner, Path::new("/proc"), iface.as_str());

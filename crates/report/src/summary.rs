@@ -94,6 +94,9 @@ pub struct ProbeSummary {
     pub steady_induced_p50_ms: Option<f64>,
     #[serde(default)]
     pub steady_induced_p95_ms: Option<f64>,
+    /// What `unbloat tune` judges its bound on.
+    #[serde(default)]
+    pub steady_induced_p99_ms: Option<f64>,
     /// The worst induced latency of the load's first [`STARTUP_S`] (slow start's overshoot,
     /// queues upstream of the shaper draining): shown beside the steady state, never hidden.
     #[serde(default)]
@@ -221,6 +224,7 @@ fn summarise_probe(series: &ProbeSeries, phases: &Phases) -> ProbeSummary {
         send_lag_p99_ms: stats::percentile(&lags, 99.0),
         steady_induced_p50_ms: induced(stats::percentile(&steady, 50.0)),
         steady_induced_p95_ms: induced(stats::percentile(&steady, 95.0)),
+        steady_induced_p99_ms: induced(stats::percentile(&steady, 99.0)),
         startup_peak_induced_ms: induced(startup_peak),
     }
 }

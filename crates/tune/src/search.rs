@@ -1,1 +1,265 @@
-//! Rate search (to be written).
+//! The rate search of one direction: shape, load, measure; the highest rate whose steady-state
+//! induced latency stays within the bound.
+//!
+//! Why this shape of search: below the link's true rate a shaper keeps the modem's queue empty
+//! and latency is flat; above it, even by 1 %, the modem's queue grows for as long as the load
+//! lasts, so the steady state's p99 jumps by tens of milliseconds. The pass/fail boundary is
+//! sharp and goodput rises with the rate up to it, so the best rate is the highest one that
+//! passes, and a bisection finds it in a few steps. The unshaped capacity `C` (converted to the
+//! line's rate) puts the bracket in the right place:
+//!
+//! 1. Try 95 % of `C` (sqm's guides' advice, and most often a pass).
+//! 2. While it fails, step down (85 %, 75 %, ... of `C`) until one passes, or give up at
+//!    [`FLOOR_PERCENT`]: then no rate keeps the latency within the bound (a bound below the
+//!    link's jitter, or a bottleneck elsewhere).
+//! 3. Bisect between the highest pass and the lowest fail (105 % of `C` while none failed) until
+//!    they are within [`PRECISION`] of each other or the steps run out.
+//!
+//! Pure: the caller runs each step and [`Search::record`]s what it measured. What callers can rely
+//! on: [`Search::next`] never proposes a rate twice, never above [`CEILING_PERCENT`] of `C`, and
+//! returns [`Next::Done`] within `max_steps` steps.
+
+use serde::{Deserialize, Serialize};
+use unbloat_units::Rate;
+
+/// The first rate tried, in percent of the measured capacity.
+pub const FIRST_PERCENT: f64 = 95.0;
+/// How far each step down goes while the rate fails, in points of the capacity.
+pub const STEP_DOWN_POINTS: f64 = 10.0;
+/// The lowest rate tried; below it the search gives up.
+pub const FLOOR_PERCENT: f64 = 50.0;
+/// The bisection's upper end while no rate has failed: the capacity estimate can be a little
+/// low (the unshaped run's slow start, probes' bytes), so the search may look just above it.
+pub const CEILING_PERCENT: f64 = 105.0;
+/// The bisection stops when the highest pass and the lowest fail are this close (relative).
+pub const PRECISION: f64 = 0.01;
+
+/// What one step measured at a shaper rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    pub rate: Rate,
+    /// Induced latency (loaded minus idle) of the steady state, p99, in milliseconds.
+    pub steady_p99_ms: f64,
+    /// The start-up peak (the load's first 3 s), for the report: it does not decide.
+    pub startup_peak_ms: Option<f64>,
+    /// Goodput of the loaded direction.
+    pub goodput: Rate,
+    /// Whether `steady_p99_ms` was within the bound.
+    pub pass: bool,
+}
+
+/// The search's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// The highest rate that passed.
+    Found(Rate),
+    /// Even [`FLOOR_PERCENT`] of the capacity failed the bound.
+    NoRatePasses,
+}
+
+/// What to do next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Next {
+    Try(Rate),
+    Done(Outcome),
+}
+
+/// One direction's search.
+#[derive(Debug, Clone)]
+pub struct Search {
+    capacity: Rate,
+    bound_ms: f64,
+    max_steps: usize,
+    steps: Vec<Step>,
+}
+
+impl Search {
+    /// A search around `capacity` (the line rate the unshaped link carried) for the highest rate
+    /// whose steady p99 induced latency is at most `bound_ms`, in at most `max_steps` steps.
+    pub fn new(capacity: Rate, bound_ms: f64, max_steps: usize) -> Search {
+        Search {
+            capacity,
+            bound_ms,
+            max_steps: max_steps.max(1),
+            steps: Vec::new(),
+        }
+    }
+
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    pub fn bound_ms(&self) -> f64 {
+        self.bound_ms
+    }
+
+    /// Records a step's measurement at `rate`; whether it passes is decided here.
+    pub fn record(
+        &mut self,
+        rate: Rate,
+        steady_p99_ms: f64,
+        startup_peak_ms: Option<f64>,
+        goodput: Rate,
+    ) {
+        // A step without a steady-state figure (no probe answered) cannot be called a pass.
+        let pass = steady_p99_ms.is_finite() && steady_p99_ms <= self.bound_ms;
+        self.steps.push(Step {
+            rate,
+            steady_p99_ms,
+            startup_peak_ms,
+            goodput,
+            pass,
+        });
+    }
+
+    fn at(&self, percent: f64) -> Rate {
+        // Whole kbit/s: what tc prints back and what users write.
+        let kbit = (self.capacity.kbit_f64() * percent / 100.0)
+            .floor()
+            .max(1.0);
+        Rate::from_kbit(kbit as u64)
+    }
+
+    fn best_pass(&self) -> Option<Rate> {
+        self.steps.iter().filter(|s| s.pass).map(|s| s.rate).max()
+    }
+
+    /// The lowest failing rate above the best pass (a fail below a pass is noise and is ignored,
+    /// the pass having been measured too).
+    fn lowest_fail_above(&self, pass: Option<Rate>) -> Option<Rate> {
+        self.steps
+            .iter()
+            .filter(|s| !s.pass && !matches!(pass, Some(p) if s.rate <= p))
+            .map(|s| s.rate)
+            .min()
+    }
+
+    fn tried(&self, rate: Rate) -> bool {
+        self.steps.iter().any(|s| s.rate == rate)
+    }
+
+    pub fn next(&self) -> Next {
+        let pass = self.best_pass();
+        let done = |p: Option<Rate>| Next::Done(p.map_or(Outcome::NoRatePasses, Outcome::Found));
+        if self.steps.len() >= self.max_steps {
+            return done(pass);
+        }
+        let Some(lo) = pass else {
+            // Nothing passed yet: step down from the first rate.
+            let tried = self.steps.len() as f64;
+            let percent = FIRST_PERCENT - STEP_DOWN_POINTS * tried;
+            if percent < FLOOR_PERCENT {
+                return done(None);
+            }
+            return Next::Try(self.at(percent));
+        };
+        let hi = self
+            .lowest_fail_above(Some(lo))
+            .unwrap_or_else(|| self.at(CEILING_PERCENT));
+        if hi <= lo {
+            // The ceiling itself passed: nothing above it is worth trying.
+            return done(Some(lo));
+        }
+        let (lo_k, hi_k) = (lo.kbit_f64(), hi.kbit_f64());
+        if (hi_k - lo_k) / lo_k <= PRECISION {
+            return done(Some(lo));
+        }
+        let mid = Rate::from_kbit(((lo_k + hi_k) / 2.0).floor() as u64);
+        if mid <= lo || mid >= hi || self.tried(mid) {
+            return done(Some(lo));
+        }
+        // The ceiling is tried only as the bisection's end, never proposed on its own: a pass at
+        // 105 % would mean the estimate was low, and the midpoint finds that too.
+        Next::Try(mid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs a search against a link whose latency breaks above `truth` (kbit/s).
+    fn run(capacity_kbit: u64, truth_kbit: u64, max_steps: usize) -> (Outcome, Vec<Step>) {
+        let mut s = Search::new(Rate::from_kbit(capacity_kbit), 10.0, max_steps);
+        loop {
+            match s.next() {
+                Next::Try(r) => {
+                    assert!(!s.tried(r), "proposed {r} twice");
+                    assert!(r.kbit_f64() <= capacity_kbit as f64 * 1.05 + 1.0);
+                    let p99 = if r.kbit_f64() <= truth_kbit as f64 {
+                        2.0
+                    } else {
+                        80.0
+                    };
+                    s.record(
+                        r,
+                        p99,
+                        Some(100.0),
+                        Rate::from_kbit(r.bits_per_sec() / 1000 * 9 / 10),
+                    );
+                }
+                Next::Done(o) => return (o, s.steps().to_vec()),
+            }
+        }
+    }
+
+    #[test]
+    fn lands_within_precision_of_the_truth_in_few_steps() {
+        for (capacity, truth) in [
+            (80_000, 80_000),
+            (80_000, 76_000),
+            (20_000, 20_800),
+            (768, 700),
+            (100_000, 90_000),
+        ] {
+            let (o, steps) = run(capacity, truth, 8);
+            let Outcome::Found(r) = o else {
+                panic!("{capacity}/{truth}: {o:?}")
+            };
+            let r = r.kbit_f64();
+            let top = (truth as f64).min(capacity as f64 * CEILING_PERCENT / 100.0);
+            assert!(r <= top, "{capacity}/{truth}: chose {r}, above what passes");
+            assert!(r >= top * 0.98, "{capacity}/{truth}: chose {r}, {steps:#?}");
+            assert!(steps.len() <= 8);
+        }
+    }
+
+    #[test]
+    fn steps_down_when_the_first_rate_fails_and_gives_up_at_the_floor() {
+        let (o, steps) = run(100_000, 62_000, 10);
+        let Outcome::Found(r) = o else {
+            panic!("{o:?}")
+        };
+        assert!(
+            r.kbit_f64() <= 62_000.0 && r.kbit_f64() > 60_000.0,
+            "{r}: {steps:#?}"
+        );
+        assert_eq!(steps[0].rate, Rate::from_kbit(95_000));
+        assert_eq!(steps[1].rate, Rate::from_kbit(85_000));
+        let (o, steps) = run(100_000, 10_000, 20);
+        assert_eq!(o, Outcome::NoRatePasses);
+        assert!(
+            steps.iter().all(|s| !s.pass) && steps.last().unwrap().rate == Rate::from_kbit(55_000)
+        );
+    }
+
+    #[test]
+    fn a_step_without_a_latency_figure_fails_and_the_step_budget_holds() {
+        let mut s = Search::new(Rate::from_mbit(10), 10.0, 2);
+        let Next::Try(r) = s.next() else { panic!() };
+        s.record(r, f64::NAN, None, Rate::from_mbit(9));
+        assert!(!s.steps()[0].pass);
+        let Next::Try(r2) = s.next() else { panic!() };
+        s.record(r2, 3.0, None, Rate::from_mbit(8));
+        assert_eq!(s.next(), Next::Done(Outcome::Found(r2)));
+    }
+
+    #[test]
+    fn a_fail_below_a_pass_is_noise_not_the_bracket() {
+        let mut s = Search::new(Rate::from_mbit(10), 10.0, 8);
+        s.record(Rate::from_kbit(9_500), 3.0, None, Rate::from_mbit(9));
+        s.record(Rate::from_kbit(9_000), 30.0, None, Rate::from_mbit(8));
+        // The bracket is 9.5 .. 10.5 Mbit/s: the midpoint is next.
+        assert_eq!(s.next(), Next::Try(Rate::from_kbit(10_000)));
+    }
+}

@@ -1,0 +1,185 @@
+//! `unbloat tune` for real, in the lab's network (issue 13's tests): the binary runs in the
+//! router's namespace against `unbloat serve` in the server's, over the emulated link.
+//!
+//! - A short rate search lands within 10 % of the link's true rates, and the old shaping is back
+//!   after it.
+//! - Ctrl-C mid-tune puts back the shaping that was there before (exit 130).
+//! - A far end that vanishes mid-tune gives a clear error (exit 3) and the same.
+
+mod common;
+use common::unbloat_exe;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use unbloat_lab::farend::FarEndKind;
+use unbloat_lab::profile::LinkProfile;
+use unbloat_lab::topology::{LiveTopology, Node, Topology};
+use unbloat_system::runner::{Cmd, SystemRunner};
+
+struct Lab {
+    live: LiveTopology<'static>,
+    dir: PathBuf,
+    serve: Vec<String>,
+}
+
+fn lab(profile: &str) -> Lab {
+    let profile = LinkProfile::shipped(profile).expect("profile");
+    let runner = Box::leak(Box::new(SystemRunner::from_env()));
+    let mut live = LiveTopology::build(Topology::new(&profile), runner).expect("build the lab");
+    let dir = std::env::temp_dir().join(format!("unbloat-tune-test-{}", live.topo.prefix));
+    std::fs::create_dir_all(&dir).unwrap();
+    let started = FarEndKind::Unbloat
+        .start(&mut live, &dir, &unbloat_exe())
+        .expect("unbloat serve");
+    Lab {
+        live,
+        dir,
+        serve: started.args,
+    }
+}
+
+impl Lab {
+    /// `unbloat ARGS` in the router, with the lab's own run directory.
+    fn unbloat(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.live.topo.ns(Node::Router)])
+            .arg("env")
+            .arg(format!(
+                "UNBLOAT_RUN_DIR={}",
+                self.dir.join("run").display()
+            ))
+            .arg(unbloat_exe())
+            .args(args)
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.unbloat(args).output().expect("run unbloat");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "unbloat {args:?} failed: {text}");
+        text
+    }
+
+    fn tune(&self, extra: &[&str]) -> Child {
+        let out = self.dir.join("tune");
+        let mut args = vec!["tune", "wan0", "--server", &self.serve[0], "--no-sweep"];
+        let out = out.display().to_string();
+        args.extend(["--out", &out, "--json"]);
+        args.extend(extra);
+        self.unbloat(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn tune")
+    }
+
+    /// The router's WAN and IFB qdiscs, with the handles the kernel picked itself masked.
+    fn qdiscs(&self) -> String {
+        let sh = "tc qdisc show dev wan0; tc qdisc show dev ifb4wan0 2>/dev/null; true";
+        let out = self
+            .live
+            .run_in(Node::Router, &Cmd::new("sh").args(["-c", sh]))
+            .expect("tc");
+        out.stdout
+            .split_whitespace()
+            .map(|w| {
+                if w.len() == 5 && w.starts_with('8') && w.ends_with(':') {
+                    "8xxx:"
+                } else {
+                    w
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn finish(child: Child) -> (i32, String, String) {
+    let out = child.wait_with_output().expect("wait for tune");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// Waits until the tune's stderr would be in its capacity phase: `secs` after the start.
+fn interrupt_after(child: &Child, secs: u64, signal: libc::c_int) {
+    std::thread::sleep(Duration::from_secs(secs));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, signal);
+    }
+}
+
+fn rate_bps(v: &serde_json::Value) -> f64 {
+    let text = v.as_str().unwrap_or_else(|| panic!("not a rate: {v}"));
+    let r: unbloat_units::Rate = text.parse().expect("rate");
+    r.bits_per_sec() as f64
+}
+
+unbloat_system::real_kernel_test! {
+    /// On the 40/10 PTM link without the sweep, three steps each way: within 10 % of the line
+    /// rates, steps recorded with their steady p99 and start-up peak, the old setup back.
+    fn a_short_rate_search_lands_near_the_true_rates() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] {
+        let lab = lab("vdsl2");
+        let before = lab.qdiscs();
+        let t0 = Instant::now();
+        let (code, out, err) = finish(lab.tune(&["--max-time", "1m"]));
+        assert_eq!(code, 0, "{err}");
+        eprintln!("tune took {:?}:\n{err}", t0.elapsed());
+        let v: serde_json::Value = serde_json::from_str(&out).expect("tune --json");
+        let profile = LinkProfile::shipped("vdsl2").unwrap();
+        for (key, line) in [("down", profile.down), ("up", profile.up)] {
+            let got = rate_bps(&v[key]);
+            let truth = line.bits_per_sec() as f64;
+            assert!((got - truth).abs() <= truth * 0.10, "{key}: {got} vs {truth}: {err}");
+            let steps = v[format!("steps_{key}")].as_array().expect("steps");
+            assert!(!steps.is_empty() && steps.len() <= 3, "{steps:?}");
+            assert!(steps.iter().all(|s| s["steady_p99_ms"].is_number()), "{steps:?}");
+        }
+        assert_eq!(lab.qdiscs(), before, "the old (no) shaping is not back");
+        let toml = std::fs::read_to_string(lab.dir.join("tune/unbloat.toml")).expect("unbloat.toml");
+        assert!(toml.contains("[interface.wan0]"), "{toml}");
+        let html = std::fs::read_to_string(lab.dir.join("tune/index.html")).expect("index.html");
+        assert!(html.contains("tradeoff-down.svg"));
+        let _ = std::fs::remove_dir_all(&lab.dir);
+        lab.live.teardown().expect("teardown");
+    }
+}
+
+unbloat_system::real_kernel_test! {
+    /// Ctrl-C in the capacity phase and a far end killed in the search: each time the shaping
+    /// unbloat had before the run is back, with exit 130 and 3 and the reason said.
+    fn ctrl_c_and_a_vanishing_far_end_put_the_old_shaping_back() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] {
+        let mut lab = lab("vdsl2");
+        lab.ok(&["start", "wan0", "--down", "50mbit", "--up", "10mbit"]);
+        let shaped = lab.qdiscs();
+        assert!(shaped.contains("cake"), "{shaped}");
+
+        let child = lab.tune(&[]);
+        interrupt_after(&child, 8, libc::SIGINT);
+        let (code, _, err) = finish(child);
+        assert_eq!(code, 130, "{err}");
+        assert!(err.contains("tune interrupted") && err.contains("back"), "{err}");
+        assert_eq!(lab.qdiscs(), shaped, "Ctrl-C did not put the old shaping back: {err}");
+
+        let child = lab.tune(&[]);
+        std::thread::sleep(Duration::from_secs(25));
+        lab.live.stop_all();
+        let (code, _, err) = finish(child);
+        assert_eq!(code, 3, "{err}");
+        assert!(err.contains("tune wan0") && err.contains("back"), "{err}");
+        assert_eq!(lab.qdiscs(), shaped, "a vanished far end left the link changed: {err}");
+        lab.ok(&["stop", "wan0"]);
+        let _ = std::fs::remove_dir_all(&lab.dir);
+        lab.live.teardown().expect("teardown");
+    }
+}

@@ -1,0 +1,415 @@
+//! The tune run: its phases in order, each measured through `unbloat test`'s own timeline
+//! against whatever far end the user named, and the shaping changed through a [`Shaping`] the
+//! caller provides (the CLI's transactions: verified, journaled, rolled back on failure).
+//!
+//! 1. idle baseline (a `ping` test): the RTT and its jitter;
+//! 2. unshaped capacity per direction (`download`, then `upload`), converted to the line's rate;
+//! 3. framing (the size sweep, [`crate::framing`]);
+//! 4. rate search per direction ([`crate::search`]), download first with the upload shaped at
+//!    [`OTHER_PERCENT`] of its capacity so its ACKs never queue, then upload at the download's
+//!    result.
+//!
+//! What callers can rely on: whatever happens (an error, the far end gone, [`Stop`] raised),
+//! [`run`] ends with the shaping that was there before put back, unless it succeeded and
+//! `apply` was asked. The searches get the steps that fit in what `max_time` leaves after the
+//! fixed phases (at least 3 per direction).
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use unbloat_measure::client::{NoProgress, TestPlan};
+use unbloat_measure::profile::Profile;
+use unbloat_measure::timeline::run_plan;
+use unbloat_report::summary::Summary;
+use unbloat_shaper::goodput::{GoodputModel, LinkFraming};
+use unbloat_shaper::linklayer::LinkLayer;
+use unbloat_shaper::options::ShapeOptions;
+use unbloat_units::Rate;
+
+use crate::interrupt::{Shared, Stop};
+use crate::search::{Next, Outcome as SearchOutcome, Search, Step};
+use crate::sweep_phase::FramingFound;
+use crate::TuneError;
+
+/// The other direction's rate during a search, in percent of its capacity: low enough that its
+/// queue (the loaded direction's ACKs) stays empty.
+pub const OTHER_PERCENT: u64 = 85;
+/// The least a shaper can keep in its queue is about two full packets; at low rates that alone is
+/// tens of milliseconds, so the bound grows by their serialization time at the capacity.
+pub const PACKETS_OF_SLACK: f64 = 2.0;
+/// How long each search step loads the link: the start-up (3 s, left out) and the steady state.
+pub const STEP_LOAD: Duration = Duration::from_secs(8);
+/// What one step costs beyond its load: connection set-up, a short idle baseline and tail.
+const STEP_OVERHEAD: Duration = Duration::from_secs(2);
+/// Probes every 50 ms: 100 samples in a step's 5 s steady state, enough for its p99.
+const PROBE_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Changes the interface's shaping for the run. Every method is one verified transaction.
+pub trait Shaping {
+    /// Shapes with `opts` (the tune's rates and link options); in place when only rates change.
+    fn shape(&mut self, opts: &ShapeOptions) -> Result<(), String>;
+    /// Removes the shaping (the link runs as the modem leaves it).
+    fn unshape(&mut self) -> Result<(), String>;
+    /// Puts back what was there before the run; says what it did.
+    fn restore(&mut self) -> Result<String, String>;
+}
+
+/// What the user asked of the run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// A test plan against the user's far end; each phase swaps its profile and durations.
+    pub test: TestPlan,
+    /// The steady-state p99 induced latency the chosen rates must keep, in ms.
+    pub bound_ms: f64,
+    pub max_time: Duration,
+    /// The user's link options (`--link` and friends): what a straight-line sweep falls back to.
+    pub link: ShapeOptions,
+    /// Leave out the framing sweep (the user's link options stand).
+    pub skip_sweep: bool,
+    /// Shape with the result at the end instead of putting the old setup back.
+    pub apply: bool,
+}
+
+/// A phase's progress line, for the terminal.
+pub trait Report {
+    fn phase(&mut self, number: usize, name: &str, detail: &str);
+}
+
+/// Everything the run found, for the config, the report and `--json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Tuned {
+    pub idle_rtt_ms: Option<f64>,
+    /// Goodput of the unshaped link, bit/s, and its line rate under the framing found.
+    pub capacity_down: Capacity,
+    pub capacity_up: Capacity,
+    pub framing: Option<FramingFound>,
+    /// The link options the rates were searched with (and the config carries).
+    pub link: ShapeOptions,
+    pub bound_down_ms: f64,
+    pub bound_up_ms: f64,
+    pub steps_down: Vec<Step>,
+    pub steps_up: Vec<Step>,
+    pub down: Option<Rate>,
+    pub up: Option<Rate>,
+    /// The options to shape with: link options and the rates found.
+    pub options: ShapeOptions,
+    pub seconds: f64,
+    /// What happened to the shaping at the end (put back, or applied).
+    pub ending: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Capacity {
+    pub goodput: Rate,
+    pub line: Rate,
+}
+
+/// Runs the phases; puts the old shaping back on every way out unless `apply` succeeded.
+pub fn run(
+    s: &Settings,
+    shaping: &Shared,
+    stop: &Stop,
+    report: &mut dyn Report,
+) -> Result<Tuned, TuneError> {
+    let started = Instant::now();
+    let result = phases(s, shaping, stop, report, started);
+    match result {
+        Ok(mut tuned) => {
+            tuned.ending = if s.apply {
+                let applied = lock(shaping).shape(&tuned.options);
+                match applied {
+                    Ok(()) => "shaping with the tuned settings".into(),
+                    Err(e) => {
+                        let back = lock(shaping).restore();
+                        let back = back.unwrap_or_else(|r| r);
+                        return Err(TuneError::Shaping(format!("{e}; {back}")));
+                    }
+                }
+            } else {
+                lock(shaping).restore().map_err(TuneError::Shaping)?
+            };
+            tuned.seconds = started.elapsed().as_secs_f64();
+            Ok(tuned)
+        }
+        Err(e) => {
+            let back = lock(shaping)
+                .restore()
+                .unwrap_or_else(|r| format!("COULD NOT PUT BACK: {r}"));
+            Err(e.with_ending(back))
+        }
+    }
+}
+
+fn phases(
+    s: &Settings,
+    shaping: &Shared,
+    stop: &Stop,
+    report: &mut dyn Report,
+    started: Instant,
+) -> Result<Tuned, TuneError> {
+    let budget = Budget::new(s.max_time, started);
+    report.phase(1, "idle", "measuring the idle round trip (3 s)");
+    lock(shaping).unshape().map_err(TuneError::Shaping)?;
+    let idle = test(s, "ping", Duration::from_secs(3), stop)?;
+    let idle_rtt_ms = idle.idle_latency_ms.or_else(|| loaded_median(&idle));
+    report.phase(1, "idle", &format!("{} ms", fmt_opt(idle_rtt_ms)));
+
+    report.phase(
+        2,
+        "capacity",
+        "unshaped download, then upload (8 s each; the link is saturated)",
+    );
+    let down_good = goodput(&test(s, "download", STEP_LOAD, stop)?, true)?;
+    let up_good = goodput(&test(s, "upload", STEP_LOAD, stop)?, false)?;
+
+    let (framing, link) = if s.skip_sweep {
+        (None, s.link.clone())
+    } else {
+        report.phase(
+            3,
+            "framing",
+            "round trips over packet sizes (ATM cells, or a straight line)",
+        );
+        let guess = crate::sweep_phase::sweep(&s.test, stop)?;
+        let link = crate::sweep_phase::link_options(&guess, &s.link);
+        report.phase(3, "framing", &guess.reason);
+        (Some(guess), link)
+    };
+    let layer = link_layer(&link)?;
+    let capacity_down = Capacity {
+        goodput: down_good,
+        line: line_rate(down_good, &layer),
+    };
+    let capacity_up = Capacity {
+        goodput: up_good,
+        line: line_rate(up_good, &layer),
+    };
+    report.phase(
+        2,
+        "capacity",
+        &format!(
+            "download {} goodput, line {}; upload {} goodput, line {}",
+            capacity_down.goodput, capacity_down.line, capacity_up.goodput, capacity_up.line
+        ),
+    );
+
+    let steps_each = budget.steps_per_direction();
+    let bound_down_ms = bound_at(s.bound_ms, capacity_down.line);
+    let bound_up_ms = bound_at(s.bound_ms, capacity_up.line);
+    let with = |down: Rate, up: Rate| ShapeOptions {
+        down: Some(down),
+        up: Some(up),
+        ..link.clone()
+    };
+
+    report.phase(
+        4,
+        "download",
+        &format!(
+            "rate search, at most {steps_each} steps of {} s",
+            STEP_LOAD.as_secs()
+        ),
+    );
+    let other = capacity_up.line.percent(OTHER_PERCENT);
+    let mut search = Search::new(capacity_down.line, bound_down_ms, steps_each);
+    let down = search_one(s, shaping, stop, report, &mut search, true, |r| {
+        with(r, other)
+    })?;
+    let steps_down = search.steps().to_vec();
+
+    report.phase(
+        5,
+        "upload",
+        &format!("rate search, at most {steps_each} steps"),
+    );
+    let down_rate = down.unwrap_or(capacity_down.line.percent(OTHER_PERCENT));
+    let mut search = Search::new(capacity_up.line, bound_up_ms, steps_each);
+    let up = search_one(s, shaping, stop, report, &mut search, false, |r| {
+        with(down_rate, r)
+    })?;
+    let steps_up = search.steps().to_vec();
+
+    let options = ShapeOptions {
+        down,
+        up,
+        ..link.clone()
+    };
+    Ok(Tuned {
+        idle_rtt_ms,
+        capacity_down,
+        capacity_up,
+        framing,
+        link,
+        bound_down_ms,
+        bound_up_ms,
+        steps_down,
+        steps_up,
+        down,
+        up,
+        options,
+        seconds: 0.0,
+        ending: String::new(),
+    })
+}
+
+/// One direction's search: shape, load, record, until the search is done.
+fn search_one(
+    s: &Settings,
+    shaping: &Shared,
+    stop: &Stop,
+    report: &mut dyn Report,
+    search: &mut Search,
+    down: bool,
+    opts: impl Fn(Rate) -> ShapeOptions,
+) -> Result<Option<Rate>, TuneError> {
+    let (phase, name, profile) = if down {
+        (4, "download", "download")
+    } else {
+        (5, "upload", "upload")
+    };
+    loop {
+        match search.next() {
+            Next::Done(SearchOutcome::Found(r)) => {
+                report.phase(phase, name, &format!("chose {r}"));
+                return Ok(Some(r));
+            }
+            Next::Done(SearchOutcome::NoRatePasses) => {
+                report.phase(phase, name, &format!(
+                    "no rate kept the steady-state p99 within {:.1} ms; left unset (raise --bound?)",
+                    search.bound_ms()
+                ));
+                return Ok(None);
+            }
+            Next::Try(rate) => {
+                lock(shaping)
+                    .shape(&opts(rate))
+                    .map_err(TuneError::Shaping)?;
+                let sum = test(s, profile, STEP_LOAD, stop)?;
+                let p = primary(&sum);
+                let p99 = p.and_then(|p| p.steady_induced_p99_ms).unwrap_or(f64::NAN);
+                let peak = p.and_then(|p| p.startup_peak_induced_ms);
+                let good = goodput(&sum, down).unwrap_or(Rate::from_bits_per_sec(0));
+                search.record(rate, p99, peak, good);
+                let last = search.steps().last().expect("just recorded");
+                report.phase(
+                    phase,
+                    name,
+                    &format!(
+                    "{rate}: steady p99 +{p99:.1} ms ({}), start-up peak +{} ms, goodput {good}",
+                    if last.pass { "within the bound" } else { "over the bound" },
+                    fmt_opt(peak)
+                ),
+                );
+            }
+        }
+    }
+}
+
+/// The shaping, for one transaction; a poisoned lock (a panic elsewhere) still restores.
+fn lock(s: &Shared) -> std::sync::MutexGuard<'_, Box<dyn Shaping + Send>> {
+    s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The bound at a line rate: the user's plus [`PACKETS_OF_SLACK`] full packets' time.
+pub fn bound_at(bound_ms: f64, line: Rate) -> f64 {
+    let bits = PACKETS_OF_SLACK * 1514.0 * 8.0;
+    bound_ms + 1000.0 * bits / (line.bits_per_sec().max(1) as f64)
+}
+
+/// The line rate that carries `goodput` of bulk TCP under `link`'s framing.
+pub fn line_rate(goodput: Rate, link: &LinkLayer) -> Rate {
+    let model = GoodputModel::ipv4_timestamps(LinkFraming::from(link));
+    match model.fraction() {
+        Ok((payload, wire)) => Rate::from_bits_per_sec(
+            (u128::from(goodput.bits_per_sec()) * u128::from(wire) / u128::from(payload)) as u64,
+        ),
+        Err(_) => goodput,
+    }
+}
+
+fn link_layer(opts: &ShapeOptions) -> Result<LinkLayer, TuneError> {
+    LinkLayer::resolve(opts.link, opts.overhead, opts.mpu, opts.framing, opts.vlan)
+        .map_err(|e| TuneError::Invalid(e.to_string()))
+}
+
+/// Runs one test of `profile` with `load` against the user's far end.
+fn test(s: &Settings, profile: &str, load: Duration, stop: &Stop) -> Result<Summary, TuneError> {
+    stop.check()?;
+    let mut plan = s.test.clone();
+    plan.profile = Profile::by_name(profile)
+        .and_then(|p| p.resolve(None))
+        .map_err(TuneError::Measure)?;
+    plan.idle_before = Duration::from_secs(1);
+    plan.load = load;
+    plan.idle_after = Duration::from_millis(500);
+    plan.probe_interval = PROBE_INTERVAL;
+    let results = run_plan(&plan, &mut NoProgress).map_err(|f| TuneError::Measure(f.error))?;
+    stop.check()?;
+    Ok(Summary::from_results(&results))
+}
+
+fn primary(s: &Summary) -> Option<&unbloat_report::summary::ProbeSummary> {
+    let name = s.primary_probe.as_ref()?;
+    s.probes.iter().find(|p| &p.name == name)
+}
+
+fn loaded_median(s: &Summary) -> Option<f64> {
+    primary(s).and_then(|p| p.loaded_p50_ms)
+}
+
+fn goodput(s: &Summary, down: bool) -> Result<Rate, TuneError> {
+    let d = if down { &s.download } else { &s.upload };
+    match d.goodput_bps {
+        Some(g) if g > 0.0 => Ok(Rate::from_bits_per_sec(g as u64)),
+        _ => Err(TuneError::NoGoodput(if down {
+            "download"
+        } else {
+            "upload"
+        })),
+    }
+}
+
+fn fmt_opt(v: Option<f64>) -> String {
+    v.map_or("?".into(), |v| format!("{v:.1}"))
+}
+
+/// The time left for the searches, split into a number of steps per direction.
+struct Budget {
+    max: Duration,
+    started: Instant,
+}
+
+impl Budget {
+    fn new(max: Duration, started: Instant) -> Budget {
+        Budget { max, started }
+    }
+
+    /// Steps per direction that fit the time left (called after the fixed phases), at least 3
+    /// and at most 8.
+    fn steps_per_direction(&self) -> usize {
+        let left = self.max.saturating_sub(self.started.elapsed());
+        let per_step = STEP_LOAD + STEP_OVERHEAD;
+        ((left.as_secs_f64() / per_step.as_secs_f64() / 2.0) as usize).clamp(3, 8)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use unbloat_shaper::linklayer::LinkPreset;
+
+    #[test]
+    fn the_bound_grows_by_two_packets_at_low_rates_only() {
+        assert!((bound_at(10.0, Rate::from_kbit(768)) - (10.0 + 31.5)).abs() < 0.2);
+        assert!(bound_at(10.0, Rate::from_mbit(80)) < 10.31);
+    }
+
+    #[test]
+    fn line_rate_undoes_the_framing_cost() {
+        let atm = LinkPreset::PppoeLlcsnap.link_layer();
+        let good = Rate::from_kbit(1_000);
+        let line = line_rate(good, &atm);
+        // 1448 payload bytes in 1500 + 40 = 1540 bytes, 33 cells = 1749 bytes on the line.
+        assert_eq!(line.bits_per_sec(), 1_000_000 * 1749 / 1448);
+    }
+}
