@@ -75,14 +75,17 @@ pub enum Setup {
     UnbloatFlows,
     /// `unbloat start wan0 --down D --up U`.
     UnbloatDefault,
+    /// `unbloat start wan0 --down D --up U --ack-filter`.
+    UnbloatAckFilter,
 }
 
 impl Setup {
-    pub const ALL: [Setup; 4] = [
+    pub const ALL: [Setup; 5] = [
         Setup::None,
         Setup::SqmDefault,
         Setup::UnbloatFlows,
         Setup::UnbloatDefault,
+        Setup::UnbloatAckFilter,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -90,6 +93,7 @@ impl Setup {
             Setup::SqmDefault => "sqm-scripts default",
             Setup::UnbloatFlows => "unbloat --isolation flows",
             Setup::UnbloatDefault => "unbloat default",
+            Setup::UnbloatAckFilter => "unbloat --ack-filter",
         }
     }
 }
@@ -437,7 +441,7 @@ fn apply(net: &Net, setup: Setup, tools: &Tools) -> Result<Option<String>, Hosts
             )?;
             Ok(None)
         }
-        Setup::UnbloatFlows | Setup::UnbloatDefault => {
+        Setup::UnbloatFlows | Setup::UnbloatDefault | Setup::UnbloatAckFilter => {
             let run_dir = tools.work.join(format!("run-{}", net.prefix));
             let bin = tools.unbloat.display().to_string();
             let mut argv = vec![
@@ -451,8 +455,10 @@ fn apply(net: &Net, setup: Setup, tools: &Tools) -> Result<Option<String>, Hosts
                 "--up".into(),
                 format!("{up}kbit"),
             ];
-            if setup == Setup::UnbloatFlows {
-                argv.extend(["--isolation".into(), "flows".into()]);
+            match setup {
+                Setup::UnbloatFlows => argv.extend(["--isolation".into(), "flows".into()]),
+                Setup::UnbloatAckFilter => argv.push("--ack-filter".into()),
+                _ => {}
             }
             let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
             let said = net.run(Some("rtr"), &argv)?;
