@@ -37,6 +37,7 @@ pub mod strategies;
 pub mod table;
 pub mod theory;
 pub mod topology;
+pub mod tune_lab;
 
 pub use bench::{render_benchmark, run_benchmark, BenchLabArgs};
 pub use lab::{print_report, run_lab, LabArgs, LabError, LabReport};

@@ -9,96 +9,64 @@
 mod common;
 use common::unbloat_exe;
 
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use unbloat_lab::farend::FarEndKind;
 use unbloat_lab::profile::LinkProfile;
-use unbloat_lab::topology::{LiveTopology, Node, Topology};
+use unbloat_lab::topology::Node;
+use unbloat_lab::tune_lab::TuneLab;
 use unbloat_system::runner::{Cmd, SystemRunner};
 
-struct Lab {
-    live: LiveTopology<'static>,
-    dir: PathBuf,
-    serve: Vec<String>,
-}
-
-fn lab(profile: &str) -> Lab {
+fn lab(profile: &str) -> TuneLab<'static> {
     let profile = LinkProfile::shipped(profile).expect("profile");
     let runner = Box::leak(Box::new(SystemRunner::from_env()));
-    let mut live = LiveTopology::build(Topology::new(&profile), runner).expect("build the lab");
-    let dir = std::env::temp_dir().join(format!("unbloat-tune-test-{}", live.topo.prefix));
-    std::fs::create_dir_all(&dir).unwrap();
-    let started = FarEndKind::Unbloat
-        .start(&mut live, &dir, &unbloat_exe())
-        .expect("unbloat serve");
-    Lab {
-        live,
-        dir,
-        serve: started.args,
-    }
+    let dir = std::env::temp_dir().join(format!("unbloat-tune-test-{}", std::process::id()));
+    TuneLab::build(&profile, runner, &unbloat_exe(), &dir).expect("the lab with unbloat serve")
 }
 
-impl Lab {
-    /// `unbloat ARGS` in the router, with the lab's own run directory.
-    fn unbloat(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.live.topo.ns(Node::Router)])
-            .arg("env")
-            .arg(format!(
-                "UNBLOAT_RUN_DIR={}",
-                self.dir.join("run").display()
-            ))
-            .arg(unbloat_exe())
-            .args(args)
-            .stdin(Stdio::null());
-        c
-    }
+/// `unbloat tune wan0` in the router, without the sweep, as a child to signal.
+fn tune(lab: &TuneLab, extra: &[&str]) -> Child {
+    let out = lab.dir.join("tune").display().to_string();
+    Command::new("ip")
+        .args(["netns", "exec", &lab.live.topo.ns(Node::Router), "env"])
+        .arg(format!("UNBLOAT_RUN_DIR={}", lab.dir.join("run").display()))
+        .arg(&lab.exe)
+        .args([
+            "tune",
+            "wan0",
+            "--server",
+            &lab.server,
+            "--no-sweep",
+            "--out",
+            &out,
+            "--json",
+        ])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn tune")
+}
 
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.unbloat(args).output().expect("run unbloat");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.status.success(), "unbloat {args:?} failed: {text}");
-        text
-    }
-
-    fn tune(&self, extra: &[&str]) -> Child {
-        let out = self.dir.join("tune");
-        let mut args = vec!["tune", "wan0", "--server", &self.serve[0], "--no-sweep"];
-        let out = out.display().to_string();
-        args.extend(["--out", &out, "--json"]);
-        args.extend(extra);
-        self.unbloat(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn tune")
-    }
-
-    /// The router's WAN and IFB qdiscs, with the handles the kernel picked itself masked.
-    fn qdiscs(&self) -> String {
-        let sh = "tc qdisc show dev wan0; tc qdisc show dev ifb4wan0 2>/dev/null; true";
-        let out = self
-            .live
-            .run_in(Node::Router, &Cmd::new("sh").args(["-c", sh]))
-            .expect("tc");
-        out.stdout
-            .split_whitespace()
-            .map(|w| {
-                if w.len() == 5 && w.starts_with('8') && w.ends_with(':') {
-                    "8xxx:"
-                } else {
-                    w
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
+/// The router's WAN and IFB qdiscs, with the handles the kernel picked itself masked.
+fn qdiscs(lab: &TuneLab) -> String {
+    let sh = "tc qdisc show dev wan0; tc qdisc show dev ifb4wan0 2>/dev/null; true";
+    let out = lab
+        .live
+        .run_in(Node::Router, &Cmd::new("sh").args(["-c", sh]))
+        .expect("tc");
+    out.stdout
+        .split_whitespace()
+        .map(|w| {
+            if w.len() == 5 && w.starts_with('8') && w.ends_with(':') {
+                "8xxx:"
+            } else {
+                w
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn finish(child: Child) -> (i32, String, String) {
@@ -130,9 +98,9 @@ unbloat_system::real_kernel_test! {
     /// rates, steps recorded with their steady p99 and start-up peak, the old setup back.
     fn a_short_rate_search_lands_near_the_true_rates() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] {
         let lab = lab("vdsl2");
-        let before = lab.qdiscs();
+        let before = qdiscs(&lab);
         let t0 = Instant::now();
-        let (code, out, err) = finish(lab.tune(&["--max-time", "1m"]));
+        let (code, out, err) = finish(tune(&lab, &["--max-time", "1m"]));
         assert_eq!(code, 0, "{err}");
         eprintln!("tune took {:?}:\n{err}", t0.elapsed());
         let v: serde_json::Value = serde_json::from_str(&out).expect("tune --json");
@@ -145,7 +113,7 @@ unbloat_system::real_kernel_test! {
             assert!(!steps.is_empty() && steps.len() <= 3, "{steps:?}");
             assert!(steps.iter().all(|s| s["steady_p99_ms"].is_number()), "{steps:?}");
         }
-        assert_eq!(lab.qdiscs(), before, "the old (no) shaping is not back");
+        assert_eq!(qdiscs(&lab), before, "the old (no) shaping is not back");
         let toml = std::fs::read_to_string(lab.dir.join("tune/unbloat.toml")).expect("unbloat.toml");
         assert!(toml.contains("[interface.wan0]"), "{toml}");
         let html = std::fs::read_to_string(lab.dir.join("tune/index.html")).expect("index.html");
@@ -160,25 +128,25 @@ unbloat_system::real_kernel_test! {
     /// unbloat had before the run is back, with exit 130 and 3 and the reason said.
     fn ctrl_c_and_a_vanishing_far_end_put_the_old_shaping_back() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] {
         let mut lab = lab("vdsl2");
-        lab.ok(&["start", "wan0", "--down", "50mbit", "--up", "10mbit"]);
-        let shaped = lab.qdiscs();
+        lab.unbloat_json(&["start", "wan0", "--down", "50mbit", "--up", "10mbit", "--json"]).expect("start");
+        let shaped = qdiscs(&lab);
         assert!(shaped.contains("cake"), "{shaped}");
 
-        let child = lab.tune(&[]);
+        let child = tune(&lab, &[]);
         interrupt_after(&child, 8, libc::SIGINT);
         let (code, _, err) = finish(child);
         assert_eq!(code, 130, "{err}");
         assert!(err.contains("tune interrupted") && err.contains("back"), "{err}");
-        assert_eq!(lab.qdiscs(), shaped, "Ctrl-C did not put the old shaping back: {err}");
+        assert_eq!(qdiscs(&lab), shaped, "Ctrl-C did not put the old shaping back: {err}");
 
-        let child = lab.tune(&[]);
+        let child = tune(&lab, &[]);
         std::thread::sleep(Duration::from_secs(25));
         lab.live.stop_all();
         let (code, _, err) = finish(child);
         assert_eq!(code, 3, "{err}");
         assert!(err.contains("tune wan0") && err.contains("back"), "{err}");
-        assert_eq!(lab.qdiscs(), shaped, "a vanished far end left the link changed: {err}");
-        lab.ok(&["stop", "wan0"]);
+        assert_eq!(qdiscs(&lab), shaped, "a vanished far end left the link changed: {err}");
+        lab.unbloat_json(&["stop", "wan0", "--json"]).expect("stop");
         let _ = std::fs::remove_dir_all(&lab.dir);
         lab.live.teardown().expect("teardown");
     }

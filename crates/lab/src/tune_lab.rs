@@ -1,0 +1,226 @@
+//! `unbloat tune` in the lab: the binary runs in the router's namespace against `unbloat serve`
+//! in the server's, and what it finds is set beside the profile's truth (`bench tune`); and the
+//! exhaustive sweep the search is judged against (`bench tune --exhaustive`): every rate on a
+//! grid, each shaped with `unbloat start` and measured with `unbloat test`, the best being the
+//! highest whose steady-state p99 keeps the same bound.
+//!
+//! Both go through the binary, as a user would: the lab checks the product, not a library call.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use unbloat_shaper::linklayer::Framing;
+use unbloat_units::Rate;
+
+use crate::farend::FarEndKind;
+use crate::profile::LinkProfile;
+use crate::topology::{LiveTopology, Node, Topology};
+use unbloat_system::runner::Runner;
+
+/// Why a tune lab could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum TuneLabError {
+    #[error("the lab network: {0}")]
+    Build(String),
+    #[error("`unbloat {args}` in the router failed (exit status {status}): {detail}")]
+    Unbloat {
+        args: String,
+        status: i32,
+        detail: String,
+    },
+    #[error("`unbloat {args}` printed no JSON: {detail}")]
+    Output { args: String, detail: String },
+}
+
+/// What tune found on one profile, beside the truth.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TuneRow {
+    pub profile: String,
+    /// `atm`, `ptm` or `none`: the profile's framing.
+    pub family_truth: String,
+    /// `atm`, `straight` or `undecided` (`-` without a sweep).
+    pub family_found: String,
+    pub overhead_truth: i32,
+    pub overhead_found: Option<i64>,
+    pub down_line: Rate,
+    pub up_line: Rate,
+    pub down_found: Option<Rate>,
+    pub up_found: Option<Rate>,
+    pub seconds: f64,
+    /// The exhaustive sweep's best rates, when it ran.
+    pub down_best: Option<Rate>,
+    pub up_best: Option<Rate>,
+}
+
+impl TuneRow {
+    /// Whether the framing family is right: ATM found on ATM, a straight line on anything else.
+    pub fn family_right(&self) -> bool {
+        match self.family_truth.as_str() {
+            "atm" => self.family_found == "atm",
+            _ => self.family_found == "straight",
+        }
+    }
+}
+
+/// A lab network with `unbloat serve` running, and the run directory unbloat's records go to.
+pub struct TuneLab<'r> {
+    pub live: LiveTopology<'r>,
+    pub exe: PathBuf,
+    pub dir: PathBuf,
+    pub server: String,
+}
+
+impl<'r> TuneLab<'r> {
+    pub fn build(
+        profile: &LinkProfile,
+        runner: &'r dyn Runner,
+        exe: &Path,
+        dir: &Path,
+    ) -> Result<TuneLab<'r>, TuneLabError> {
+        let err = |e: &dyn std::fmt::Display| TuneLabError::Build(e.to_string());
+        let mut live = LiveTopology::build(Topology::new(profile), runner).map_err(|e| err(&e))?;
+        std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
+        let started = FarEndKind::Unbloat
+            .start(&mut live, dir, exe)
+            .map_err(|e| err(&e))?;
+        let server = started
+            .args
+            .first()
+            .cloned()
+            .ok_or_else(|| TuneLabError::Build("no server address".into()))?;
+        Ok(TuneLab {
+            live,
+            exe: exe.to_path_buf(),
+            dir: dir.to_path_buf(),
+            server,
+        })
+    }
+
+    /// `unbloat ARGS` in the router with the lab's run directory; its stdout as JSON.
+    pub fn unbloat_json(&self, args: &[&str]) -> Result<serde_json::Value, TuneLabError> {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.live.topo.ns(Node::Router), "env"])
+            .arg(format!(
+                "UNBLOAT_RUN_DIR={}",
+                self.dir.join("run").display()
+            ))
+            .arg(&self.exe)
+            .args(args)
+            .output()
+            .map_err(|e| TuneLabError::Build(e.to_string()))?;
+        let joined = args.join(" ");
+        if !out.status.success() {
+            return Err(TuneLabError::Unbloat {
+                args: joined,
+                status: out.status.code().unwrap_or(-1),
+                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        // `start --json` prints one object per line; the last is the one that matters.
+        let last = text.trim().rsplit('\n').next().unwrap_or("");
+        serde_json::from_str(&text)
+            .or_else(|_| serde_json::from_str(last))
+            .map_err(|e| TuneLabError::Output {
+                args: joined,
+                detail: format!("{e}: {text}"),
+            })
+    }
+
+    /// Runs `unbloat tune wan0` (with `extra` arguments) and sets what it found beside `profile`.
+    pub fn tune(&self, profile: &LinkProfile, extra: &[&str]) -> Result<TuneRow, TuneLabError> {
+        let out = self.dir.join("tune").display().to_string();
+        let mut args = vec![
+            "tune",
+            "wan0",
+            "--server",
+            &self.server,
+            "--out",
+            &out,
+            "--json",
+        ];
+        args.extend(extra);
+        let t0 = Instant::now();
+        let v = self.unbloat_json(&args)?;
+        let rate = |k: &str| v[k].as_str().and_then(|s| s.parse::<Rate>().ok());
+        let framing = profile.link_layer();
+        Ok(TuneRow {
+            profile: profile.name.clone(),
+            family_truth: match framing.framing {
+                Framing::Atm => "atm",
+                Framing::Ptm => "ptm",
+                Framing::None => "none",
+            }
+            .into(),
+            family_found: v["framing"]["family"].as_str().unwrap_or("-").into(),
+            overhead_truth: framing.overhead,
+            overhead_found: v["framing"]["overhead"].as_i64(),
+            down_line: profile.down,
+            up_line: profile.up,
+            down_found: rate("down"),
+            up_found: rate("up"),
+            seconds: t0.elapsed().as_secs_f64(),
+            down_best: None,
+            up_best: None,
+        })
+    }
+
+    /// The steady-state p99 induced latency of one `unbloat test` (`download` or `upload`, 8 s)
+    /// with the link shaped at `down`/`up` and `link` options as tune found them.
+    pub fn p99_at(
+        &self,
+        down: Rate,
+        up: Rate,
+        link: &[String],
+        profile: &str,
+    ) -> Result<f64, TuneLabError> {
+        let (d, u) = (
+            format!("{}kbit", down.bits_per_sec() / 1000),
+            format!("{}kbit", up.bits_per_sec() / 1000),
+        );
+        let mut start = vec!["start", "wan0", "--down", &d, "--up", &u, "--json"];
+        start.extend(link.iter().map(String::as_str));
+        self.unbloat_json(&start)?;
+        let v = self.unbloat_json(&[
+            "test",
+            &self.server,
+            "--profile",
+            profile,
+            "--duration",
+            "8s",
+            "--idle",
+            "3s",
+            "--probe-rate",
+            "20",
+            "--json",
+        ])?;
+        let primary = v["primary_probe"].as_str().unwrap_or("");
+        let p = v["probes"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["name"] == primary));
+        Ok(p.and_then(|p| p["steady_induced_p99_ms"].as_f64())
+            .unwrap_or(f64::NAN))
+    }
+}
+
+/// The grid of the exhaustive sweep, in percent of the line rate.
+pub const GRID_PERCENT: [u64; 13] = [80, 82, 84, 86, 88, 90, 92, 94, 96, 98, 100, 102, 104];
+
+/// The highest grid rate whose p99 keeps `bound_ms` (`measure` returns the p99 at a rate).
+pub fn best_on_grid(
+    line: Rate,
+    bound_ms: f64,
+    mut measure: impl FnMut(Rate) -> Result<f64, TuneLabError>,
+) -> Result<Option<Rate>, TuneLabError> {
+    let mut best = None;
+    for pct in GRID_PERCENT {
+        let r = line.percent(pct);
+        let p99 = measure(r)?;
+        if p99.is_finite() && p99 <= bound_ms {
+            best = Some(r);
+        }
+    }
+    Ok(best)
+}
