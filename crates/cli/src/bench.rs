@@ -34,6 +34,9 @@ pub enum BenchCommand {
     /// Per-host fairness behind NAT (one stream against eight, IPv4 and IPv6, medians) for
     /// unbloat's default, sqm-scripts' default and per-flow isolation; and cake's NAT lookup cost.
     Fair(crate::hosts::FairBenchArgs),
+    /// `unbloat tune` on every lab profile: framing and rates found against the truth, and with
+    /// --exhaustive against the best rate a grid of shaped runs finds for the same bound.
+    Tune(crate::bench_tune::TuneBenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -70,6 +73,7 @@ pub fn bench(cmd: &BenchCommand) -> Result<(), Failure> {
         BenchCommand::Lab(a) => crate::lab::lab_bench(a),
         BenchCommand::FarEnds(a) => far_ends_bench(a),
         BenchCommand::Fair(a) => crate::hosts::bench_fair(a),
+        BenchCommand::Tune(a) => crate::bench_tune::bench_tune(a),
     }
 }
 

@@ -69,7 +69,7 @@ pub struct FairBenchArgs {
 const NEEDS: &[&str] = &["cake", "htb", "netem", "ingress"];
 
 /// Re-runs this command inside a kernel with cake when this one lacks it; Some(()) if it did.
-fn in_kernel(argv_tail: &[String], minutes: u64) -> Result<Option<()>, Failure> {
+pub(crate) fn in_kernel(argv_tail: &[String], minutes: u64) -> Result<Option<()>, Failure> {
     if in_guest() {
         return Ok(None);
     }

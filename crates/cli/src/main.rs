@@ -5,6 +5,7 @@
 //! [`bench`], and running work in a kernel that has every qdisc in [`kernel`].
 
 mod bench;
+mod bench_tune;
 mod flags;
 mod hosts;
 mod kernel;

@@ -1,0 +1,179 @@
+//! `unbloat bench tune`: `unbloat tune` on every lab profile, what it found beside the truth
+//! (framing family, ATM overhead, rates, time), and with `--exhaustive` beside the best rate a
+//! grid of shaped runs finds for the same bound.
+
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use clap::Args;
+use unbloat_lab::profile::{shipped_names, LinkProfile};
+use unbloat_lab::tune_lab::{best_on_grid, TuneLab, TuneRow};
+use unbloat_system::runner::SystemRunner;
+use unbloat_tune::run::{bound_at, OTHER_PERCENT};
+use unbloat_units::Rate;
+
+use crate::Failure;
+
+#[derive(Debug, Clone, Args)]
+pub struct TuneBenchArgs {
+    /// Profiles to tune, comma-separated names or files (default: every shipped profile).
+    #[arg(long, value_name = "LIST")]
+    pub profiles: Option<String>,
+    /// Also sweep a grid of rates (80 % to 104 % of the line, 2 % apart, 8 s each way per rate)
+    /// for the best rate within the same bound: slow (about 5 minutes per profile).
+    #[arg(long)]
+    pub exhaustive: bool,
+    /// Passed to `unbloat tune --max-time`.
+    #[arg(long, value_name = "TIME", default_value = "3m")]
+    pub max_time: String,
+    /// Print the rows as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Internal: already in a kernel with cake.
+    #[arg(long, hide = true)]
+    pub inside: bool,
+}
+
+pub fn bench_tune(args: &TuneBenchArgs) -> Result<(), Failure> {
+    if !args.inside {
+        let mut tail: Vec<String> = vec![
+            "bench".into(),
+            "tune".into(),
+            "--max-time".into(),
+            args.max_time.clone(),
+        ];
+        if let Some(p) = &args.profiles {
+            tail.extend(["--profiles".into(), p.clone()]);
+        }
+        if args.exhaustive {
+            tail.push("--exhaustive".into());
+        }
+        if args.json {
+            tail.push("--json".into());
+        }
+        if crate::hosts::in_kernel(&tail, 120)?.is_some() {
+            return Ok(());
+        }
+    }
+    let names: Vec<String> = match &args.profiles {
+        Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
+        None => shipped_names().into_iter().map(String::from).collect(),
+    };
+    let exe = std::env::current_exe()?;
+    let runner = SystemRunner::from_env();
+    let mut rows = vec![];
+    for name in &names {
+        let profile = LinkProfile::load(name).map_err(crate::invalid)?;
+        let dir = std::env::temp_dir().join(format!(
+            "unbloat-bench-tune-{}-{}",
+            std::process::id(),
+            profile.name
+        ));
+        eprintln!(
+            "unbloat: bench tune: {} ({})",
+            profile.name, profile.description
+        );
+        let lab = TuneLab::build(&profile, &runner, &exe, &dir).map_err(|e| anyhow!(e))?;
+        let mut row = lab
+            .tune(&profile, &["--max-time", &args.max_time])
+            .map_err(|e| anyhow!(e))?;
+        if args.exhaustive {
+            exhaustive(&lab, &profile, &mut row, &dir)?;
+        }
+        eprintln!("{}", line(&row));
+        rows.push(row);
+        lab.live.teardown().map_err(|e| anyhow!(e))?;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        println!("{}", table(&rows));
+    }
+    Ok(())
+}
+
+/// The grid's best rate each way, with the link options tune found (from its `unbloat.toml`).
+fn exhaustive(
+    lab: &TuneLab,
+    profile: &LinkProfile,
+    row: &mut TuneRow,
+    dir: &std::path::Path,
+) -> Result<(), Failure> {
+    let toml_path: PathBuf = dir.join("tune/unbloat.toml");
+    let text = std::fs::read_to_string(&toml_path)?;
+    let v: toml::Value = toml::from_str(&text)?;
+    let t = &v["interface"]["wan0"];
+    let mut link = vec![];
+    for key in ["link", "framing", "overhead", "mpu"] {
+        if let Some(val) = t.get(key) {
+            let s = val
+                .as_str()
+                .map(String::from)
+                .unwrap_or_else(|| val.to_string());
+            link.extend([format!("--{key}"), s]);
+        }
+    }
+    let bound = 10.0;
+    let (down_line, up_line) = (profile.down, profile.up);
+    let up_other = up_line.percent(OTHER_PERCENT);
+    row.down_best = best_on_grid(down_line, bound_at(bound, down_line), |r| {
+        lab.p99_at(r, up_other, &link, "download")
+    })
+    .map_err(|e| anyhow!(e))?;
+    let down_at = row.down_best.unwrap_or(down_line.percent(OTHER_PERCENT));
+    row.up_best = best_on_grid(up_line, bound_at(bound, up_line), |r| {
+        lab.p99_at(down_at, r, &link, "upload")
+    })
+    .map_err(|e| anyhow!(e))?;
+    lab.unbloat_json(&["stop", "wan0", "--json"])
+        .map_err(|e| anyhow!(e))?;
+    Ok(())
+}
+
+fn pct(found: Option<Rate>, of: Option<Rate>) -> String {
+    match (found, of) {
+        (Some(f), Some(o)) if !o.is_zero() => {
+            format!("{:+.1} %", 100.0 * (f.kbit_f64() / o.kbit_f64() - 1.0))
+        }
+        _ => "-".into(),
+    }
+}
+
+fn line(r: &TuneRow) -> String {
+    let rate = |x: Option<Rate>| x.map_or("-".to_string(), |x| x.to_string());
+    format!(
+        "{:<10} {:<5} {:<10} {:>4} {:>5} | {:>10} {:>10} {:>9} {:>8} | {:>10} {:>10} {:>9} {:>8} | {:>5.0} s",
+        r.profile,
+        r.family_truth,
+        r.family_found,
+        r.overhead_truth,
+        r.overhead_found.map_or("-".into(), |o| o.to_string()),
+        r.down_line.to_string(),
+        rate(r.down_found),
+        pct(r.down_found, Some(r.down_line)),
+        pct(r.down_found, r.down_best),
+        r.up_line.to_string(),
+        rate(r.up_found),
+        pct(r.up_found, Some(r.up_line)),
+        pct(r.up_found, r.up_best),
+        r.seconds
+    )
+}
+
+fn table(rows: &[TuneRow]) -> String {
+    let mut t = format!(
+        "{:<10} {:<5} {:<10} {:>4} {:>5} | {:>10} {:>10} {:>9} {:>8} | {:>10} {:>10} {:>9} {:>8} | {:>7}\n",
+        "profile", "truth", "found", "ovh", "found", "down line", "tuned", "vs line", "vs best", "up line", "tuned", "vs line", "vs best", "time"
+    );
+    for r in rows {
+        t.push_str(&line(r));
+        t.push('\n');
+    }
+    let right = rows.iter().filter(|r| r.family_right()).count();
+    t.push_str(&format!(
+        "framing family right on {right} of {} profiles",
+        rows.len()
+    ));
+    t
+}
