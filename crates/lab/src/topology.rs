@@ -158,6 +158,13 @@ impl Topology {
         v4(LINKS.len() - 1, true)
     }
 
+    /// The server's IPv6 address, when the topology has IPv6.
+    pub fn server_addr_v6(&self) -> Option<std::net::Ipv6Addr> {
+        self.ipv6
+            .then(|| v6(LINKS.len() - 1, true).parse().ok())
+            .flatten()
+    }
+
     /// The LAN host's address.
     pub fn lan_addr(&self) -> Ipv4Addr {
         v4(0, false)

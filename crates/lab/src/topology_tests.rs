@@ -103,6 +103,10 @@ fn every_node_routes_to_every_link_it_is_not_on() {
     ));
     assert!(!all.iter().any(|l| l.contains("t-lan sysctl")));
     assert_eq!(t.server_addr().to_string(), "10.77.4.2");
+    assert_eq!(
+        t.server_addr_v6().map(|a| a.to_string()).as_deref(),
+        Some("fd77:0:0:4::2")
+    );
 }
 
 #[test]
