@@ -44,7 +44,7 @@ const CALIBRATION_LOAD: &str = "6s";
 /// `unbloat lab` arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LabArgs {
-    /// Link profile: a shipped name (dsl-2002, adsl, vdsl2, docsis, fiber) or a TOML file.
+    /// Link profile: a shipped name (dsl-2002, adsl, adsl2-pppoa, vdsl2, vdsl2-novlan, docsis, fiber) or a TOML file.
     #[arg(long, value_name = "P", default_value = crate::profile::DEFAULT_PROFILE)]
     pub profile: String,
     /// Strategies to compare, in order: none, wondershaper, sqm-simple, sqm-piece-of-cake, unbloat.

@@ -1,7 +1,7 @@
 //! unbloat-lab: an emulated bloated access network, and the strategies compared on it.
 //!
 //! The layers:
-//! - [`profile`]: link profiles (TOML data, five shipped, users may write their own).
+//! - [`profile`]: link profiles (TOML data, seven shipped, users may write their own).
 //! - [`strategies`]: the one place that defines what each compared strategy configures
 //!   (`none`, `wondershaper`, `sqm-simple`, `sqm-piece-of-cake`, `unbloat`) as exact commands.
 //! - [`topology`]: the network namespaces of one lab run (LAN host, router, modem, internet,

@@ -2,7 +2,7 @@
 //!
 //! A profile says how fast the link is each way, how the link frames packets (so that ATM cell
 //! padding, PTM and DOCSIS overhead are real in the emulation), how deep the modem's buffer is,
-//! and what lies beyond it (base round trip, jitter, loss). Five ship with unbloat, embedded in
+//! and what lies beyond it (base round trip, jitter, loss). Seven ship with unbloat, embedded in
 //! the binary from `crates/lab/profiles/*.toml`; a user's own file loads the same way
 //! (`unbloat lab --profile my-link.toml`).
 //!
@@ -24,7 +24,7 @@
 //! mpu = 0                        # optional: replaces the preset's minimum packet unit (bytes)
 //!
 //! [modem]                        # optional; default 1000 packets
-//! fifo_packets = 1000            # the modem's drop-tail buffer in packets (pfifo), or
+//! fifo_packets = 1000            # the modem's drop-tail buffer in packets (netem rate: serialises), or
 //! fifo_bytes = "1.5m"            #   in bytes (bfifo); not both
 //!
 //! [unbloat]                      # optional: what the `unbloat` strategy sets beyond its defaults,
@@ -50,7 +50,12 @@ use unbloat_units::{Rate, Size, Time};
 pub const SHIPPED: &[(&str, &str)] = &[
     ("dsl-2002", include_str!("../profiles/dsl-2002.toml")),
     ("adsl", include_str!("../profiles/adsl.toml")),
+    ("adsl2-pppoa", include_str!("../profiles/adsl2-pppoa.toml")),
     ("vdsl2", include_str!("../profiles/vdsl2.toml")),
+    (
+        "vdsl2-novlan",
+        include_str!("../profiles/vdsl2-novlan.toml"),
+    ),
     ("docsis", include_str!("../profiles/docsis.toml")),
     ("fiber", include_str!("../profiles/fiber.toml")),
 ];
@@ -116,7 +121,7 @@ pub struct ModemSection {
 /// The modem FIFO, resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Fifo {
-    /// `pfifo limit N`.
+    /// N packets: `netem limit N rate R` on the modem, a serialising drop-tail FIFO.
     Packets(u32),
     /// `bfifo limit N`.
     Bytes(Size),
@@ -368,7 +373,7 @@ mod tests {
             (l.overhead, l.mpu, l.framing)
         };
         let all = LinkProfile::all_shipped().expect("shipped profiles load");
-        assert_eq!(all.len(), 5);
+        assert_eq!(all.len(), 7);
         let get = |n: &str| all.iter().find(|p| p.name == n).expect(n).clone();
         for p in &all {
             assert_eq!(p.base_rtt(), Time::from_millis(20), "{}", p.name);
@@ -381,6 +386,13 @@ mod tests {
         let a = get("adsl");
         assert_eq!((a.down, a.up), (Rate::from_mbit(7), Rate::from_kbit(768)));
         assert_eq!(words(&a), (40, 0, Framing::Atm));
+        // Issue 13's two more: PPPoA/VC-mux ATM at ADSL2+ rates, and PTM without a VLAN.
+        let p = get("adsl2-pppoa");
+        assert_eq!((p.down, p.up), (Rate::from_mbit(16), Rate::from_mbit(1)));
+        assert_eq!(words(&p), (10, 0, Framing::Atm));
+        let n = get("vdsl2-novlan");
+        assert_eq!((n.down, n.up), (Rate::from_mbit(40), Rate::from_mbit(10)));
+        assert_eq!(words(&n), (22, 0, Framing::Ptm));
         let v = get("vdsl2");
         assert_eq!((v.down, v.up), (Rate::from_mbit(80), Rate::from_mbit(20)));
         assert_eq!(words(&v), (26, 0, Framing::Ptm));
@@ -499,7 +511,10 @@ mod tests {
     fn load_tells_names_from_paths_and_lists_the_shipped_ones() {
         assert_eq!(LinkProfile::load("vdsl2").expect("vdsl2").name, "vdsl2");
         let err = LinkProfile::load("vdls2").unwrap_err();
-        assert!(err.to_string().contains("vdsl2, docsis"), "{err}");
+        assert!(
+            err.to_string().contains("vdsl2, vdsl2-novlan, docsis"),
+            "{err}"
+        );
         let err = LinkProfile::load("/nonexistent/x.toml").unwrap_err();
         assert!(matches!(err, ProfileError::Read { .. }), "{err}");
     }

@@ -11,13 +11,21 @@
 //!
 //! - The **modem** is the bottleneck: on `cpe0` (towards the user: the downlink) and `isp0`
 //!   (towards the internet: the uplink), an HTB class at the link's rate with a drop-tail FIFO
-//!   leaf (`pfifo limit 1000` or `bfifo`), under a `stab` that carries the link's framing
+//!   leaf that serialises (`netem limit 1000 rate R`, or `bfifo`), under a `stab` that carries the link's framing
 //!   (`linklayer atm`, overhead, mpu) so that ATM cell padding, PTM and DOCSIS overhead cost what
 //!   they cost on the real line. A stab adds to the length Linux counts, which on a veth includes
 //!   the 14-byte Ethernet header, so the stab's overhead is the profile's (relative to the IP
 //!   packet) minus 14. A stab cannot express PTM's 64b/65b encoding, so on PTM links the HTB
 //!   rate is the line rate x 64/65 instead (sch_cake.c adds `ceil(len/64)` bytes per packet; the
 //!   two differ by under 0.05 % of the rate for full-size packets).
+//! - The FIFO leaf is netem with `rate` at the link's rate, not a pfifo: HTB lets a packet that
+//!   finds its bucket full leave at once, so an idle line would carry a lone packet in no time
+//!   at all, whatever its size and cells, and `unbloat tune`'s framing sweep (the round trip
+//!   against packet size) would see a flat line on every link. netem's `rate` holds each packet
+//!   for its own time on the wire (its stab length at the rate, net/sched/sch_netem.c
+//!   `packet_time_ns`), behind the packets before it, as a modem does; HTB at the same rate
+//!   changes nothing then, and stays the class whose counters show the link. A FIFO in bytes
+//!   (`fifo_bytes`) stays a `bfifo`, which does not serialise: netem can only count packets.
 //! - The **internet** delays each direction by half the base RTT with netem (`limit 100000`, so
 //!   that netem itself never drops what the link would carry), plus the profile's jitter and loss.
 //! - Every veth has `gso_max_segs 1`: the senders then hand the stack MTU-sized packets, as on a
@@ -148,6 +156,13 @@ impl Topology {
     /// Where `unbloat serve` listens: the server's address.
     pub fn server_addr(&self) -> Ipv4Addr {
         v4(LINKS.len() - 1, true)
+    }
+
+    /// The server's IPv6 address, when the topology has IPv6.
+    pub fn server_addr_v6(&self) -> Option<std::net::Ipv6Addr> {
+        self.ipv6
+            .then(|| v6(LINKS.len() - 1, true).parse().ok())
+            .flatten()
     }
 
     /// The LAN host's address.
@@ -293,7 +308,9 @@ pub fn modem_commands(profile: &LinkProfile) -> Vec<Cmd> {
             "ceil", &r,
         ]));
         let leaf = match profile.fifo() {
-            Fifo::Packets(n) => vec!["pfifo".to_string(), "limit".into(), n.to_string()],
+            Fifo::Packets(n) => ["netem", "limit", &n.to_string(), "rate", &r]
+                .map(String::from)
+                .to_vec(),
             Fifo::Bytes(b) => vec!["bfifo".to_string(), "limit".into(), b.bytes().to_string()],
         };
         cmds.push(

@@ -16,17 +16,17 @@ fn lines(cmds: &[Cmd]) -> Vec<String> {
 }
 
 #[test]
-fn modem_on_adsl_is_htb_at_line_rate_with_an_atm_stab_and_a_1000_packet_fifo() {
+fn modem_on_adsl_is_htb_at_line_rate_with_an_atm_stab_and_a_1000_packet_serialising_fifo() {
     // pppoe-llcsnap: 40 bytes over IP = 26 over what Linux counts on a veth (14-byte MAC header).
     assert_eq!(
         lines(&modem_commands(&LinkProfile::shipped("adsl").expect("adsl"))),
         [
             "tc qdisc add dev cpe0 root handle 1: stab overhead 26 mpu 0 linklayer atm htb default 1",
             "tc class add dev cpe0 parent 1: classid 1:1 htb rate 7000000bit ceil 7000000bit",
-            "tc qdisc add dev cpe0 parent 1:1 handle 10: pfifo limit 1000",
+            "tc qdisc add dev cpe0 parent 1:1 handle 10: netem limit 1000 rate 7000000bit",
             "tc qdisc add dev isp0 root handle 1: stab overhead 26 mpu 0 linklayer atm htb default 1",
             "tc class add dev isp0 parent 1: classid 1:1 htb rate 768000bit ceil 768000bit",
-            "tc qdisc add dev isp0 parent 1:1 handle 10: pfifo limit 1000",
+            "tc qdisc add dev isp0 parent 1:1 handle 10: netem limit 1000 rate 768000bit",
         ]
     );
 }
@@ -41,6 +41,11 @@ fn modem_on_vdsl2_pays_ptm_in_the_rate_and_docsis_gets_its_mpu() {
     assert_eq!(
         v[1],
         "tc class add dev cpe0 parent 1: classid 1:1 htb rate 78769230bit ceil 78769230bit"
+    );
+    // The serialising FIFO runs at the same rate as the HTB class.
+    assert_eq!(
+        v[2],
+        "tc qdisc add dev cpe0 parent 1:1 handle 10: netem limit 1000 rate 78769230bit"
     );
     let d = lines(&modem_commands(
         &LinkProfile::shipped("docsis").expect("docsis"),
@@ -98,6 +103,10 @@ fn every_node_routes_to_every_link_it_is_not_on() {
     ));
     assert!(!all.iter().any(|l| l.contains("t-lan sysctl")));
     assert_eq!(t.server_addr().to_string(), "10.77.4.2");
+    assert_eq!(
+        t.server_addr_v6().map(|a| a.to_string()).as_deref(),
+        Some("fd77:0:0:4::2")
+    );
 }
 
 #[test]

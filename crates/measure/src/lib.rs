@@ -9,6 +9,9 @@
 //!   tcp_ndown) as data, from the embedded `profiles.toml`.
 //! - [`probe`]: latency probes (UDP to the server's responder, ICMP echo) sent on an absolute
 //!   schedule, and the clock relation that turns their stamps into one-way delays.
+//! - [`icmp`]: the ICMP echo socket the probes and the sweep share (unprivileged or raw).
+//! - [`sweep`]: `unbloat tune`'s framing sweep: ICMP echoes of many sizes, for the RTT against
+//!   packet size that shows ATM's cells (the analysis is `unbloat_tune::framing`).
 //! - [`load`]: the TCP load streams and how their goodput is counted.
 //! - [`farend`]: what the timeline needs from any far end ([`farend::Load`], [`farend::Probes`])
 //!   and how the user names one ([`farend::Endpoint`]: `HOST`, `unbloat://`, `https://`,
@@ -34,6 +37,7 @@ pub mod bench;
 pub mod client;
 pub mod farend;
 pub mod http;
+pub mod icmp;
 pub mod iperf3;
 pub mod irtt;
 pub mod load;
@@ -46,6 +50,7 @@ pub mod protocol;
 pub mod rxtime;
 pub mod server;
 mod sockopt;
+pub mod sweep;
 pub mod timeline;
 
 pub use client::{

@@ -73,46 +73,51 @@ impl Netns {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        let path = format!("/run/netns/{}", self.name);
-        let file = File::open(&path).map_err(|e| MeasureError::io(format!("opening {path}"), e))?;
-        let (tx, rx) = std::sync::mpsc::channel();
-        let handle = std::thread::Builder::new()
-            .name(format!("netns-{}", self.name))
-            .spawn(move || {
-                // SAFETY: setns with a valid namespace fd; it changes only this thread.
-                let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-                let entered = if rc == 0 {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::last_os_error())
-                };
-                let ok = entered.is_ok();
-                let _ = tx.send(entered);
-                if !ok {
-                    // Never run the closure in the wrong namespace.
-                    return None;
-                }
-                Some(f())
-            })
-            .map_err(|e| MeasureError::io("starting a thread", e))?;
-        match rx.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                return Err(MeasureError::io(
-                    format!("entering namespace {}", self.name),
-                    e,
-                ))
-            }
-            Err(_) => {
-                return Err(MeasureError::io(
-                    "entering namespace",
-                    std::io::Error::other("thread died"),
-                ))
-            }
-        }
-        // The closure runs; unwrap the Option on join without panicking on our side.
-        Ok(spawn_unwrap(handle))
+        run_in_named(&self.name, f)
     }
+}
+
+/// Runs `f` on a new thread inside the namespace `name` (`/run/netns/NAME`, as `ip netns`
+/// makes it), one this process does not own: the lab's, say. Nothing is deleted afterwards.
+pub fn run_in_named<T, F>(name: &str, f: F) -> Result<JoinHandle<T>, MeasureError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let path = format!("/run/netns/{name}");
+    let file = File::open(&path).map_err(|e| MeasureError::io(format!("opening {path}"), e))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handle = std::thread::Builder::new()
+        .name(format!("netns-{name}"))
+        .spawn(move || {
+            // SAFETY: setns with a valid namespace fd; it changes only this thread.
+            let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+            let entered = if rc == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            };
+            let ok = entered.is_ok();
+            let _ = tx.send(entered);
+            if !ok {
+                // Never run the closure in the wrong namespace.
+                return None;
+            }
+            Some(f())
+        })
+        .map_err(|e| MeasureError::io("starting a thread", e))?;
+    match rx.recv() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(MeasureError::io(format!("entering namespace {name}"), e)),
+        Err(_) => {
+            return Err(MeasureError::io(
+                "entering namespace",
+                std::io::Error::other("thread died"),
+            ))
+        }
+    }
+    // The closure runs; unwrap the Option on join without panicking on our side.
+    Ok(spawn_unwrap(handle))
 }
 
 fn spawn_unwrap<T: Send + 'static>(inner: JoinHandle<Option<T>>) -> JoinHandle<T> {

@@ -31,9 +31,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use unbloat_report::{ProbeKind, ProbeSample, ProbeSeries};
 
+use crate::icmp::{IcmpSocket, ICMP_HEADER, ICMP_PAYLOAD};
 use crate::irtt::{self, packet::MAX_ECHO_LEN, session::SERVER_PACKET_BURST};
 use crate::profile::ProbePlan;
 use crate::protocol::{ProbeReply, ProbeRequest, PROBE_MAX_LEN};
@@ -678,141 +678,18 @@ fn udp_receiver(
     }
 }
 
-/// An ICMP echo socket: unprivileged (`SOCK_DGRAM`) or raw.
-pub struct IcmpSocket {
-    sock: Socket,
-    target: SockAddr,
-    v6: bool,
-    /// A raw socket (receives the IPv4 header, and everyone's ICMP).
-    pub raw: bool,
-    ident: u16,
-}
-
-const ICMP_ECHO_REQUEST: u8 = 8;
-const ICMP_ECHO_REPLY: u8 = 0;
-const ICMPV6_ECHO_REQUEST: u8 = 128;
-const ICMPV6_ECHO_REPLY: u8 = 129;
-/// Echo payload: test id (8) + 32-bit sequence (4), so replies are matched without the 16-bit
-/// ICMP sequence wrapping and without trusting the identifier (which ping sockets rewrite).
-const ICMP_PAYLOAD: usize = 12;
-
 /// The IPv4 size of one probe of `kind`, header included; its reply is the same size. What a
 /// probe costs on the link (the lab subtracts it from the goodput a link could carry).
 pub const fn ipv4_probe_bytes(kind: ProbeKind) -> u64 {
     let payload = match kind {
         ProbeKind::Udp => 8 + crate::protocol::PROBE_REQUEST_LEN,
-        ProbeKind::Icmp => 8 + ICMP_PAYLOAD,
+        ProbeKind::Icmp => ICMP_HEADER + ICMP_PAYLOAD,
         // A SYN with its options; the HTTP probes' sizes vary, these are a typical request's.
         ProbeKind::TcpConnect => 40,
         ProbeKind::TlsHandshake => 20 + 517,
         ProbeKind::HttpNew | ProbeKind::HttpLoaded => 20 + 200,
     };
     20 + payload as u64
-}
-
-/// RFC 1071 Internet checksum.
-fn checksum(data: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    for chunk in data.chunks(2) {
-        let word = u16::from_be_bytes([chunk[0], *chunk.get(1).unwrap_or(&0)]);
-        sum += u32::from(word);
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
-impl IcmpSocket {
-    /// Opens an ICMP socket towards `target`, unprivileged first, raw second.
-    pub fn open(target: IpAddr, dscp: u8) -> Result<IcmpSocket, String> {
-        let target = match target {
-            IpAddr::V6(v6) => v6
-                .to_ipv4_mapped()
-                .map(IpAddr::V4)
-                .unwrap_or(IpAddr::V6(v6)),
-            v4 => v4,
-        };
-        let v6 = target.is_ipv6();
-        let (domain, proto) = if v6 {
-            (Domain::IPV6, Protocol::ICMPV6)
-        } else {
-            (Domain::IPV4, Protocol::ICMPV4)
-        };
-        let (sock, raw) = match Socket::new(domain, Type::DGRAM, Some(proto)) {
-            Ok(s) => (s, false),
-            Err(dgram) => match Socket::new(domain, Type::RAW, Some(proto)) {
-                Ok(s) => (s, true),
-                Err(raw) => {
-                    return Err(format!(
-                        "unprivileged ICMP sockets are not allowed ({dgram}; see sysctl \
-                         net.ipv4.ping_group_range) and raw sockets need root ({raw})"
-                    ))
-                }
-            },
-        };
-        let tos = u32::from(dscp & 0x3f) << 2;
-        let marked = if v6 {
-            sock.set_tclass_v6(tos)
-        } else {
-            sock.set_tos(tos)
-        };
-        marked.map_err(|e| format!("cannot mark ICMP probes with DSCP {dscp}: {e}"))?;
-        sock.set_read_timeout(Some(Duration::from_millis(100)))
-            .map_err(|e| format!("ICMP socket: {e}"))?;
-        // Without kernel stamps the receive times are user space's, as rxtime documents.
-        let _ = rxtime::enable(&sock);
-        let ident = (std::process::id() as u16) ^ 0x5a5a;
-        Ok(IcmpSocket {
-            sock,
-            target: SocketAddr::new(target, 0).into(),
-            v6,
-            raw,
-            ident,
-        })
-    }
-
-    fn send_echo(&self, test_id: u64, seq: u32) -> std::io::Result<usize> {
-        let mut pkt = [0u8; 8 + ICMP_PAYLOAD];
-        pkt[0] = if self.v6 {
-            ICMPV6_ECHO_REQUEST
-        } else {
-            ICMP_ECHO_REQUEST
-        };
-        pkt[4..6].copy_from_slice(&self.ident.to_be_bytes());
-        pkt[6..8].copy_from_slice(&(seq as u16).to_be_bytes());
-        pkt[8..16].copy_from_slice(&test_id.to_be_bytes());
-        pkt[16..20].copy_from_slice(&seq.to_be_bytes());
-        if !self.v6 {
-            // The kernel fills the ICMPv6 checksum itself (it needs the pseudo-header).
-            let sum = checksum(&pkt);
-            pkt[2..4].copy_from_slice(&sum.to_be_bytes());
-        }
-        self.sock.send_to(&pkt, &self.target)
-    }
-
-    /// Parses a received datagram: the 32-bit sequence of one of our echo replies.
-    fn parse_reply(&self, data: &[u8], test_id: u64) -> Option<u32> {
-        let icmp = if self.raw && !self.v6 {
-            // Raw IPv4 sockets deliver the IP header first; its length is in the low nibble.
-            let ihl = usize::from(*data.first()? & 0x0f) * 4;
-            data.get(ihl..)?
-        } else {
-            data
-        };
-        let want = if self.v6 {
-            ICMPV6_ECHO_REPLY
-        } else {
-            ICMP_ECHO_REPLY
-        };
-        if icmp.len() < 8 + ICMP_PAYLOAD || icmp[0] != want {
-            return None;
-        }
-        if u64::from_be_bytes(icmp[8..16].try_into().ok()?) != test_id {
-            return None;
-        }
-        Some(u32::from_be_bytes(icmp[16..20].try_into().ok()?))
-    }
 }
 
 fn icmp_receiver(
@@ -831,7 +708,7 @@ fn icmp_receiver(
             Err(_) => continue,
         };
         let recv_ns = got.since(epoch).as_nanos() as u64;
-        if let Some(seq) = sock.parse_reply(&buf[..got.len], test_id) {
+        if let Some((seq, _)) = sock.parse_reply(&buf[..got.len], test_id) {
             note_reply(class, seq, recv_ns, None, None, latest);
         }
     }
@@ -894,19 +771,5 @@ mod tests {
         let s = to_sample(&lost, Some(0));
         assert_eq!((s.rtt_ms, s.owd_up_ms, s.owd_down_ms), (None, None, None));
         assert!((s.send_lag_ms - 1.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn checksum_matches_rfc1071_example() {
-        // RFC 1071 §3 example bytes: 00 01 f2 03 f4 f5 f6 f7 sum to ddf2 (one's complement 220d).
-        assert_eq!(
-            checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]),
-            !0xddf2
-        );
-        // A packet with its checksum filled in sums to zero.
-        let mut pkt = [8u8, 0, 0, 0, 0x12, 0x34, 0, 1, 9, 9, 9];
-        let sum = checksum(&pkt);
-        pkt[2..4].copy_from_slice(&sum.to_be_bytes());
-        assert_eq!(checksum(&pkt), 0);
     }
 }
