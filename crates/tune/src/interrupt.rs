@@ -10,7 +10,7 @@
 //!
 //! [`Stop::check`] lets the run itself notice between phases too (a test that ended just then).
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,8 +20,17 @@ use crate::TuneError;
 /// The stop signal caught, 0 while none was.
 static CAUGHT: AtomicI32 = AtomicI32::new(0);
 
+/// The same, as the flag the framing sweep looks at.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
 extern "C" fn note_signal(signal: libc::c_int) {
     CAUGHT.store(signal, Ordering::SeqCst);
+    STOPPING.store(true, Ordering::SeqCst);
+}
+
+/// Set once a stop signal came (for loops that take an `&AtomicBool`).
+pub fn flag() -> &'static AtomicBool {
+    &STOPPING
 }
 
 /// The shaping, shared between the run and the watcher.

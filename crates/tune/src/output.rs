@@ -75,12 +75,7 @@ fn html(iface: &str, t: &Tuned, note: &str) -> String {
     let framing =
         t.framing
             .as_ref()
-            .map_or("not swept (the link options given stand)".into(), |f| {
-                format!(
-                    "{} (confidence {:.2}): {}",
-                    f.family, f.confidence, f.reason
-                )
-            });
+            .map_or("not swept (the link options given stand)".into(), crate::sweep_phase::verdict);
     let sweep_img = if t.framing.is_some() {
         "<img src=\"framing.svg\" alt=\"framing sweep\">"
     } else {

@@ -168,11 +168,11 @@ fn phases(
         report.phase(
             3,
             "framing",
-            "round trips over packet sizes (ATM cells, or a straight line)",
+            "round trips over packet sizes, 64 to 256 bytes (ATM cells, or a straight line; 20 s)",
         );
         let guess = crate::sweep_phase::sweep(&s.test, stop)?;
         let link = crate::sweep_phase::link_options(&guess, &s.link);
-        report.phase(3, "framing", &guess.reason);
+        report.phase(3, "framing", &crate::sweep_phase::verdict(&guess));
         (Some(guess), link)
     };
     let layer = link_layer(&link)?;

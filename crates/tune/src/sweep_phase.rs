@@ -7,90 +7,123 @@
 //! `--overhead`, or unbloat's default Ethernet compensation, 38 bytes and mpu 84, which
 //! overestimates a few bytes on PTM and DOCSIS links rather than under).
 
+use std::net::{IpAddr, ToSocketAddrs};
+
 use serde::{Deserialize, Serialize};
 use unbloat_measure::client::TestPlan;
-use unbloat_shaper::linklayer::Framing;
+use unbloat_measure::sweep::{self, SweepPlan};
+use unbloat_measure::MeasureError;
 use unbloat_shaper::options::ShapeOptions;
 
-use crate::interrupt::Stop;
+use crate::framing::{self, per_size_min, Family, FramingGuess};
+use crate::interrupt::{self, Stop};
 use crate::TuneError;
 
-/// What the sweep found, in the terms the run and the report need.
+/// What the sweep found, and its plot (drawn while the per-size minima are at hand).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FramingFound {
-    /// `atm`, `straight` (PTM, DOCSIS, Ethernet) or `undecided`.
-    pub family: String,
-    /// ATM only: bytes over the IP packet.
-    pub overhead: Option<i64>,
-    pub mpu: Option<i64>,
-    /// 0..1.
-    pub confidence: f64,
-    /// One line for people.
-    pub reason: String,
-    /// The analysis itself, for the report's plot.
-    pub detail: serde_json::Value,
+    #[serde(flatten)]
+    pub guess: FramingGuess,
+    /// Echoes sent and answered.
+    pub echoes: usize,
+    pub answered: usize,
+    #[serde(skip)]
+    pub svg: Option<String>,
 }
 
-/// The link options to shape with: ATM's found overhead, else the user's.
+/// The link options to shape with: ATM's found overhead, unless the user said otherwise.
 pub fn link_options(found: &FramingFound, user: &ShapeOptions) -> ShapeOptions {
-    match (found.family.as_str(), found.overhead) {
-        ("atm", Some(overhead)) if user.link.is_none() && user.overhead.is_none() => ShapeOptions {
-            framing: Some(Framing::Atm),
-            overhead: Some(overhead),
-            mpu: Some(found.mpu.unwrap_or(0)),
+    let said = user.link.is_some() || user.overhead.is_some() || user.framing.is_some();
+    match found.guess.link_layer() {
+        Some(l) if !said => ShapeOptions {
+            framing: Some(l.framing),
+            overhead: Some(i64::from(l.overhead)),
+            mpu: Some(i64::from(l.mpu)),
             ..user.clone()
         },
         _ => user.clone(),
     }
 }
 
-/// Runs the sweep towards the test's probe target and analyses it.
-pub fn sweep(test: &TestPlan, stop: &Stop) -> Result<FramingFound, TuneError> {
-    stop.check()?;
-    let _ = test;
-    Err(TuneError::Invalid(
-        "the framing sweep is not wired yet".into(),
-    ))
+/// The address the probes go to: the sweep's echoes go there too.
+fn target(test: &TestPlan) -> Result<IpAddr, TuneError> {
+    let host = test.far_ends.probe.host();
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = host.parse() {
+        return Ok(ip);
+    }
+    (host, 0)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .map(|a| a.ip())
+        .ok_or_else(|| TuneError::Measure(MeasureError::InvalidArgument(format!("{host}: no address"))))
 }
 
-/// The sweep's plot, when the analysis kept what it needs to draw one.
+/// Runs the sweep towards the test's probe target (the default plan: 64 to 256 bytes, every
+/// byte, 10 rounds, 10 ms apart: about 20 s) and analyses it.
+pub fn sweep(test: &TestPlan, stop: &Stop) -> Result<FramingFound, TuneError> {
+    stop.check()?;
+    let plan = SweepPlan::default();
+    let samples = sweep::run(&plan, target(test)?, interrupt::flag(), &mut |_| {}).map_err(TuneError::Measure)?;
+    stop.check()?;
+    let mins = per_size_min(samples.echoes.iter().map(|e| (e.ip_bytes, e.rtt_ns)));
+    let guess = framing::detect_minima(&mins);
+    let svg = Some(framing::render_svg(&mins, &guess));
+    let answered = samples.echoes.iter().filter(|e| e.rtt_ns.is_some()).count();
+    Ok(FramingFound { guess, echoes: samples.echoes.len(), answered, svg })
+}
+
+/// The one-line verdict for the progress line.
+pub fn verdict(found: &FramingFound) -> String {
+    let g = &found.guess;
+    match g.family {
+        Family::Atm => format!(
+            "ATM, overhead {} bytes (confidence {:.2}): {}",
+            g.overhead.map_or("?".into(), |o| o.to_string()),
+            g.confidence,
+            g.reason
+        ),
+        _ => format!("{:?} (confidence {:.2}): {}", g.family, g.confidence, g.reason),
+    }
+}
+
+/// The sweep's plot.
 pub fn plot_svg(found: &FramingFound) -> Option<String> {
-    found
-        .detail
-        .get("svg")
-        .and_then(|v| v.as_str())
-        .map(String::from)
+    found.svg.clone()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use unbloat_shaper::linklayer::LinkPreset;
+    use unbloat_shaper::linklayer::{Framing, LinkPreset};
 
-    fn found(family: &str, overhead: Option<i64>) -> FramingFound {
+    fn found(family: Family, overhead: Option<i32>) -> FramingFound {
         FramingFound {
-            family: family.into(),
-            overhead,
-            mpu: None,
-            confidence: 0.9,
-            reason: String::new(),
-            detail: serde_json::Value::Null,
+            guess: FramingGuess {
+                family,
+                overhead,
+                mpu: None,
+                confidence: 0.9,
+                noise_ms: 0.01,
+                step_ms: 0.5,
+                sizes: 193,
+                reason: String::new(),
+                model: None,
+            },
+            echoes: 1930,
+            answered: 1930,
+            svg: None,
         }
     }
 
     #[test]
     fn atm_overrides_the_default_but_not_what_the_user_said() {
         let none = ShapeOptions::default();
-        let o = link_options(&found("atm", Some(10)), &none);
-        assert_eq!(
-            (o.framing, o.overhead, o.mpu),
-            (Some(Framing::Atm), Some(10), Some(0))
-        );
-        let user = ShapeOptions {
-            link: Some(LinkPreset::PppoeLlcsnap),
-            ..Default::default()
-        };
-        assert_eq!(link_options(&found("atm", Some(10)), &user), user);
-        assert_eq!(link_options(&found("straight", None), &none), none);
+        let o = link_options(&found(Family::Atm, Some(10)), &none);
+        assert_eq!((o.framing, o.overhead, o.mpu), (Some(Framing::Atm), Some(10), Some(0)));
+        let user = ShapeOptions { link: Some(LinkPreset::PppoeLlcsnap), ..Default::default() };
+        assert_eq!(link_options(&found(Family::Atm, Some(10)), &user), user);
+        assert_eq!(link_options(&found(Family::Straight, None), &none), none);
     }
 }

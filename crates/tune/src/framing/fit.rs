@@ -176,8 +176,9 @@ fn solve(a: &[Vec<f64>], b: &[f64]) -> Option<Vec<f64>> {
         for row in 0..n {
             if row != col {
                 let f = m[row][col] / m[col][col];
-                for k in col..=n {
-                    m[row][k] -= f * m[col][k];
+                let pivot_row = m[col].clone();
+                for (x, p) in m[row][col..=n].iter_mut().zip(&pivot_row[col..=n]) {
+                    *x -= f * p;
                 }
             }
         }
