@@ -1,12 +1,14 @@
 //! `unbloat`: smart queue management for Linux. This binary only parses arguments and glues the
 //! library crates together (see the workspace README for the map):
-//! shaping (`plan`, `start`, `stop`, `status`, `config check`) in [`shape`], measuring (`test`,
+//! shaping (`plan`, `start`, `stop`, `status`, `config check`) in [`shape`], `config import-sqm`
+//! in [`import`], measuring (`test`,
 //! `serve`, `plot`) in [`measure`], the emulated network (`lab`) in [`lab`], benchmarks in
 //! [`bench`], and running work in a kernel that has every qdisc in [`kernel`].
 
 mod bench;
 mod flags;
 mod hosts;
+mod import;
 mod kernel;
 mod lab;
 mod measure;
@@ -28,6 +30,7 @@ Examples:
   unbloat status eth0
   unbloat set-rate eth0 --down 70mbit --up 18mbit
   unbloat stop eth0
+  unbloat config import-sqm /etc/config/sqm --out /etc/unbloat/unbloat.toml
   unbloat serve                      (on the far end)
   unbloat test far.example.net --profile rrul --out results/
   unbloat lab                        (the emulated before/after)";

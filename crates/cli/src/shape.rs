@@ -160,6 +160,9 @@ pub enum ConfigCommand {
         #[arg(long)]
         plans: bool,
     },
+    /// Turn sqm-scripts' configuration (OpenWrt's /etc/config/sqm, or /etc/sqm/IFACE.iface.conf)
+    /// into unbloat's TOML, with a note for every option that does not carry over as is.
+    ImportSqm(crate::import::ImportSqmArgs),
 }
 
 /// One interface's plan, the options it was built from (the fairness defaults under the
@@ -268,14 +271,29 @@ fn link_speed(iface: &str) -> Option<Rate> {
     Some(Rate::from_mbit(mbit))
 }
 
+/// What `unbloat plan` prints for one interface: the fairness line, then the commands.
+fn shell_text(p: &Planned) -> String {
+    format!(
+        "# {}: {}\n{}",
+        p.plan.wan,
+        p.fairness,
+        p.plan.render_shell()
+    )
+}
+
+/// `unbloat plan`'s text for `iface` with `opts`, as it would print it for a config table with
+/// those options on this machine (its fairness defaults under them, the link-speed check).
+pub fn plan_text(iface: IfName, opts: &ShapeOptions) -> Result<String, Failure> {
+    Ok(shell_text(&with_fairness(iface, opts)?))
+}
+
 pub fn plan(args: &PlanArgs) -> Result<(), Failure> {
     for p in plans(args)? {
         if args.json {
             println!("{}", serde_json::to_string_pretty(&p.plan)?);
             eprintln!("unbloat: {}: {}", p.plan.wan, p.fairness);
         } else {
-            println!("# {}: {}", p.plan.wan, p.fairness);
-            print!("{}", p.plan.render_shell());
+            print!("{}", shell_text(&p));
         }
     }
     Ok(())
@@ -289,8 +307,7 @@ pub fn start(args: &StartArgs) -> Result<(), Failure> {
     let plans = plans(&args.plan)?;
     if args.dry_run {
         for p in &plans {
-            println!("# {}: {}", p.plan.wan, p.fairness);
-            print!("{}", p.plan.render_shell());
+            print!("{}", shell_text(p));
         }
         return Ok(());
     }
@@ -670,6 +687,7 @@ fn status_of(shaper: &Shaper, state: &StateDir, iface: &str) -> Result<Status, F
 
 pub fn config(cmd: &ConfigCommand) -> Result<(), Failure> {
     match cmd {
+        ConfigCommand::ImportSqm(a) => crate::import::import_sqm(a),
         ConfigCommand::Check { file, plans: show } => {
             let path: &Path = file.as_deref().unwrap_or(Path::new(DEFAULT_CONFIG));
             let config = ConfigFile::load(path).map_err(invalid)?;

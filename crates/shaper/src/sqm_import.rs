@@ -182,6 +182,7 @@ pub fn import(text: &str, path: &str, opts: &Options) -> Result<Import, ImportEr
                 .into_iter()
                 .map(|(k, v)| (k, v.join("; ")))
                 .collect(),
+            sqm_env: q.sqm_env(),
         });
     }
     if !interfaces.iter().any(|i| i.enabled) {

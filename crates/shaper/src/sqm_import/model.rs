@@ -197,6 +197,30 @@ impl SqmQueue {
         })
     }
 
+    /// The variables start-sqm gets for this queue: for UCI, what run-openwrt.sh exports
+    /// (every option it reads, empty when unset, squash_dscp as ZERO_DSCP_INGRESS, ...); for a
+    /// shell file, its own assignments of sqm-scripts' variables. `IFACE` is the caller's.
+    pub fn sqm_env(&self) -> Vec<(String, String)> {
+        match self.format {
+            Format::Uci => NAMES
+                .iter()
+                .filter(|(k, uci, shell)| {
+                    *k != Key::Enabled && *k != Key::Interface && uci.is_some() && !shell.is_empty()
+                })
+                .map(|(k, _, shell)| {
+                    let v = self.get(*k).map(|s| s.value.clone()).unwrap_or_default();
+                    (shell[0].to_string(), v)
+                })
+                .collect(),
+            Format::Shell => self
+                .settings
+                .iter()
+                .filter(|s| Key::from_shell(&s.name).is_some_and(|k| k != Key::Interface))
+                .map(|s| (s.name.clone(), s.value.clone()))
+                .collect(),
+        }
+    }
+
     /// Settings no sqm-scripts code reads for a queue (the last of each name).
     pub fn unknown(&self) -> Vec<&Setting> {
         let known = |n: &str| match self.format {
@@ -318,6 +342,10 @@ pub struct Imported {
     pub options: ShapeOptions,
     /// For each TOML key, where its value came from (the line's comment).
     pub comments: Vec<(String, String)>,
+    /// The variables sqm-scripts' start-sqm reads for this queue ([`SqmQueue::sqm_env`]), to run
+    /// it beside the result (`--check`).
+    #[serde(skip)]
+    pub sqm_env: Vec<(String, String)>,
 }
 
 /// The whole result: the interfaces in file order and every note.
