@@ -67,11 +67,20 @@ fn sqm_import_prints_toml_and_notes_and_the_result_plans() {
     let o = unbloat(&["config", "import-sqm", &input("several-queues.uci")]);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     let toml = out(&o);
-    assert!(toml.contains("[interface.eth1]\ndown = \"85000kbit\""), "{toml}");
-    assert!(toml.contains("# [interface.wwan0]"), "disabled, commented out: {toml}");
+    assert!(
+        toml.contains("[interface.eth1]\ndown = \"85000kbit\""),
+        "{toml}"
+    );
+    assert!(
+        toml.contains("# [interface.wwan0]"),
+        "disabled, commented out: {toml}"
+    );
     // Notes on stderr, the mapped ones only as comments in the TOML.
     let e = err(&o);
-    assert!(e.contains("unbloat: queue 'lte': enabled '0': warning: disabled"), "{e}");
+    assert!(
+        e.contains("unbloat: queue 'lte': enabled '0': warning: disabled"),
+        "{e}"
+    );
     assert!(e.contains("eth1 again"), "{e}");
     assert!(!e.contains(": mapped:"), "{e}");
     // What it printed is a config unbloat takes.
@@ -98,13 +107,21 @@ fn sqm_import_out_refuses_to_overwrite_without_force() {
     let o = args(&[&input("layer-cake-diffserv4.uci")]);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     assert!(out(&o).is_empty(), "the TOML goes to the file: {}", out(&o));
-    assert!(err(&o).contains(&format!("wrote {file} (1 interface)")), "{}", err(&o));
+    assert!(
+        err(&o).contains(&format!("wrote {file} (1 interface)")),
+        "{}",
+        err(&o)
+    );
     let first = std::fs::read_to_string(&file).expect("written");
     assert!(first.contains("isolation = \"dual-host\""), "{first}");
 
     let o = args(&[&input("adsl-cake-atm.uci")]);
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
-    assert!(err(&o).contains("exists; --force replaces it (nothing was written)"), "{}", err(&o));
+    assert!(
+        err(&o).contains("exists; --force replaces it (nothing was written)"),
+        "{}",
+        err(&o)
+    );
     assert_eq!(std::fs::read_to_string(&file).expect("kept"), first);
 
     let o = args(&["--force", &input("adsl-cake-atm.uci")]);
@@ -123,10 +140,22 @@ fn sqm_import_bad_input_exits_2_and_writes_nothing() {
     let file = dir.path("unbloat.toml");
     let missing = dir.path("no-such-file");
     for (name, want) in [
-        (input("bad-missing-interface.uci"), "queue 'wan': no interface"),
-        (input("bad-unknown-script.uci"), "script 'ctinfo_4layercake.qos': not one of sqm-scripts' recipes"),
-        (input("bad-negative-rate.uci"), "download '-5000': a negative rate"),
-        (input("bad-rate.iface.conf"), "UPLINK '10mbit': not a whole number of kbit/s"),
+        (
+            input("bad-missing-interface.uci"),
+            "queue 'wan': no interface",
+        ),
+        (
+            input("bad-unknown-script.uci"),
+            "script 'ctinfo_4layercake.qos': not one of sqm-scripts' recipes",
+        ),
+        (
+            input("bad-negative-rate.uci"),
+            "download '-5000': a negative rate",
+        ),
+        (
+            input("bad-rate.iface.conf"),
+            "UPLINK '10mbit': not a whole number of kbit/s",
+        ),
         (input("bad-tiny-rate.uci"), "--up 50kbit: below 64kbit"),
         (input("linux-sqm.conf"), "sqm-scripts' own configuration"),
         (missing.clone(), "cannot read"),
@@ -140,12 +169,23 @@ fn sqm_import_bad_input_exits_2_and_writes_nothing() {
         assert!(out(&o).is_empty(), "{name}");
     }
     // A rate the user means is taken with --i-mean-it; --iface names a default.conf's interface.
-    let o = unbloat(&["config", "import-sqm", "--i-mean-it", &input("bad-tiny-rate.uci")]);
+    let o = unbloat(&[
+        "config",
+        "import-sqm",
+        "--i-mean-it",
+        &input("bad-tiny-rate.uci"),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     assert!(out(&o).contains("i-mean-it = true"), "{}", out(&o));
     let o = unbloat(&["config", "import-sqm", &input("default.conf")]);
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
-    let o = unbloat(&["config", "import-sqm", "--iface", "eth0", &input("default.conf")]);
+    let o = unbloat(&[
+        "config",
+        "import-sqm",
+        "--iface",
+        "eth0",
+        &input("default.conf"),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     assert!(out(&o).contains("[interface.eth0]"), "{}", out(&o));
 }
@@ -159,11 +199,23 @@ fn sqm_import_json_holds_options_notes_and_toml() {
     assert_eq!(v["interfaces"][0]["iface"], "wan0");
     assert_eq!(v["interfaces"][0]["script"], "simplest_tbf.qos");
     assert_eq!(v["interfaces"][0]["options"]["link"], "raw");
-    assert!(v["toml"].as_str().expect("toml").contains("[interface.wan0]"));
+    assert!(v["toml"]
+        .as_str()
+        .expect("toml")
+        .contains("[interface.wan0]"));
     let notes = v["notes"].as_array().expect("notes");
-    assert!(notes.iter().any(|n| n["kind"] == "not-mapped" && n["option"] == "AUTOFLOW"));
-    assert!(notes.iter().any(|n| n["kind"] == "mapped"), "every note is in the JSON");
-    assert!(err(&o).is_empty(), "notes are in the JSON only: {}", err(&o));
+    assert!(notes
+        .iter()
+        .any(|n| n["kind"] == "not-mapped" && n["option"] == "AUTOFLOW"));
+    assert!(
+        notes.iter().any(|n| n["kind"] == "mapped"),
+        "every note is in the JSON"
+    );
+    assert!(
+        err(&o).is_empty(),
+        "notes are in the JSON only: {}",
+        err(&o)
+    );
 }
 
 /// `--check`: unbloat's plan beside the commands the real sqm-scripts runs for the same queue.
@@ -184,8 +236,14 @@ fn sqm_import_check_shows_both_plans() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     let text = out(&o);
-    assert!(text.starts_with("==== pppoe-wan (queue 'wan', piece_of_cake.qos)\n"), "{text}");
-    assert!(text.contains("qdisc add dev pppoe-wan root cake bandwidth 900kbit"), "{text}");
+    assert!(
+        text.starts_with("==== pppoe-wan (queue 'wan', piece_of_cake.qos)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("qdisc add dev pppoe-wan root cake bandwidth 900kbit"),
+        "{text}"
+    );
     assert!(
         text.contains("tc qdisc add dev pppoe-wan root cake bandwidth 900kbit atm overhead 44 mpu 0 diffserv3 nat besteffort\n"),
         "{text}"
@@ -207,12 +265,17 @@ fn sqm_import_check_shows_both_plans() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     let v: serde_json::Value = serde_json::from_str(&out(&o)).expect("JSON");
-    let cmds = v["check"][0]["sqm_scripts"]["commands"].as_array().expect("commands");
+    let cmds = v["check"][0]["sqm_scripts"]["commands"]
+        .as_array()
+        .expect("commands");
     let all: Vec<&str> = cmds.iter().filter_map(|c| c.as_str()).collect();
     assert!(
         all.contains(&"tc qdisc add dev wan0 root handle 1: stab mtu 2047 tsize 512 mpu 64 overhead 26 linklayer atm tbf rate 2000kbit burst 1749 latency 300ms"),
         "{all:#?}"
     );
     let plan = v["check"][0]["unbloat"].as_str().expect("plan");
-    assert!(plan.contains("stab mtu 2047 tsize 512 mpu 64 overhead 26 linklayer atm htb"), "{plan}");
+    assert!(
+        plan.contains("stab mtu 2047 tsize 512 mpu 64 overhead 26 linklayer atm htb"),
+        "{plan}"
+    );
 }

@@ -159,7 +159,7 @@ mod tests {
                 // The command word, after any `VAR=value` prefixes (`SILENT=1 $TC ...`).
                 let first = code
                     .split_whitespace()
-                    .find(|w| !(w.contains('=') && !w.starts_with('=')))
+                    .find(|w| !w.contains('=') || w.starts_with('='))
                     .unwrap_or_default();
                 let by_name = names.contains(&first)
                     || names.iter().any(|n| {

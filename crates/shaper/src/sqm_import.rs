@@ -46,7 +46,9 @@ pub mod recipe;
 pub mod render;
 pub mod words;
 
-pub use model::{Format, Import, ImportError, Imported, Note, NoteKind, Script, SqmQueue};
+pub use model::{
+    Format, Import, ImportError, ImportErrorKind, Imported, Note, NoteKind, Script, SqmQueue,
+};
 
 use crate::spec::{Spec, SpecError};
 
@@ -65,9 +67,12 @@ pub struct Options<'a> {
 pub fn import(text: &str, path: &str, opts: &Options) -> Result<Import, ImportError> {
     let iface = opts.iface;
     let queues = parse::read(text, path, iface)?;
-    let file_error = |message: &str| ImportError::File {
-        path: path.to_string(),
-        message: message.to_string(),
+    let file_error = |message: &str| -> ImportError {
+        ImportErrorKind::File {
+            path: path.to_string(),
+            message: message.to_string(),
+        }
+        .into()
     };
     let format = queues.first().map_or(Format::Uci, |q| q.format);
     if queues.is_empty() {
@@ -163,12 +168,13 @@ pub fn import(text: &str, path: &str, opts: &Options) -> Result<Import, ImportEr
                 continue;
             }
             Err(e) => {
-                return Err(ImportError::Invalid {
+                return Err(ImportErrorKind::Invalid {
                     path: path.to_string(),
                     line: q.line,
                     queue: q.label.clone(),
                     source: Box::new(e),
-                })
+                }
+                .into())
             }
         }
         interfaces.push(Imported {

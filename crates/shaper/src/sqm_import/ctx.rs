@@ -2,7 +2,7 @@
 //! option and to refuse a value; it remembers which options were noted, so that
 //! [`Ctx::note_the_rest`] can make sure no option the file sets goes unreported.
 
-use super::model::{ImportError, Key, Note, NoteKind, Setting, SqmQueue};
+use super::model::{ImportError, ImportErrorKind, Key, Note, NoteKind, Setting, SqmQueue};
 use std::collections::BTreeSet;
 
 pub struct Ctx<'a> {
@@ -90,7 +90,7 @@ impl<'a> Ctx<'a> {
     /// An error about `key`'s value.
     pub fn bad(&self, key: Key, reason: impl Into<String>) -> ImportError {
         let s = self.get(key);
-        ImportError::Value {
+        ImportErrorKind::Value {
             path: self.path.to_string(),
             line: s.map_or(self.q.line, |s| s.line),
             queue: self.q.label.clone(),
@@ -107,16 +107,18 @@ impl<'a> Ctx<'a> {
             value: s.map_or_else(String::new, |s| crate::clip::clip(&s.value).into_owned()),
             reason: reason.into(),
         }
+        .into()
     }
 
     /// An error about the queue.
     pub fn queue_error(&self, message: impl Into<String>) -> ImportError {
-        ImportError::Queue {
+        ImportErrorKind::Queue {
             path: self.path.to_string(),
             line: self.q.line,
             queue: self.q.label.clone(),
             message: message.into(),
         }
+        .into()
     }
 
     /// A value with shell expansion (`$X`, a backquote) cannot be read without running the

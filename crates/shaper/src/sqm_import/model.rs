@@ -357,8 +357,20 @@ pub struct Import {
 }
 
 /// Why a file cannot be imported; every message names the file, the line and the option.
+/// Boxed: an error is rare and the `Result`s carrying it are many.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ImportError {
+#[error(transparent)]
+pub struct ImportError(pub Box<ImportErrorKind>);
+
+impl From<ImportErrorKind> for ImportError {
+    fn from(k: ImportErrorKind) -> ImportError {
+        ImportError(Box::new(k))
+    }
+}
+
+/// The kinds of [`ImportError`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImportErrorKind {
     #[error("{path}:{line}: {message}")]
     Syntax {
         path: String,

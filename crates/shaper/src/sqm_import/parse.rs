@@ -16,7 +16,7 @@
 //! Which format a file is: UCI when its first line that is neither blank nor a comment starts
 //! with `config` or `package`, the shell's otherwise.
 
-use super::model::{Format, ImportError, Setting, SqmQueue};
+use super::model::{Format, ImportError, ImportErrorKind, Setting, SqmQueue};
 
 /// Read `text`; `path` names it in messages, and a shell file named `IFACE.iface.conf` is for
 /// `IFACE` unless `iface` (the caller's `--iface`) says otherwise.
@@ -26,12 +26,13 @@ pub fn read(text: &str, path: &str, iface: Option<&str>) -> Result<Vec<SqmQueue>
         .map(str::trim)
         .find(|l| !l.is_empty() && !l.starts_with('#'));
     let Some(first) = first else {
-        return Err(ImportError::File {
+        return Err(ImportErrorKind::File {
             path: path.to_string(),
             message: "nothing to import: no `config queue` section (OpenWrt's /etc/config/sqm) \
                       and no NAME=VALUE line (sqm-scripts' /etc/sqm/IFACE.iface.conf)"
                 .to_string(),
-        });
+        }
+        .into());
     };
     let word = first.split_whitespace().next().unwrap_or_default();
     if word == "config" || word == "package" {
@@ -42,11 +43,12 @@ pub fn read(text: &str, path: &str, iface: Option<&str>) -> Result<Vec<SqmQueue>
 }
 
 fn syntax(path: &str, line: usize, message: String) -> ImportError {
-    ImportError::Syntax {
+    ImportErrorKind::Syntax {
         path: path.to_string(),
         line,
         message,
     }
+    .into()
 }
 
 /// The words of one line with the shell's (and UCI's) quoting: `'...'` literal, `"..."` with

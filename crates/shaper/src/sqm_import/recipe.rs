@@ -175,6 +175,9 @@ pub fn link(cx: &mut Ctx, qdisc: Qdisc) -> Result<LinkState, super::model::Impor
     })
 }
 
+/// (origin, words) pairs, read in order.
+pub type RecipeWords = Vec<(String, String)>;
+
 /// The words sqm-scripts' cake recipe gives each direction before the option strings: (egress,
 /// ingress), each a list of (origin, words).
 pub fn cake_recipe(
@@ -182,10 +185,10 @@ pub fn cake_recipe(
     script: Script,
     squash_dscp: bool,
     squash_ingress: bool,
-) -> (Vec<(String, String)>, Vec<(String, String)>) {
+) -> (RecipeWords, RecipeWords) {
     let s = script.name().to_string();
-    let mut e: Vec<(String, String)> = Vec::new();
-    let mut i: Vec<(String, String)> = Vec::new();
+    let mut e: RecipeWords = Vec::new();
+    let mut i: RecipeWords = Vec::new();
     if script.forces_cake() {
         // defaults.sh: *_CAKE_OPTS="diffserv3 nat" unless a shell file sets them.
         for (key, list) in [

@@ -633,12 +633,14 @@ mod tests {
 
     #[test]
     fn sqm_cake_link_keywords_add_as_q_cake_c_does() {
-        let mut d = DirWords::default();
-        d.link = LinkState {
-            overhead: 44,
-            overhead_set: true,
-            touched: true,
-            ..LinkState::default()
+        let mut d = DirWords {
+            link: LinkState {
+                overhead: 44,
+                overhead_set: true,
+                touched: true,
+                ..LinkState::default()
+            },
+            ..DirWords::default()
         };
         let mut notes = vec![];
         let w = Words {
