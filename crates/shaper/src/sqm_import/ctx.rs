@@ -87,6 +87,20 @@ impl<'a> Ctx<'a> {
         self.noted.insert(key);
     }
 
+    /// `name 'value'` for a comment, or `name (default)` when the file does not set it.
+    pub fn source(&self, key: Key, default: &str) -> String {
+        match self.get(key) {
+            Some(s) => format!("{} '{}'", s.name, crate::clip::clip(&s.value)),
+            None => {
+                let name = key.names(self.q.format).first().copied().unwrap_or("?");
+                match default {
+                    "" => format!("{name} (default)"),
+                    d => format!("{name} not set: {d}"),
+                }
+            }
+        }
+    }
+
     /// An error about `key`'s value.
     pub fn bad(&self, key: Key, reason: impl Into<String>) -> ImportError {
         let s = self.get(key);

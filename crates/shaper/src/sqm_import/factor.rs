@@ -8,8 +8,8 @@
 //! `ack-filter` is an upload key in unbloat, so the download's goes into `extra-ingress`;
 //! dual-srchost up with dual-dsthost down is `isolation = "dual-host"`.
 
+use super::dir::{DirWords, Link};
 use super::recipe::Mapped;
-use super::words::{DirWords, Link};
 use crate::linklayer::{Framing, LinkPreset};
 use crate::model::AckFilter;
 use crate::options::{Isolation, ShapeOptions};

@@ -5,14 +5,15 @@
 //! `[ "${ENABLED:-1}" -ne 1 ]`), `interface`, `script`, `qdisc` (defaults.sh: fq_codel; the cake
 //! recipes set `QDISC=cake` themselves) and the rates; [`super::recipe`] does the rest.
 
+use super::aqm;
 use super::ctx::Ctx;
+use super::dir::DirWords;
 use super::model::{ImportError, Key, Note, NoteKind, Script, SqmQueue};
-use super::recipe::{self, Mapped, Target};
-use super::words::DirWords;
+use super::recipe::{self, Mapped};
 use crate::model::Direction;
 use crate::options::Qdisc;
 use crate::spec::parse_iface;
-use unbloat_units::{IfName, Time};
+use unbloat_units::IfName;
 
 /// One queue, mapped.
 #[derive(Debug, Clone)]
@@ -80,17 +81,17 @@ pub fn queue(q: &SqmQueue, path: &str, on: bool) -> Result<MappedQueue, ImportEr
     i.opts.down = Some(down);
     e.source(
         "up",
-        source(&cx, Key::Upload, "2302, sqm-scripts' built-in default"),
+        cx.source(Key::Upload, "2302, sqm-scripts' built-in default"),
     );
     i.source(
         "down",
-        source(&cx, Key::Download, "14698, sqm-scripts' built-in default"),
+        cx.source(Key::Download, "14698, sqm-scripts' built-in default"),
     );
     if link.touched {
         for d in [&mut e, &mut i] {
-            d.source("overhead", source(&cx, Key::Overhead, "0"));
-            d.source("mpu", source(&cx, Key::TcMpu, "0"));
-            d.source("framing", source(&cx, Key::Linklayer, ""));
+            d.source("overhead", cx.source(Key::Overhead, "0"));
+            d.source("mpu", cx.source(Key::TcMpu, "0"));
+            d.source("framing", cx.source(Key::Linklayer, ""));
             if link.raw {
                 d.source("link", "sqm-scripts' size table (Linux's length)".into());
             }
@@ -143,7 +144,7 @@ pub fn queue(q: &SqmQueue, path: &str, on: bool) -> Result<MappedQueue, ImportEr
             }
         }
         Qdisc::FqCodel => {
-            tiers = fq_tiers(&mut cx, script, squash_dscp, squash_ingress, e_on, i_on);
+            tiers = aqm::fq_tiers(&mut cx, script, squash_dscp, squash_ingress, e_on, i_on);
             cx.note_queue(
                 NoteKind::Default,
                 "fq_codel tuning left at sqm-scripts' defaults (limit 1001, its automatic target, \
@@ -152,7 +153,7 @@ pub fn queue(q: &SqmQueue, path: &str, on: bool) -> Result<MappedQueue, ImportEr
                  the rate), ECN off on an upload under 4 Mbit/s, quantum 300 under 100 Mbit/s",
             );
             if e_on {
-                aqm(&mut cx, &mut e, Direction::Egress)?;
+                aqm::aqm(&mut cx, &mut e, Direction::Egress)?;
                 recipe::apply_words(
                     &mut cx,
                     &mut e,
@@ -163,7 +164,7 @@ pub fn queue(q: &SqmQueue, path: &str, on: bool) -> Result<MappedQueue, ImportEr
                 )?;
             }
             if i_on {
-                aqm(&mut cx, &mut i, Direction::Ingress)?;
+                aqm::aqm(&mut cx, &mut i, Direction::Ingress)?;
                 recipe::apply_words(
                     &mut cx,
                     &mut i,
@@ -199,7 +200,7 @@ pub fn queue(q: &SqmQueue, path: &str, on: bool) -> Result<MappedQueue, ImportEr
     }
     other_options(&mut cx, script, qdisc);
     cx.note_the_rest();
-    let mut sources = vec![("qdisc", source(&cx, Key::Script, ""))];
+    let mut sources = vec![("qdisc", cx.source(Key::Script, ""))];
     if tiers.is_some() {
         sources.push(("tiers", script.name().to_string()));
     }
@@ -215,20 +216,6 @@ pub fn queue(q: &SqmQueue, path: &str, on: bool) -> Result<MappedQueue, ImportEr
         },
         notes: cx.notes,
     })
-}
-
-/// `name 'value'` for a comment, or `name (default)` when the file does not set it.
-fn source(cx: &Ctx, key: Key, default: &str) -> String {
-    match cx.get(key) {
-        Some(s) => format!("{} '{}'", s.name, crate::clip::clip(&s.value)),
-        None => {
-            let name = key.names(cx.q.format).first().copied().unwrap_or("?");
-            match default {
-                "" => format!("{name} (default)"),
-                d => format!("{name} not set: {d}"),
-            }
-        }
-    }
 }
 
 fn interface(cx: &mut Ctx) -> Result<IfName, ImportError> {
@@ -337,106 +324,6 @@ fn qdisc(cx: &mut Ctx, script: Script) -> Qdisc {
         cx.note(Key::Qdisc, NoteKind::NotMapped, format!("unbloat's HTB leaves are fq_codel; a {v} leaf has no equivalent: fq_codel, with the limit, target and ECN options carried"));
     }
     Qdisc::FqCodel
-}
-
-fn fq_tiers(
-    cx: &mut Ctx,
-    script: Script,
-    squash_dscp: bool,
-    squash_ingress: bool,
-    e_on: bool,
-    i_on: bool,
-) -> Option<u8> {
-    if script != Script::Simple {
-        for key in [Key::SquashDscp, Key::SquashIngress, Key::IptMask] {
-            cx.note_if_set(
-                key,
-                NoteKind::Ignored,
-                format!("{} does not look at DSCP", script.name()),
-            );
-        }
-        return None;
-    }
-    let down = if squash_ingress { 1 } else { 3 };
-    let tiers = if e_on { 3 } else { down };
-    if e_on && i_on && down == 1 {
-        cx.note(Key::SquashIngress, NoteKind::NotMapped, "simple.qos sorts the upload into three tiers and ignores DSCP on the download (squash_ingress 1, its default); unbloat's tiers apply to both directions, so tiers = 3 sorts the download by DSCP too");
-    } else {
-        cx.note_if_set(
-            Key::SquashIngress,
-            NoteKind::Mapped,
-            format!("tiers = {tiers}"),
-        );
-    }
-    cx.note(
-        Key::SquashDscp,
-        if squash_dscp { NoteKind::NotMapped } else { NoteKind::Mapped },
-        if squash_dscp {
-            "simple.qos clears DSCP on the download with an iptables rule (its default); unbloat's HTB + fq_codel has no wash (cake's has: qdisc = \"cake\", extra-ingress = \"wash\")"
-        } else {
-            "DSCP marks kept on the download, as unbloat's HTB does"
-        },
-    );
-    cx.note_if_set(
-        Key::IptMask,
-        NoteKind::NotMapped,
-        "unbloat sorts by DSCP with u32 filters, without firewall marks",
-    );
-    (tiers == 3).then_some(3)
-}
-
-/// limit, target and ECN of one direction's fq_codel (simple.qos, simplest.qos, simplest_tbf).
-fn aqm(cx: &mut Ctx, d: &mut DirWords, dir: Direction) -> Result<(), ImportError> {
-    let (lk, tk, ek, ecn_key) = match dir {
-        Direction::Egress => (Key::Elimit, Key::Etarget, Key::EgressEcn, "ecn-egress"),
-        Direction::Ingress => (Key::Ilimit, Key::Itarget, Key::IngressEcn, "ecn-ingress"),
-    };
-    let (key, v) = match (cx.plain(lk)?, cx.plain(Key::Limit)?) {
-        (Some(v), _) => (lk, Some(v)),
-        (None, Some(g)) if g != "1001" => (Key::Limit, Some(g)),
-        _ => (lk, None),
-    };
-    if let Some(v) = v {
-        let n: u32 = v
-            .parse()
-            .map_err(|_| cx.bad(key, "not a whole number of packets"))?;
-        d.opts.limit = Some(n);
-        d.source("limit", source(cx, key, ""));
-        cx.note(key, NoteKind::Mapped, format!("limit = {n}"));
-    }
-    if let Some(v) = cx.plain(tk)? {
-        let fq_default = (Time::from_millis(5), Time::from_millis(100));
-        let (set, kind, text) = match recipe::sqm_target(v) {
-            Target::Auto => (None, NoteKind::Default, "sqm-scripts' automatic target (max(5 ms, 13992000 us / kbit/s), interval 95 ms + target); unbloat's automatic one: max(5 ms, 1.5 full frames at the rate), interval 100 ms + (target - 5 ms)".to_string()),
-            Target::Value(t) => (Some((t, fq_default.1)), NoteKind::Mapped, format!("target = \"{t}\", and interval = \"100ms\": sqm-scripts leaves fq_codel's interval, where unbloat would lengthen it with the target")),
-            Target::QdiscDefault { understood: true } => (Some(fq_default), NoteKind::Mapped, "fq_codel's own: target = \"5ms\", interval = \"100ms\"".to_string()),
-            Target::QdiscDefault { understood: false } => (Some(fq_default), NoteKind::Warning, "not a target sqm-scripts understands (it warns and leaves fq_codel's own): target = \"5ms\", interval = \"100ms\"".to_string()),
-        };
-        if let Some((t, iv)) = set {
-            d.opts.target = Some(t);
-            d.opts.interval = Some(iv);
-            d.source("target", source(cx, tk, ""));
-            d.source("interval", source(cx, tk, ""));
-        }
-        cx.note(tk, kind, text);
-    }
-    match cx.value(ek).map(str::to_ascii_lowercase).as_deref() {
-        None => {}
-        Some("ecn") => cx.note(ek, NoteKind::Default, match dir {
-            Direction::Egress => "sqm-scripts' default, ECN on; unbloat's: on from 4 Mbit/s, off on a slower upload (where a dropped packet frees the link and a marked one does not)",
-            Direction::Ingress => "sqm-scripts' default, ECN on; unbloat's default is on too",
-        }),
-        Some("noecn") => {
-            match dir {
-                Direction::Egress => d.opts.ecn_egress = Some(false),
-                Direction::Ingress => d.opts.ecn_ingress = Some(false),
-            }
-            d.source(ecn_key, source(cx, ek, ""));
-            cx.note(ek, NoteKind::Mapped, format!("{ecn_key} = false"));
-        }
-        Some(_) => cx.note(ek, NoteKind::Warning, "neither ECN nor NOECN: sqm-scripts hands it to tc, which refuses it, so that direction was not shaped; left at unbloat's default"),
-    }
-    Ok(())
 }
 
 /// The options that change nothing unbloat shapes: GUI switches, logging, sqm's HTB timing.

@@ -11,22 +11,21 @@
 //!   `INGRESS_CAKE_OPTS`/`IQDISC_OPTS`; defaults.sh's `*_CAKE_OPTS` are `diffserv3 nat`;
 //!   piece_of_cake adds `besteffort`, and on ingress `wash` when squash_dscp is 1; layer_cake adds
 //!   `besteffort` on ingress when squash_ingress is 1 and `wash` when squash_dscp is 1.
-//! - fq_codel under HTB (simple, simplest, simplest_tbf): `limit` from ilimit/elimit (default
-//!   LIMIT=1001), `target` from itarget/etarget (`get_target`: empty or `auto` is sqm's automatic
-//!   target, `default` fq_codel's own, `5ms` that target with fq_codel's interval), `ecn` from
-//!   ingress_ecn/egress_ecn (default ECN), then the option string.
+//! - fq_codel under HTB (simple, simplest, simplest_tbf): see [`super::aqm`]; then the option
+//!   string.
 //!
 //! The rule for defaults (see the module doc of [`crate::sqm_import`]): what shapes (qdisc, tiers,
 //! tins, wash, compensation the file asks for, option-string words) is carried; tuning left at
 //! sqm-scripts' defaults gets unbloat's defaults, with a note.
 
 use super::ctx::Ctx;
+use super::dir::{DirWords, LinkState};
 use super::model::{Key, NoteKind, Script};
-use super::words::{self, DirWords, LinkState, Words};
+use super::words::{self, Words};
 use crate::linklayer::Framing;
 use crate::model::Direction;
 use crate::options::Qdisc;
-use unbloat_units::{Rate, Time};
+use unbloat_units::Rate;
 
 /// One queue's shaping before it is written as a table.
 #[derive(Debug, Clone)]
@@ -340,46 +339,6 @@ pub fn apply_words(
         );
     }
     Ok(())
-}
-
-/// sqm's `get_target`: what an itarget/etarget value makes fq_codel's target and interval.
-pub enum Target {
-    /// Empty or `auto`: sqm's own rule for slow links.
-    Auto,
-    /// A target, with fq_codel's interval (100ms) left as it is.
-    Value(Time),
-    /// `default`, or a value sqm-scripts does not understand: fq_codel's own 5ms / 100ms.
-    QdiscDefault { understood: bool },
-}
-
-pub fn sqm_target(v: &str) -> Target {
-    let digits: String = v.chars().take_while(|c| c.is_ascii_digit()).collect();
-    let unit: String = {
-        let tail: Vec<char> = v
-            .chars()
-            .rev()
-            .take_while(|c| c.is_ascii_alphabetic())
-            .collect();
-        tail.into_iter().rev().collect()
-    };
-    match unit.as_str() {
-        "auto" | "Auto" | "AUTO" => return Target::Auto,
-        "default" | "Default" | "DEFAULT" => return Target::QdiscDefault { understood: true },
-        _ => {}
-    }
-    if digits.is_empty() && unit.is_empty() {
-        return Target::Auto;
-    }
-    let valid = matches!(
-        unit.as_str(),
-        "s" | "sec" | "secs" | "ms" | "msec" | "msecs" | "us" | "usec" | "usecs"
-    );
-    match (digits.is_empty(), valid) {
-        (false, true) => words::tc_time(&format!("{digits}{unit}"))
-            .map(Target::Value)
-            .unwrap_or(Target::QdiscDefault { understood: false }),
-        _ => Target::QdiscDefault { understood: false },
-    }
 }
 
 /// sqm's rate options: kbit/s as a whole number, 0 for "not shaped".
