@@ -70,7 +70,7 @@ enum Command {
     Confirm(shape::ConfirmArgs),
     /// Work with config files.
     #[command(subcommand)]
-    Config(shape::ConfigCommand),
+    Config(ConfigCommand),
     /// Measure latency under load against a far end (`unbloat serve`, a web server, irtt, iperf3), and grade it.
     Test(measure::TestCmd),
     /// Be the far end of `unbloat test`.
@@ -88,6 +88,15 @@ enum Command {
     /// Run a command in a kernel that has every qdisc (the host's, or User-Mode Linux).
     #[command(hide = true)]
     Kernel(kernel::KernelArgs),
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Validate a config file (default /etc/unbloat/unbloat.toml) without touching anything.
+    Check(shape::CheckArgs),
+    /// Turn sqm-scripts' configuration (OpenWrt's /etc/config/sqm, or /etc/sqm/IFACE.iface.conf)
+    /// into unbloat's TOML, with a note for every option that does not carry over as is.
+    ImportSqm(import::ImportSqmArgs),
 }
 
 /// An error with the exit status it deserves.
@@ -128,7 +137,8 @@ fn main() {
         Command::SetRate(a) => shape::set_rate(&a),
         Command::Recover(a) => shape::recover(&a),
         Command::Confirm(a) => shape::confirm(&a),
-        Command::Config(c) => shape::config(&c),
+        Command::Config(ConfigCommand::Check(a)) => shape::config_check(&a),
+        Command::Config(ConfigCommand::ImportSqm(a)) => import::import_sqm(&a),
         Command::Test(a) => measure::test(&a),
         Command::Serve(a) => unbloat_measure::run_serve(&a).map_err(Failure::from),
         Command::Plot(a) => unbloat_report::files::run_plot(&a).map_err(Failure::from),

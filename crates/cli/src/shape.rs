@@ -5,7 +5,7 @@
 use crate::flags::ShapeFlags;
 use crate::{invalid, Failure};
 use anyhow::{anyhow, Context};
-use clap::{Args, Subcommand};
+use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use unbloat_shaper::config::ConfigFile;
@@ -151,18 +151,13 @@ pub struct RecoverArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Subcommand)]
-pub enum ConfigCommand {
-    /// Validate a config file (default /etc/unbloat/unbloat.toml) without touching anything.
-    Check {
-        file: Option<PathBuf>,
-        /// Print the validated plans too.
-        #[arg(long)]
-        plans: bool,
-    },
-    /// Turn sqm-scripts' configuration (OpenWrt's /etc/config/sqm, or /etc/sqm/IFACE.iface.conf)
-    /// into unbloat's TOML, with a note for every option that does not carry over as is.
-    ImportSqm(crate::import::ImportSqmArgs),
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The config file (default /etc/unbloat/unbloat.toml).
+    pub file: Option<PathBuf>,
+    /// Print the validated plans too.
+    #[arg(long)]
+    pub plans: bool,
 }
 
 /// One interface's plan, the options it was built from (the fairness defaults under the
@@ -685,29 +680,25 @@ fn status_of(shaper: &Shaper, state: &StateDir, iface: &str) -> Result<Status, F
     Ok(status)
 }
 
-pub fn config(cmd: &ConfigCommand) -> Result<(), Failure> {
-    match cmd {
-        ConfigCommand::ImportSqm(a) => crate::import::import_sqm(a),
-        ConfigCommand::Check { file, plans: show } => {
-            let path: &Path = file.as_deref().unwrap_or(Path::new(DEFAULT_CONFIG));
-            let config = ConfigFile::load(path).map_err(invalid)?;
-            let specs = config.specs(&ShapeOptions::default()).map_err(invalid)?;
-            let specs = specs
-                .into_iter()
-                .map(checked)
-                .collect::<Result<Vec<_>, _>>()?;
-            for spec in &specs {
-                if *show {
-                    print!("{}", Plan::build(spec).render_shell());
-                }
-            }
-            let n = specs.len();
-            eprintln!(
-                "{}: valid ({n} interface{})",
-                path.display(),
-                if n == 1 { "" } else { "s" }
-            );
-            Ok(())
+/// `unbloat config check`.
+pub fn config_check(args: &CheckArgs) -> Result<(), Failure> {
+    let path: &Path = args.file.as_deref().unwrap_or(Path::new(DEFAULT_CONFIG));
+    let config = ConfigFile::load(path).map_err(invalid)?;
+    let specs = config.specs(&ShapeOptions::default()).map_err(invalid)?;
+    let specs = specs
+        .into_iter()
+        .map(checked)
+        .collect::<Result<Vec<_>, _>>()?;
+    for spec in &specs {
+        if args.plans {
+            print!("{}", Plan::build(spec).render_shell());
         }
     }
+    let n = specs.len();
+    eprintln!(
+        "{}: valid ({n} interface{})",
+        path.display(),
+        if n == 1 { "" } else { "s" }
+    );
+    Ok(())
 }
