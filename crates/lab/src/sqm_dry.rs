@@ -84,6 +84,17 @@ pub fn dry_run(
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
     }
+    // A shim that cannot run (a temporary directory mounted noexec) would let a PATH lookup
+    // fall through to the real program: refuse before start-sqm runs at all.
+    let probe = Command::new(bin.join("modprobe"))
+        .stdin(Stdio::null())
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        return Err(std::io::Error::other(format!(
+            "cannot run the shadowing scripts in {} (a noexec temporary directory?); set TMPDIR elsewhere",
+            bin.display()
+        )));
+    }
     let shim = |n: &str| bin.join(n).display().to_string();
     let mut cmd = Command::new("sh");
     cmd.arg(lib.join("start-sqm"))
