@@ -1,6 +1,7 @@
 //! `unbloat`: smart queue management for Linux. This binary only parses arguments and glues the
 //! library crates together (see the workspace README for the map):
-//! shaping (`plan`, `start`, `stop`, `status`, `config check`) in [`shape`], measuring (`test`,
+//! shaping (`plan`, `start`, `stop`, `status`, `config check`) in [`shape`], `config import-sqm`
+//! in [`import`], measuring (`test`,
 //! `serve`, `plot`) in [`measure`], the emulated network (`lab`) in [`lab`], benchmarks in
 //! [`bench`], and running work in a kernel that has every qdisc in [`kernel`].
 
@@ -8,6 +9,7 @@ mod bench;
 mod bench_tune;
 mod flags;
 mod hosts;
+mod import;
 mod kernel;
 mod lab;
 mod measure;
@@ -30,6 +32,7 @@ Examples:
   unbloat status eth0
   unbloat set-rate eth0 --down 70mbit --up 18mbit
   unbloat stop eth0
+  unbloat config import-sqm /etc/config/sqm --out /etc/unbloat/unbloat.toml
   unbloat serve                      (on the far end)
   unbloat test far.example.net --profile rrul --out results/
   unbloat tune eth0 --server far.example.net --apply
@@ -70,7 +73,7 @@ enum Command {
     Confirm(shape::ConfirmArgs),
     /// Work with config files.
     #[command(subcommand)]
-    Config(shape::ConfigCommand),
+    Config(ConfigCommand),
     /// Measure latency under load against a far end (`unbloat serve`, a web server, irtt, iperf3), and grade it.
     Test(measure::TestCmd),
     /// Find the link's framing and shaper rates by measuring it (saturates the link for up to
@@ -91,6 +94,15 @@ enum Command {
     /// Run a command in a kernel that has every qdisc (the host's, or User-Mode Linux).
     #[command(hide = true)]
     Kernel(kernel::KernelArgs),
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Validate a config file (default /etc/unbloat/unbloat.toml) without touching anything.
+    Check(shape::CheckArgs),
+    /// Turn sqm-scripts' configuration (OpenWrt's /etc/config/sqm, or /etc/sqm/IFACE.iface.conf)
+    /// into unbloat's TOML, with a note for every option that does not carry over as is.
+    ImportSqm(import::ImportSqmArgs),
 }
 
 /// An error with the exit status it deserves.
@@ -131,7 +143,8 @@ fn main() {
         Command::SetRate(a) => shape::set_rate(&a),
         Command::Recover(a) => shape::recover(&a),
         Command::Confirm(a) => shape::confirm(&a),
-        Command::Config(c) => shape::config(&c),
+        Command::Config(ConfigCommand::Check(a)) => shape::config_check(&a),
+        Command::Config(ConfigCommand::ImportSqm(a)) => import::import_sqm(&a),
         Command::Test(a) => measure::test(&a),
         Command::Tune(a) => tune::tune(&a),
         Command::Serve(a) => unbloat_measure::run_serve(&a).map_err(Failure::from),

@@ -5,7 +5,7 @@
 use crate::flags::ShapeFlags;
 use crate::{invalid, Failure};
 use anyhow::{anyhow, Context};
-use clap::{Args, Subcommand};
+use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use unbloat_shaper::config::ConfigFile;
@@ -151,15 +151,13 @@ pub struct RecoverArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Subcommand)]
-pub enum ConfigCommand {
-    /// Validate a config file (default /etc/unbloat/unbloat.toml) without touching anything.
-    Check {
-        file: Option<PathBuf>,
-        /// Print the validated plans too.
-        #[arg(long)]
-        plans: bool,
-    },
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The config file (default /etc/unbloat/unbloat.toml).
+    pub file: Option<PathBuf>,
+    /// Print the validated plans too.
+    #[arg(long)]
+    pub plans: bool,
 }
 
 /// One interface's plan, the options it was built from (the fairness defaults under the
@@ -268,14 +266,29 @@ fn link_speed(iface: &str) -> Option<Rate> {
     Some(Rate::from_mbit(mbit))
 }
 
+/// What `unbloat plan` prints for one interface: the fairness line, then the commands.
+fn shell_text(p: &Planned) -> String {
+    format!(
+        "# {}: {}\n{}",
+        p.plan.wan,
+        p.fairness,
+        p.plan.render_shell()
+    )
+}
+
+/// `unbloat plan`'s text for `iface` with `opts`, as it would print it for a config table with
+/// those options on this machine (its fairness defaults under them, the link-speed check).
+pub fn plan_text(iface: IfName, opts: &ShapeOptions) -> Result<String, Failure> {
+    Ok(shell_text(&with_fairness(iface, opts)?))
+}
+
 pub fn plan(args: &PlanArgs) -> Result<(), Failure> {
     for p in plans(args)? {
         if args.json {
             println!("{}", serde_json::to_string_pretty(&p.plan)?);
             eprintln!("unbloat: {}: {}", p.plan.wan, p.fairness);
         } else {
-            println!("# {}: {}", p.plan.wan, p.fairness);
-            print!("{}", p.plan.render_shell());
+            print!("{}", shell_text(&p));
         }
     }
     Ok(())
@@ -289,8 +302,7 @@ pub fn start(args: &StartArgs) -> Result<(), Failure> {
     let plans = plans(&args.plan)?;
     if args.dry_run {
         for p in &plans {
-            println!("# {}: {}", p.plan.wan, p.fairness);
-            print!("{}", p.plan.render_shell());
+            print!("{}", shell_text(p));
         }
         return Ok(());
     }
@@ -668,28 +680,25 @@ fn status_of(shaper: &Shaper, state: &StateDir, iface: &str) -> Result<Status, F
     Ok(status)
 }
 
-pub fn config(cmd: &ConfigCommand) -> Result<(), Failure> {
-    match cmd {
-        ConfigCommand::Check { file, plans: show } => {
-            let path: &Path = file.as_deref().unwrap_or(Path::new(DEFAULT_CONFIG));
-            let config = ConfigFile::load(path).map_err(invalid)?;
-            let specs = config.specs(&ShapeOptions::default()).map_err(invalid)?;
-            let specs = specs
-                .into_iter()
-                .map(checked)
-                .collect::<Result<Vec<_>, _>>()?;
-            for spec in &specs {
-                if *show {
-                    print!("{}", Plan::build(spec).render_shell());
-                }
-            }
-            let n = specs.len();
-            eprintln!(
-                "{}: valid ({n} interface{})",
-                path.display(),
-                if n == 1 { "" } else { "s" }
-            );
-            Ok(())
+/// `unbloat config check`.
+pub fn config_check(args: &CheckArgs) -> Result<(), Failure> {
+    let path: &Path = args.file.as_deref().unwrap_or(Path::new(DEFAULT_CONFIG));
+    let config = ConfigFile::load(path).map_err(invalid)?;
+    let specs = config.specs(&ShapeOptions::default()).map_err(invalid)?;
+    let specs = specs
+        .into_iter()
+        .map(checked)
+        .collect::<Result<Vec<_>, _>>()?;
+    for spec in &specs {
+        if args.plans {
+            print!("{}", Plan::build(spec).render_shell());
         }
     }
+    let n = specs.len();
+    eprintln!(
+        "{}: valid ({n} interface{})",
+        path.display(),
+        if n == 1 { "" } else { "s" }
+    );
+    Ok(())
 }

@@ -12,7 +12,9 @@
 //! - [`hosts`]: two LAN hosts behind a masquerading router, one stream against eight each way
 //!   ([`hosts_parse`] reads iperf3 and ping back, [`hosts_plot`] draws the goodput):
 //!   per-host or per-flow fairness, per setup (`unbloat lab-hosts`, `unbloat bench fair`).
-//! - [`sqm`]: the real sqm-scripts, found and installed to compare against.
+//! - [`sqm`]: the real sqm-scripts, found and installed to compare against; [`sqm_dry`]: its
+//!   start-sqm with tc, ip and iptables shadowed, printing the commands it would run
+//!   (`unbloat config import-sqm --check`).
 //! - [`table`]: one comparison row per strategy from its results file; text, JSON, HTML.
 //! - [`theory`]: the best goodput each direction of a test could reach (the table's yardstick).
 //! - [`lab`]: `unbloat lab` ([`LabArgs`], [`run_lab`]): where it runs (host kernel or UML),
@@ -33,6 +35,7 @@ pub mod lab;
 pub mod profile;
 pub mod spread;
 pub mod sqm;
+pub mod sqm_dry;
 pub mod strategies;
 pub mod table;
 pub mod theory;

@@ -20,6 +20,9 @@
 //!   and `tc -batch` text, and the shell rendering for `unbloat plan` / `start --dry-run`.
 //! - [`fairness`]: what the machine looks like (forwarding, NAT on the WAN) -> cake's isolation
 //!   and `nat` defaults, and the one line `plan` and `status` show about them.
+//! - [`sqm_import`]: sqm-scripts' configuration (OpenWrt's `/etc/config/sqm`,
+//!   `/etc/sqm/*.iface.conf`) read as sqm-scripts reads it, into the same [`options`] and a TOML
+//!   table per queue, with a note for every option (`unbloat config import-sqm`).
 //! - [`clip`]: user text in error messages cut to [`clip::MAX_ECHO`] characters, everywhere.
 //! - [`tcjson`], [`verify`], [`status`], [`goodput`]: the model of `tc -j -s` output, the
 //!   comparison of a plan with the live state, the status view and the goodput formula.
@@ -38,6 +41,7 @@ pub mod options;
 pub mod plan;
 pub mod script;
 pub mod spec;
+pub mod sqm_import;
 pub mod stab;
 pub mod transition;
 
