@@ -97,14 +97,14 @@ unbloat_system::real_kernel_test! {
     /// On the 40/10 PTM link without the sweep, three steps each way: within 10 % of the line
     /// rates, steps recorded with their steady p99 and start-up peak, the old setup back.
     fn a_short_rate_search_lands_near_the_true_rates() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] {
-        let lab = lab("vdsl2");
+        let lab = lab("vdsl2-novlan");
         let before = qdiscs(&lab);
         let t0 = Instant::now();
         let (code, out, err) = finish(tune(&lab, &["--max-time", "1m"]));
         assert_eq!(code, 0, "{err}");
         eprintln!("tune took {:?}:\n{err}", t0.elapsed());
         let v: serde_json::Value = serde_json::from_str(&out).expect("tune --json");
-        let profile = LinkProfile::shipped("vdsl2").unwrap();
+        let profile = LinkProfile::shipped("vdsl2-novlan").unwrap();
         for (key, line) in [("down", profile.down), ("up", profile.up)] {
             let got = rate_bps(&v[key]);
             let truth = line.bits_per_sec() as f64;
