@@ -31,6 +31,8 @@ mod fit;
 pub mod plot;
 
 pub use fit::{per_size_min, SizeMin, CELL_PAYLOAD};
+// The name tune's sweep phase calls it by.
+pub use plot::render_svg;
 
 use serde::{Deserialize, Serialize};
 use unbloat_measure::sweep::SweepSamples;
