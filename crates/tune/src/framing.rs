@@ -21,13 +21,17 @@
 //!    shifts every step by one cell's time, which the intercept absorbs): it is reported in
 //!    [`OVERHEAD_RANGE`], the range real encapsulations use.
 //!
+//! [`plot::render_svg`] draws a sweep and its verdict (it imports this module's types, never
+//! the reverse).
+//!
 //! What callers can rely on: [`detect`] never panics on any sweep (empty, all lost, one size);
 //! a sweep too short to decide is [`Family::Undecided`] with its reason.
 
 mod fit;
-mod plot;
+pub mod plot;
 
 pub use fit::{per_size_min, SizeMin, CELL_PAYLOAD};
+// The name tune's sweep phase calls it by.
 pub use plot::render_svg;
 
 use serde::{Deserialize, Serialize};

@@ -173,12 +173,12 @@ fn solve(a: &[Vec<f64>], b: &[f64]) -> Option<Vec<f64>> {
             return None;
         }
         m.swap(col, pivot);
-        for row in 0..n {
-            if row != col {
-                let f = m[row][col] / m[col][col];
-                let pivot_row = m[col].clone();
-                for (x, p) in m[row][col..=n].iter_mut().zip(&pivot_row[col..=n]) {
-                    *x -= f * p;
+        let pivot_row = m[col].clone();
+        for (r, row) in m.iter_mut().enumerate() {
+            if r != col {
+                let f = row[col] / pivot_row[col];
+                for (v, p) in row.iter_mut().zip(&pivot_row).skip(col) {
+                    *v -= f * p;
                 }
             }
         }

@@ -1,5 +1,6 @@
 //! The sweep's picture: the lowest round trip of each size as a dot, the fitted model as a
-//! line through them (a staircase on ATM, a straight line otherwise), and the verdict on top.
+//! line through them (the staircase on ATM; otherwise the model's straight line, its sawtooth
+//! left out as the noise it is), and the verdict on top.
 //! Drawn with the report crate's SVG helpers, 800x600 like the run's other plots.
 
 use unbloat_report::plot::axis::{color, draw_axes, legend, nice_range, Frame, LegendEntry};
@@ -58,7 +59,11 @@ pub fn render_svg(mins: &[SizeMin], guess: &FramingGuess) -> String {
         svg.circle(xs.px(f64::from(m.ip_bytes)), ys.px(m.min_ms), 2.2, color(0));
     }
     let mut entries = Vec::new();
-    if let Some(model) = guess.model.filter(|_| !mins.is_empty()) {
+    if let Some(mut model) = guess.model.filter(|_| !mins.is_empty()) {
+        if guess.family != super::Family::Atm {
+            // Without cells the sawtooth fitted is noise: draw the line it rides on.
+            model.saw_ms = 0.0;
+        }
         let clip = svg.clip(frame.x, frame.y, frame.w, frame.h);
         // One point per byte and a vertical at each step: the staircase drawn as it is.
         let pts: Vec<Option<(f64, f64)>> = (x0 as u32..=x1 as u32)

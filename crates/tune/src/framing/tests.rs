@@ -248,10 +248,10 @@ fn the_plot_shows_every_size_and_the_model() {
     let s = sweep(&atm(40, 7.0, 0.768, 0.1), 4, 2);
     let mins = per_size_min(s.echoes.iter().map(|e| (e.ip_bytes, e.rtt_ns)));
     let g = detect_minima(&mins);
-    let svg = render_svg(&mins, &g);
+    let svg = plot::render_svg(&mins, &g);
     assert_eq!(svg.matches("<circle").count(), mins.len());
     assert!(svg.contains("data-series=\"model\""), "the model line");
     assert!(svg.contains("ATM, overhead 40"), "the verdict");
-    let empty = render_svg(&[], &detect_minima(&[]));
+    let empty = plot::render_svg(&[], &detect_minima(&[]));
     assert!(empty.contains("no replies") && empty.ends_with("</svg>\n"));
 }
