@@ -170,7 +170,7 @@ fn phases(
             "framing",
             "round trips over packet sizes, 64 to 256 bytes (ATM cells, or a straight line; 20 s)",
         );
-        let guess = crate::sweep_phase::sweep(&s.test, stop)?;
+        let guess = crate::sweep_phase::sweep(&s.test, up_good, stop)?;
         let link = crate::sweep_phase::link_options(&guess, &s.link);
         report.phase(3, "framing", &crate::sweep_phase::verdict(&guess));
         (Some(guess), link)

@@ -8,12 +8,14 @@
 //! overestimates a few bytes on PTM and DOCSIS links rather than under).
 
 use std::net::{IpAddr, ToSocketAddrs};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use unbloat_measure::client::TestPlan;
 use unbloat_measure::sweep::{self, SweepPlan};
 use unbloat_measure::MeasureError;
 use unbloat_shaper::options::ShapeOptions;
+use unbloat_units::Rate;
 
 use crate::framing::{self, per_size_min, Family, FramingGuess};
 use crate::interrupt::{self, Stop};
@@ -60,11 +62,26 @@ fn target(test: &TestPlan) -> Result<IpAddr, TuneError> {
         .ok_or_else(|| TuneError::Measure(MeasureError::InvalidArgument(format!("{host}: no address"))))
 }
 
-/// Runs the sweep towards the test's probe target (the default plan: 64 to 256 bytes, every
-/// byte, 10 rounds, 10 ms apart: about 20 s) and analyses it.
-pub fn sweep(test: &TestPlan, stop: &Stop) -> Result<FramingFound, TuneError> {
+/// The sweep's plan: 64 to 256 bytes, every byte, 10 rounds, 10 ms apart (about 20 s), or
+/// further apart on a slow upload: each echo must have left the line before the next is sent,
+/// or they queue behind each other and the staircase drowns (a 256-byte echo is 7 ATM cells,
+/// 371 bytes, 13.5 ms at 220 kbit/s). `up` is the unshaped upload's goodput.
+pub fn plan_for(up: Rate) -> SweepPlan {
+    let mut plan = SweepPlan::default();
+    let largest = f64::from(plan.ip_bytes.iter().copied().max().unwrap_or(256));
+    // With the most overhead a sweep reports (55 bytes), in 53-byte cells.
+    let cells = ((largest + f64::from(*framing::OVERHEAD_RANGE.end())) / 48.0).ceil() * 53.0;
+    let on_line = Duration::from_secs_f64(1.5 * cells * 8.0 / (up.bits_per_sec().max(1_000) as f64));
+    if on_line > plan.interval {
+        plan.interval = on_line;
+    }
+    plan
+}
+
+/// Runs the sweep towards the test's probe target ([`plan_for`] the upload) and analyses it.
+pub fn sweep(test: &TestPlan, up: Rate, stop: &Stop) -> Result<FramingFound, TuneError> {
     stop.check()?;
-    let plan = SweepPlan::default();
+    let plan = plan_for(up);
     let samples = sweep::run(&plan, target(test)?, interrupt::flag(), &mut |_| {}).map_err(TuneError::Measure)?;
     stop.check()?;
     let mins = per_size_min(samples.echoes.iter().map(|e| (e.ip_bytes, e.rtt_ns)));
@@ -115,6 +132,13 @@ mod tests {
             answered: 1930,
             svg: None,
         }
+    }
+
+    #[test]
+    fn a_slow_upload_spaces_the_echoes() {
+        assert_eq!(plan_for(Rate::from_mbit(20)).interval, Duration::from_millis(10));
+        let slow = plan_for(Rate::from_kbit(220)).interval;
+        assert!(slow > Duration::from_millis(20) && slow < Duration::from_millis(25), "{slow:?}");
     }
 
     #[test]
