@@ -40,7 +40,7 @@
 //! running must close its stdout and stderr, as daemons do, or the lab waits for the timeout.
 //!
 //! # In the report
-//! The invocation as a shell line, then, as `# ` lines, the router's qdiscs as `tc qdisc show`
+//! The invocation as a shell line, then, as `# ` lines, the router's qdiscs as `tc -d qdisc show`
 //! printed them after the program ran: what the script, or the real sqm-scripts, built.
 //!
 //! # The real sqm-scripts
@@ -267,7 +267,7 @@ fn run_program(
         eprintln!("unbloat lab: {strategy}: {line}");
     }
     let mut shown = vec![cmd.display(), "# the router's qdiscs after it:".into()];
-    let qdiscs = live.run_in(Node::Router, &Cmd::tc(["qdisc", "show"]))?;
+    let qdiscs = live.run_in(Node::Router, &Cmd::tc(["-d", "qdisc", "show"]))?;
     shown.extend(qdiscs.stdout.lines().map(|l| format!("# {l}")));
     Ok(Ran {
         shown,
