@@ -404,7 +404,17 @@ fn run_in_kernel(
         kernel.describe()
     );
     let per_run = args.duration.secs_f64() + 30.0;
-    let timeout = Duration::from_secs_f64(120.0 + per_run * (req.strategies.len() as f64 + 1.0));
+    // A program may take its whole time limit before failing; its own error must come first.
+    let programs = req
+        .strategies
+        .iter()
+        .filter(|s| matches!(s, Strategy::Script(_) | Strategy::SqmScripts(_)))
+        .count();
+    let timeout = Duration::from_secs_f64(
+        120.0
+            + per_run * (req.strategies.len() as f64 + 1.0)
+            + (programs as u64 * script::TIMEOUT_S) as f64,
+    );
     let opts = GuestOptions {
         stream: true,
         timeout,

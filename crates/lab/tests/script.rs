@@ -112,7 +112,7 @@ unbloat_system::real_kernel_test! {
 
         // The report shows the invocation and what the script built, under the script's name.
         let shown = mine.commands.join("\n");
-        assert!(shown.contains(&format!("env -i PATH=")) && shown.contains(&path.display().to_string()), "{shown}");
+        assert!(shown.contains("env -i PATH=") && shown.contains(&path.display().to_string()), "{shown}");
         assert!(shown.contains("# qdisc cake") && shown.contains("bandwidth 19Mbit") && shown.contains("bandwidth 76Mbit"), "{shown}");
         assert!(mine.results_file.starts_with("script-my-shaper.sh/"), "{}", mine.results_file);
         let json = std::fs::read_to_string(out.join("lab.json")).expect("lab.json");
