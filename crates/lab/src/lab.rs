@@ -493,7 +493,8 @@ fn run_here(
         let dir = out.join(strategy.dir_name());
         let (results, busy, commands) = run_strategy(
             profile,
-            (strategy, req.sqm_scripts.as_deref()),
+            strategy,
+            req.sqm_scripts.as_deref(),
             args.far_end,
             &[
                 "--profile",
@@ -551,7 +552,8 @@ fn run_here(
 /// the strategy's setup (its commands as shell lines; see [`script::set_up`]).
 fn run_strategy(
     profile: &LinkProfile,
-    (strategy, sqm_scripts): (&Strategy, Option<&Path>),
+    strategy: &Strategy,
+    sqm_scripts: Option<&Path>,
     far_end: FarEndKind,
     test_args: &[&str],
     dir: &Path,
