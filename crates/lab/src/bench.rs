@@ -33,10 +33,10 @@ pub struct BenchLabArgs {
     /// profile).
     #[arg(long, value_name = "A,B,..")]
     pub profiles: Option<String>,
-    /// Strategies to compare, comma-separated, as `unbloat lab --strategies` takes them
-    /// (script:PATH too; see `unbloat lab --help`). Default: the five the lab writes, with the
-    /// real sqm-scripts beside its re-creations (sqm-scripts:simple, sqm-scripts:piece_of_cake)
-    /// when its source is found. The checks that involve a strategy left out are not made.
+    /// Strategies to compare, comma-separated, as `unbloat lab --strategies` takes them (its
+    /// --help says more). Default: the five the lab writes, with the real sqm-scripts beside its
+    /// re-creations (sqm-scripts:simple, sqm-scripts:piece_of_cake) when its source is found.
+    /// The checks that involve a strategy left out are not made.
     #[arg(long, value_name = "A,B,..")]
     pub strategies: Option<String>,
     /// sqm-scripts' source (the directory with src/start-sqm); default: shared/peers/sqm-scripts

@@ -48,36 +48,9 @@ pub struct LabArgs {
     /// Link profile: a shipped name (dsl-2002, adsl, vdsl2, docsis, fiber) or a TOML file.
     #[arg(long, value_name = "P", default_value = crate::profile::DEFAULT_PROFILE)]
     pub profile: String,
-    /// Strategies to compare, in order: none, wondershaper, sqm-simple, sqm-piece-of-cake, unbloat, sqm-scripts:RECIPE, script:PATH
-    ///
-    /// sqm-simple and sqm-piece-of-cake are the lab's re-creations of sqm-scripts' recipes;
-    /// sqm-scripts:simple and sqm-scripts:piece_of_cake run the real start-sqm (see
-    /// --sqm-scripts) in the router with that recipe, the environment below plus
-    /// SCRIPT=RECIPE.qos and QDISC, and STAB_MPU=0 as the re-creations have it.
-    ///
-    /// script:PATH runs your executable PATH once in the router's network namespace, as root,
-    /// with no input, after the network is built and before the test; it must exit 0 within
-    /// 120 s. Its environment holds PATH and only these (rates in whole kbit/s; the names without
-    /// UNBLOAT_ are sqm-scripts' own):
-    ///   IFACE, UNBLOAT_IFACE          the WAN device, wan0
-    ///   UPLINK, UNBLOAT_UP_KBIT       the upload shaper rate: 95 % of the link's
-    ///   DOWNLINK, UNBLOAT_DOWN_KBIT   the download shaper rate: 95 % of the link's
-    ///   UNBLOAT_LINK_UP_KBIT, UNBLOAT_LINK_DOWN_KBIT   the link's own rates
-    ///   LINKLAYER                     atm on ATM links, else ethernet (none for a raw link)
-    ///   OVERHEAD, UNBLOAT_OVERHEAD    bytes per packet beyond its IP length
-    ///   STAB_MPU, UNBLOAT_MPU         the minimum packet unit, bytes
-    ///   UNBLOAT_FRAMING               atm, ptm or none
-    ///   UNBLOAT_CAKE_LINK             the same in tc-cake's words ("overhead 26 mpu 0 ptm")
-    ///   UNBLOAT_PROFILE               the link profile's name
-    /// For example: tc qdisc replace dev "$IFACE" root cake bandwidth "${UPLINK}kbit"
-    /// $UNBLOAT_CAKE_LINK. Nothing stops it: after the test the router's namespace is deleted
-    /// with everything the script made there. A path cannot contain a comma.
-    #[arg(
-        long,
-        value_name = "A,B,..",
-        default_value = "none,unbloat",
-        verbatim_doc_comment
-    )]
+    /// Strategies to compare, in order: none, wondershaper, sqm-simple, sqm-piece-of-cake,
+    /// unbloat, sqm-scripts:RECIPE, script:PATH (--help says more).
+    #[arg(long, value_name = "A,B,..", default_value = "none,unbloat", long_help = script::STRATEGIES_HELP)]
     pub strategies: String,
     /// sqm-scripts' source (the directory with src/start-sqm) for the sqm-scripts:RECIPE
     /// strategies; default: shared/peers/sqm-scripts above the current directory or the binary.

@@ -63,6 +63,36 @@ use crate::strategies::{self, shaper_rates, RouterDevs, ShaperPlanner};
 use crate::strategy::{SqmRecipe, Strategy};
 use crate::topology::{LiveTopology, Node};
 
+/// `--strategies`' long help (`unbloat lab --help`, `unbloat bench lab --help`): every name, and
+/// the environment of a `script:` as the module's table has it.
+pub const STRATEGIES_HELP: &str = "\
+Strategies to compare, in order, comma-separated: none, wondershaper, sqm-simple, \
+sqm-piece-of-cake, unbloat, sqm-scripts:simple, sqm-scripts:piece_of_cake, script:PATH.
+
+sqm-simple and sqm-piece-of-cake are the lab's re-creations of sqm-scripts' recipes; \
+sqm-scripts:simple and sqm-scripts:piece_of_cake run the real start-sqm (see --sqm-scripts) in \
+the router with that recipe, the environment below plus SCRIPT=RECIPE.qos and QDISC, and \
+STAB_MPU=0 as the re-creations have it.
+
+script:PATH runs your executable PATH once in the router's network namespace, as root, with no \
+input, after the network is built and before the test; it must exit 0 within 120 seconds. Its \
+environment holds PATH and only these (rates in whole kbit/s; the names without UNBLOAT_ are \
+sqm-scripts' own):
+  IFACE, UNBLOAT_IFACE          the WAN device, wan0
+  UPLINK, UNBLOAT_UP_KBIT       the upload shaper rate: 95 % of the link's
+  DOWNLINK, UNBLOAT_DOWN_KBIT   the download shaper rate: 95 % of the link's
+  UNBLOAT_LINK_UP_KBIT, UNBLOAT_LINK_DOWN_KBIT   the link's own rates
+  LINKLAYER                     atm on ATM links, else ethernet (none for a raw link)
+  OVERHEAD, UNBLOAT_OVERHEAD    bytes per packet beyond its IP length
+  STAB_MPU, UNBLOAT_MPU         the minimum packet unit, bytes
+  UNBLOAT_FRAMING               atm, ptm or none
+  UNBLOAT_CAKE_LINK             the same in tc-cake's words (\"overhead 26 mpu 0 ptm\")
+  UNBLOAT_PROFILE               the link profile's name
+For example: tc qdisc replace dev \"$IFACE\" root cake bandwidth \"${UPLINK}kbit\" $UNBLOAT_CAKE_LINK
+
+Nothing stops a script: after the test the router's namespace is deleted with everything the \
+script made there. A path cannot contain a comma.";
+
 /// How long a program may take, seconds: sqm-scripts starts in well under a second, and a
 /// script that probes its qdiscs a few times still has ample room.
 pub const TIMEOUT_S: u64 = 120;
