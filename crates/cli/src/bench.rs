@@ -447,14 +447,9 @@ fn udp_through_rate_changes(
 /// Where sqm-scripts' source is: the flag, or ../shared/peers/sqm-scripts above the current
 /// directory or the binary.
 fn find_sqm_scripts(args: &StartBench) -> Option<std::path::PathBuf> {
-    if let Some(d) = &args.sqm_scripts {
-        return Some(d.clone());
-    }
-    let starts = [std::env::current_dir().ok(), std::env::current_exe().ok()];
-    starts
-        .into_iter()
-        .flatten()
-        .find_map(|start| unbloat_lab::sqm::find(&start))
+    args.sqm_scripts
+        .clone()
+        .or_else(|| unbloat_lab::sqm::locate(None))
 }
 
 /// The real sqm-scripts, run as its ORIGIN.txt says: its src/ copied, start-sqm and stop-sqm

@@ -180,9 +180,22 @@ mod tests {
         std::fs::write(&file, "not a directory").expect("file");
         let out = scratch.join("report").display().to_string();
         let through_a_file = file.join("report").display().to_string();
-        let cases: [(&[&str], &str); 6] = [
+        let not_executable = scratch.join("shaper.sh");
+        std::fs::write(&not_executable, "#!/bin/sh\n").expect("script");
+        let not_executable = format!("none,script:{}", not_executable.display());
+        let cases: [(&[&str], &str); 10] = [
             (&["--test", "bogus"], "--test"),
             (&["--strategies", "none,cake"], "--strategies"),
+            (&["--strategies", "script:"], "--strategies"),
+            (
+                &["--strategies", "script:/no/such/shaper.sh"],
+                "/no/such/shaper.sh",
+            ),
+            (&["--strategies", &not_executable], "not executable"),
+            (
+                &["--strategies", "sqm-scripts:bogus"],
+                "unknown sqm-scripts recipe",
+            ),
             (&["--duration", "500ms"], "--duration"),
             (&["--duration", "2h"], "--duration"),
             (&["--profile", "no-such-link"], "no-such-link"),

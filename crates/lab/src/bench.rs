@@ -5,11 +5,15 @@
 //!   direction, with goodput at least 90 % of the theoretical both ways;
 //! - `unbloat` is no worse than `sqm-piece-of-cake` on latency (UDP BE induced p99) or goodput.
 //!
+//! By default the real sqm-scripts run too, each beside its re-creation (`sqm-scripts:simple`
+//! after `sqm-simple`, `sqm-scripts:piece_of_cake` after `sqm-piece-of-cake`), when its source is
+//! found ([`crate::sqm::locate`]); the checks above stay on the re-creations.
+//!
 //! With `--runs N` each profile's lab runs N times and the checks take the medians over the runs
 //! (see [`crate::spread`] for why one run is not enough on slow links).
 //!
-//! A whole matrix takes about 5 profiles x (calibration + 5 strategies x (load + 15 s)): with the
-//! default 30 s of load, roughly 30 minutes per run.
+//! A whole matrix takes about 5 profiles x (calibration + 7 strategies x (load + 15 s)): with the
+//! default 30 s of load, roughly 40 minutes per run.
 
 use std::path::{Path, PathBuf};
 
@@ -29,10 +33,16 @@ pub struct BenchLabArgs {
     /// profile).
     #[arg(long, value_name = "A,B,..")]
     pub profiles: Option<String>,
-    /// Strategies to compare, comma-separated (default: all five). The checks that involve a
-    /// strategy left out are not made.
+    /// Strategies to compare, comma-separated, as `unbloat lab --strategies` takes them (its
+    /// --help says more). Default: the five the lab writes, with the real sqm-scripts beside its
+    /// re-creations (sqm-scripts:simple, sqm-scripts:piece_of_cake) when its source is found.
+    /// The checks that involve a strategy left out are not made.
     #[arg(long, value_name = "A,B,..")]
     pub strategies: Option<String>,
+    /// sqm-scripts' source (the directory with src/start-sqm); default: shared/peers/sqm-scripts
+    /// above the current directory or the binary.
+    #[arg(long, value_name = "DIR")]
+    pub sqm_scripts: Option<PathBuf>,
     /// Run each profile's lab N times; the checks use the medians over the runs, and a table
     /// shows each number's median and range.
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -51,7 +61,7 @@ pub struct BenchLabArgs {
     pub json: bool,
     /// Run nothing: check and print a finished benchmark again from its report directory
     /// (every `PROFILE/lab.json` or `PROFILE/run-K/lab.json` in DIR).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["profiles", "strategies", "runs", "test", "duration", "out"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["profiles", "strategies", "sqm_scripts", "runs", "test", "duration", "out"])]
     pub from: Option<PathBuf>,
 }
 
@@ -221,10 +231,10 @@ fn plan(args: &BenchLabArgs) -> Result<Vec<LabArgs>, LabError> {
         Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
         None => shipped_names().iter().map(|s| s.to_string()).collect(),
     };
-    let strategies = args.strategies.clone().unwrap_or_else(|| {
-        let all: Vec<&str> = Strategy::ALL.iter().map(|s| s.name()).collect();
-        all.join(",")
-    });
+    let strategies = args
+        .strategies
+        .clone()
+        .unwrap_or_else(|| default_strategies(sqm_given_or_found(args)));
     names
         .into_iter()
         .map(|name| {
@@ -232,6 +242,7 @@ fn plan(args: &BenchLabArgs) -> Result<Vec<LabArgs>, LabError> {
                 out: args.out.join(dir_name(&name)),
                 profile: name,
                 strategies: strategies.clone(),
+                sqm_scripts: args.sqm_scripts.clone(),
                 test: args.test.clone(),
                 duration: args.duration,
                 ..LabArgs::default()
@@ -240,6 +251,24 @@ fn plan(args: &BenchLabArgs) -> Result<Vec<LabArgs>, LabError> {
             Ok(lab)
         })
         .collect()
+}
+
+/// Whether the real sqm-scripts can be run: `--sqm-scripts` was given (the lab's check then says
+/// whether it holds sqm-scripts), or its source was found.
+fn sqm_given_or_found(args: &BenchLabArgs) -> bool {
+    args.sqm_scripts.is_some() || crate::sqm::locate(None).is_some()
+}
+
+/// The strategies of a benchmark that names none: [`Strategy::with_real_sqm`] when sqm-scripts
+/// can be run, else the five the lab writes itself.
+fn default_strategies(with_real_sqm: bool) -> String {
+    let list = if with_real_sqm {
+        Strategy::with_real_sqm()
+    } else {
+        Strategy::ALL.to_vec()
+    };
+    let names: Vec<String> = list.iter().map(Strategy::name).collect();
+    names.join(",")
 }
 
 /// Everything [`run_benchmark`] could refuse as invalid input (exit status 2), before any lab
@@ -262,8 +291,15 @@ pub fn run_benchmark(
     args: &BenchLabArgs,
     unbloat_exe: &Path,
 ) -> Result<Vec<ProfileBench>, LabError> {
+    let labs = plan(args)?;
+    if args.strategies.is_none() && !sqm_given_or_found(args) {
+        eprintln!(
+            "bench lab: sqm-scripts' source was not found (shared/peers/sqm-scripts above here or \
+             the binary; or give --sqm-scripts DIR): the real sqm-scripts are left out"
+        );
+    }
     let mut benches = Vec::new();
-    for lab in plan(args)? {
+    for lab in labs {
         let mut runs = Vec::new();
         for i in 1..=args.runs {
             let mut run = lab.clone();
@@ -431,6 +467,7 @@ mod tests {
         let args = |profiles: &str, strategies: &str, runs: usize| BenchLabArgs {
             profiles: Some(profiles.into()),
             strategies: Some(strategies.into()),
+            sqm_scripts: None,
             runs,
             test: "rrul".into(),
             duration: Time::from_secs(30),

@@ -31,6 +31,16 @@ pub enum LabError {
         kind: &'static str,
         program: &'static str,
     },
+    /// sqm-scripts' source is needed and missing: the message says what to give.
+    #[error("{0}")]
+    SqmScripts(String),
+    /// A strategy's program (`script:PATH`, sqm-scripts' `start-sqm`) failed in the router.
+    #[error("strategy {strategy} failed in the router ({how}); {stderr}")]
+    Script {
+        strategy: String,
+        how: String,
+        stderr: String,
+    },
     #[error("--runs 0: give at least 1")]
     Runs,
     #[error("{0} holds no PROFILE/lab.json or PROFILE/run-K/lab.json: give the --out of a finished bench lab")]

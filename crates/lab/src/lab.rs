@@ -29,7 +29,8 @@ use unbloat_units::Time;
 
 use crate::farend::FarEndKind;
 use crate::profile::LinkProfile;
-use crate::strategies::{self, ShaperPlanner, Strategy};
+use crate::script;
+use crate::strategies::{self, Strategy};
 use crate::table::{self, HtmlSection, Row};
 use crate::topology::{LiveTopology, Node, Topology};
 
@@ -47,9 +48,14 @@ pub struct LabArgs {
     /// Link profile: a shipped name (dsl-2002, adsl, adsl2-pppoa, vdsl2, vdsl2-novlan, docsis, fiber) or a TOML file.
     #[arg(long, value_name = "P", default_value = crate::profile::DEFAULT_PROFILE)]
     pub profile: String,
-    /// Strategies to compare, in order: none, wondershaper, sqm-simple, sqm-piece-of-cake, unbloat.
-    #[arg(long, value_name = "A,B,..", default_value = "none,unbloat")]
+    /// Strategies to compare, in order: none, wondershaper, sqm-simple, sqm-piece-of-cake,
+    /// unbloat, sqm-scripts:RECIPE, script:PATH (--help says more).
+    #[arg(long, value_name = "A,B,..", default_value = "none,unbloat", long_help = script::STRATEGIES_HELP)]
     pub strategies: String,
+    /// sqm-scripts' source (the directory with src/start-sqm) for the sqm-scripts:RECIPE
+    /// strategies; default: shared/peers/sqm-scripts above the current directory or the binary.
+    #[arg(long, value_name = "DIR")]
+    pub sqm_scripts: Option<PathBuf>,
     /// The `unbloat test` profile each strategy is measured with.
     #[arg(long, value_name = "T", default_value = "rrul")]
     pub test: String,
@@ -77,6 +83,7 @@ impl Default for LabArgs {
         LabArgs {
             profile: crate::profile::DEFAULT_PROFILE.into(),
             strategies: "none,unbloat".into(),
+            sqm_scripts: None,
             test: "rrul".into(),
             duration: Time::from_secs(30),
             far_end: crate::farend::FarEndKind::Unbloat,
@@ -213,7 +220,10 @@ pub fn kernel_needs(strategies: &[Strategy]) -> Vec<&'static str> {
 /// A validated lab request.
 pub(crate) struct Request {
     profile: LinkProfile,
+    /// With every `script:` path absolute and checked.
     strategies: Vec<Strategy>,
+    /// sqm-scripts' source, absolute, when a strategy runs it.
+    sqm_scripts: Option<PathBuf>,
 }
 
 /// `--duration` of the lab and its benchmark: the rule of `unbloat test` (a bare number is
@@ -228,7 +238,12 @@ pub fn parse_lab_duration(text: &str) -> Result<Time, String> {
 /// know used to surface only after the calibration, some 45 s in).
 pub(crate) fn validate(args: &LabArgs) -> Result<Request, LabError> {
     let profile = LinkProfile::load(&args.profile)?;
-    let strategies = strategies::parse_list(&args.strategies).map_err(LabError::Strategies)?;
+    let strategies = strategies::parse_list(&args.strategies)
+        .map_err(LabError::Strategies)?
+        .into_iter()
+        .map(script::resolve)
+        .collect::<Result<Vec<_>, _>>()?;
+    let sqm_scripts = script::sqm_source(&strategies, args.sqm_scripts.as_deref())?;
     if unbloat_measure::profile::Profile::by_name(&args.test).is_err() {
         return Err(LabError::TestName {
             name: args.test.clone(),
@@ -251,6 +266,7 @@ pub(crate) fn validate(args: &LabArgs) -> Result<Request, LabError> {
     Ok(Request {
         profile,
         strategies,
+        sqm_scripts,
     })
 }
 
@@ -340,6 +356,9 @@ pub fn reexec_argv(args: &LabArgs, out: &Path, unbloat_exe: &Path) -> Vec<String
         out.display().to_string(),
         "--in-kernel".into(),
     ];
+    if let Some(dir) = &args.sqm_scripts {
+        argv.extend(["--sqm-scripts".into(), dir.display().to_string()]);
+    }
     if args.json {
         argv.push("--json".into());
     }
@@ -358,7 +377,17 @@ fn run_in_kernel(
         kernel.describe()
     );
     let per_run = args.duration.secs_f64() + 30.0;
-    let timeout = Duration::from_secs_f64(120.0 + per_run * (req.strategies.len() as f64 + 1.0));
+    // A program may take its whole time limit before failing; its own error must come first.
+    let programs = req
+        .strategies
+        .iter()
+        .filter(|s| matches!(s, Strategy::Script(_) | Strategy::SqmScripts(_)))
+        .count();
+    let timeout = Duration::from_secs_f64(
+        120.0
+            + per_run * (req.strategies.len() as f64 + 1.0)
+            + (programs as u64 * script::TIMEOUT_S) as f64,
+    );
     let opts = GuestOptions {
         stream: true,
         timeout,
@@ -367,8 +396,16 @@ fn run_in_kernel(
     let lab_json = out.join("lab.json");
     // A stale lab.json from an earlier run must not pass for this run's.
     let _ = std::fs::remove_file(&lab_json);
+    // The request as validated: scripts' paths and sqm-scripts' source absolute, since the
+    // guest does not start in this directory.
+    let names: Vec<String> = req.strategies.iter().map(Strategy::name).collect();
+    let args = LabArgs {
+        strategies: names.join(","),
+        sqm_scripts: req.sqm_scripts.clone(),
+        ..args.clone()
+    };
     let res = kernel
-        .run(&reexec_argv(args, out, exe), &opts)
+        .run(&reexec_argv(&args, out, exe), &opts)
         .map_err(|source| match source {
             KernelError::Interrupted { .. } => LabError::Interrupted(source),
             source => LabError::Kernel {
@@ -421,15 +458,16 @@ fn run_here(
         ));
     }
     let mut runs = Vec::new();
-    for &strategy in &req.strategies {
+    for strategy in &req.strategies {
         eprintln!(
             "unbloat lab: strategy {strategy}: {} of {} load",
             args.test, args.duration
         );
-        let dir = out.join(strategy.name());
+        let dir = out.join(strategy.dir_name());
         let (results, busy, commands) = run_strategy(
             profile,
             strategy,
+            req.sqm_scripts.as_deref(),
             args.far_end,
             &[
                 "--profile",
@@ -440,7 +478,7 @@ fn run_here(
             &dir,
             exe,
         )?;
-        let mut row = Row::from_results(strategy, &results, profile);
+        let mut row = Row::from_results(strategy.clone(), &results, profile);
         row.cpu_busy = busy.map(|c| c.mean);
         row.cpu_peak_busy = busy.map(|c| c.peak);
         if let Some(c) = busy.filter(|c| c.bound()) {
@@ -482,11 +520,13 @@ fn run_here(
     Ok(report)
 }
 
-/// Runs `unbloat test` once through a fresh network with `strategy` applied. Returns the results
-/// and the strategy's commands as shell lines.
+/// Runs `unbloat test` once through a fresh network with `strategy` set up (with sqm-scripts'
+/// source, for the strategies that run it). Returns the results and what the report shows of
+/// the strategy's setup (its commands as shell lines; see [`script::set_up`]).
 fn run_strategy(
     profile: &LinkProfile,
-    strategy: Strategy,
+    strategy: &Strategy,
+    sqm_scripts: Option<&Path>,
     far_end: FarEndKind,
     test_args: &[&str],
     dir: &Path,
@@ -494,11 +534,11 @@ fn run_strategy(
 ) -> Result<(Results, Option<crate::cpu::CpuUse>, Vec<String>), LabError> {
     let runner = SystemRunner::from_env();
     let mut live = LiveTopology::build(Topology::new(profile), &runner)?;
-    let cmds = strategies::commands(strategy, profile, &live.topo.router_devs(), &ShaperPlanner)?;
-    live.apply(Node::Router, &cmds)?;
-    let (results, busy) = measure(&mut live, strategy.name(), far_end, test_args, dir, exe)?;
+    // On any error below, dropping `live` removes the namespaces and what was made in them.
+    let shown = script::set_up(&live, strategy, profile, sqm_scripts)?;
+    let (results, busy) = measure(&mut live, &strategy.name(), far_end, test_args, dir, exe)?;
     live.teardown()?;
-    Ok((results, busy, cmds.iter().map(|c| c.display()).collect()))
+    Ok((results, busy, shown))
 }
 
 /// Starts the far end's servers in the server namespace, runs `unbloat test` from the LAN host
@@ -643,7 +683,8 @@ pub fn calibration_from(
 fn write_report_dir(report: &LabReport, out: &Path) -> Result<(), LabError> {
     let mut sections = Vec::new();
     for run in &report.runs {
-        let dir = out.join(run.row.strategy.name());
+        let sub = run.row.strategy.dir_name();
+        let dir = out.join(&sub);
         let mut plots = Vec::new();
         let mut files = Vec::new();
         let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -660,11 +701,11 @@ fn write_report_dir(report: &LabReport, out: &Path) -> Result<(), LabError> {
                 let svg = std::fs::read_to_string(&path).map_err(io("cannot read", &path))?;
                 plots.push((name.trim_end_matches(".svg").to_string(), svg));
             } else if name.ends_with(".json") || name.ends_with(".flent.gz") {
-                files.push(format!("{}/{name}", run.row.strategy.name()));
+                files.push(format!("{sub}/{name}"));
             }
         }
         sections.push(HtmlSection {
-            strategy: run.row.strategy,
+            strategy: run.row.strategy.clone(),
             commands: &run.commands,
             plots,
             files,

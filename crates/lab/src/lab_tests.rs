@@ -25,6 +25,7 @@ fn clap_defaults_match_the_default_impl() {
         (
             parsed.profile,
             parsed.strategies,
+            parsed.sqm_scripts,
             parsed.test,
             parsed.duration,
             parsed.out,
@@ -34,6 +35,7 @@ fn clap_defaults_match_the_default_impl() {
         (
             d.profile,
             d.strategies,
+            d.sqm_scripts,
             d.test,
             d.duration,
             d.out,
@@ -236,4 +238,56 @@ fn a_run_measured_the_machine_when_its_calibration_or_a_busiest_second_says_so()
     let short = calibration_from(&p, Some(full_down * 0.77), Some(full_up));
     let why = report(short, 0.4).machine_bound().expect("calibration");
     assert!(why.contains("77 %"), "{why}");
+}
+
+/// A script given by a relative path reaches the request absolute (the re-run inside User-Mode
+/// Linux starts in another directory), and so does sqm-scripts' source; the re-exec passes both.
+#[test]
+fn scripts_and_sqm_scripts_reach_the_request_absolute_and_the_reexec_passes_them_on() {
+    use std::os::unix::fs::PermissionsExt;
+    let script = std::env::temp_dir().join(format!("unbloat-lab-req-{}.sh", std::process::id()));
+    std::fs::write(&script, "#!/bin/sh\n").expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let fake_sqm = std::env::temp_dir().join(format!("unbloat-lab-sqm-{}", std::process::id()));
+    std::fs::create_dir_all(fake_sqm.join("src")).expect("sqm dir");
+    std::fs::write(fake_sqm.join("src/start-sqm"), "").expect("start-sqm");
+    let a = LabArgs {
+        strategies: format!("none,script:{},sqm-scripts:simple", script.display()),
+        sqm_scripts: Some(fake_sqm.clone()),
+        ..LabArgs::default()
+    };
+    let req = validate(&a);
+    std::fs::remove_file(&script).expect("cleanup");
+    std::fs::remove_dir_all(&fake_sqm).expect("cleanup");
+    let req = req.expect("valid");
+    assert_eq!(
+        req.strategies,
+        [
+            Strategy::None,
+            Strategy::Script(script.clone()),
+            Strategy::SqmScripts(crate::strategy::SqmRecipe::Simple)
+        ]
+    );
+    assert_eq!(req.sqm_scripts.as_deref(), Some(fake_sqm.as_path()));
+    let needs = kernel_needs(&req.strategies);
+    assert!(
+        needs.contains(&"cake") && needs.contains(&"fq_codel"),
+        "{needs:?}"
+    );
+    let argv = reexec_argv(&a, Path::new("/tmp/r"), Path::new("/usr/bin/unbloat"));
+    let tail: Vec<&str> = argv
+        .iter()
+        .rev()
+        .take(3)
+        .rev()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "--in-kernel",
+            "--sqm-scripts",
+            fake_sqm.to_str().expect("utf-8")
+        ]
+    );
 }

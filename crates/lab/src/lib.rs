@@ -2,8 +2,11 @@
 //!
 //! The layers:
 //! - [`profile`]: link profiles (TOML data, seven shipped, users may write their own).
+//! - [`strategy`]: a strategy's name, as `--strategies` takes it and tables show it.
 //! - [`strategies`]: the one place that defines what each compared strategy configures
-//!   (`none`, `wondershaper`, `sqm-simple`, `sqm-piece-of-cake`, `unbloat`) as exact commands.
+//!   (`none`, `wondershaper`, `sqm-simple`, `sqm-piece-of-cake`, `unbloat`) as exact commands;
+//!   [`script`]: the strategies that run a program in the router instead, with the link's values
+//!   in its environment (`script:PATH`, and the real sqm-scripts as `sqm-scripts:RECIPE`).
 //! - [`topology`]: the network namespaces of one lab run (LAN host, router, modem, internet,
 //!   server), built from a profile, and removed again whatever happens ([`cleanup`]: drop guards
 //!   and the SIGINT/SIGTERM handler).
@@ -33,10 +36,12 @@ pub mod hosts_parse;
 pub mod hosts_plot;
 pub mod lab;
 pub mod profile;
+pub mod script;
 pub mod spread;
 pub mod sqm;
 pub mod sqm_dry;
 pub mod strategies;
+pub mod strategy;
 pub mod table;
 pub mod theory;
 pub mod topology;

@@ -148,7 +148,7 @@ pub fn spreads(runs: &[LabReport]) -> Vec<StrategySpread> {
     first
         .runs
         .iter()
-        .map(|r| r.row.strategy)
+        .map(|r| r.row.strategy.clone())
         .map(|strategy| {
             let rows: Vec<&Row> = runs
                 .iter()
@@ -185,8 +185,13 @@ pub fn render_text(rows: &[StrategySpread]) -> String {
         ),
         None => "-".into(),
     };
+    // As wide as the longest name (`sqm-scripts:piece_of_cake`, a script's path).
+    let w = rows
+        .iter()
+        .map(|r| r.strategy.name().chars().count())
+        .fold(18, usize::max);
     let mut out = format!(
-        "{:<18} {:<20} {:<20} {:<16} {:<16} {}\n",
+        "{:<w$} {:<20} {:<20} {:<16} {:<16} {}\n",
         "strategy", "UDP BE p50 ms", "UDP BE p99 ms", "down share", "up share", "grades"
     );
     for r in rows {
@@ -196,7 +201,7 @@ pub fn render_text(rows: &[StrategySpread]) -> String {
             .map(|g| g.map_or("-".into(), |g| g.to_string()))
             .collect();
         out.push_str(&format!(
-            "{:<18} {:<20} {:<20} {:<16} {:<16} {}\n",
+            "{:<w$} {:<20} {:<20} {:<16} {:<16} {}\n",
             r.strategy.name(),
             ms(&r.be_p50_ms),
             ms(&r.be_p99_ms),

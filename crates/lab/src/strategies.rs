@@ -14,6 +14,10 @@
 //! - `unbloat`: what `unbloat start` applies with its recommended settings for the link type, built
 //!   by the shaper crate (see [`UnbloatPlanner`]).
 //!
+//! The strategies that run a program in the router instead (`sqm-scripts:RECIPE`, the real
+//! sqm-scripts, and `script:PATH`, the user's own) have no command list here: [`crate::script`]
+//! runs them, with the same rates and overhead in their environment.
+//!
 //! Rates: every shaping strategy shapes at 95 % of the link's rate (seed 001: 95 % of a measured
 //! speed), in whole kbit/s because that is what the peers' scripts are configured in.
 //!
@@ -26,9 +30,6 @@
 //! The commands name devices as seen inside the router (`wan0`, `ifb4wan0`); the topology runs them
 //! there with `-n NAMESPACE` (see [`in_netns`]).
 
-use std::fmt;
-use std::str::FromStr;
-
 use unbloat_shaper::linklayer::Framing;
 use unbloat_shaper::plan::Plan;
 use unbloat_shaper::spec::{parse_iface, Spec};
@@ -36,87 +37,10 @@ use unbloat_system::runner::Cmd;
 use unbloat_units::Rate;
 
 use crate::profile::LinkProfile;
+pub use crate::strategy::{parse_list, SqmRecipe, Strategy};
 
 /// The share of the link rate every shaping strategy shapes at, in percent.
 pub const SHAPE_PERCENT: u64 = 95;
-
-/// One way of managing the router's queue.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Strategy {
-    None,
-    Wondershaper,
-    SqmSimple,
-    SqmPieceOfCake,
-    Unbloat,
-}
-
-impl Strategy {
-    /// Every strategy, in the order tables show them.
-    pub const ALL: [Strategy; 5] = [
-        Strategy::None,
-        Strategy::Wondershaper,
-        Strategy::SqmSimple,
-        Strategy::SqmPieceOfCake,
-        Strategy::Unbloat,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::None => "none",
-            Strategy::Wondershaper => "wondershaper",
-            Strategy::SqmSimple => "sqm-simple",
-            Strategy::SqmPieceOfCake => "sqm-piece-of-cake",
-            Strategy::Unbloat => "unbloat",
-        }
-    }
-
-    /// The qdisc and action kinds the strategy's commands need from the kernel.
-    pub fn kernel_needs(self) -> &'static [&'static str] {
-        match self {
-            Strategy::None => &[],
-            // act_police is not probed (no qdisc kind); every kernel with sfq and ingress has had it.
-            Strategy::Wondershaper => &["htb", "sfq", "ingress"],
-            Strategy::SqmSimple => &["htb", "fq_codel", "ifb", "mirred"],
-            Strategy::SqmPieceOfCake => &["cake", "ifb", "mirred"],
-            Strategy::Unbloat => &["cake", "ifb", "mirred"],
-        }
-    }
-}
-
-impl fmt::Display for Strategy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Strategy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Strategy, String> {
-        Strategy::ALL
-            .into_iter()
-            .find(|st| st.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Strategy::ALL.iter().map(|s| s.name()).collect();
-                format!("unknown strategy {s:?}; choose from {}", names.join(", "))
-            })
-    }
-}
-
-/// Parses `--strategies a,b,c`: at least one, no repeats.
-pub fn parse_list(text: &str) -> Result<Vec<Strategy>, String> {
-    let mut out = Vec::new();
-    for word in text.split(',').map(str::trim) {
-        let st: Strategy = word.parse()?;
-        if out.contains(&st) {
-            return Err(format!("strategy {st} is listed twice"));
-        }
-        out.push(st);
-    }
-    Ok(out)
-}
 
 /// The router's devices, as named inside its namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,9 +113,11 @@ pub fn shaper_rates(profile: &LinkProfile) -> (Rate, Rate) {
     (kbit(profile.down), kbit(profile.up))
 }
 
-/// The commands that set `strategy` up on the router, in order.
+/// The commands that set `strategy` up on the router, in order. A strategy that runs a program
+/// (`sqm-scripts:RECIPE`, `script:PATH`) has none: it is an error to ask, and
+/// [`crate::script::set_up`] runs it instead.
 pub fn commands(
-    strategy: Strategy,
+    strategy: &Strategy,
     profile: &LinkProfile,
     devs: &RouterDevs,
     unbloat: &dyn UnbloatPlanner,
@@ -233,10 +159,17 @@ pub fn commands(
         Strategy::Unbloat => unbloat
             .commands(devs, profile, down, up)
             .map_err(|message| StrategyError {
-                strategy,
+                strategy: strategy.clone(),
                 profile: profile.name.clone(),
                 message,
             })?,
+        Strategy::SqmScripts(_) | Strategy::Script(_) => {
+            return Err(StrategyError {
+                strategy: strategy.clone(),
+                profile: profile.name.clone(),
+                message: "it runs a program in the router, not commands the lab writes".into(),
+            })
+        }
     })
 }
 

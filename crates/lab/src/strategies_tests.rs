@@ -28,7 +28,7 @@ impl UnbloatPlanner for EchoPlanner {
 
 fn lines(strategy: Strategy, profile: &str) -> Vec<String> {
     let p = LinkProfile::shipped(profile).expect("profile");
-    commands(strategy, &p, &RouterDevs::new("wan0"), &EchoPlanner)
+    commands(&strategy, &p, &RouterDevs::new("wan0"), &EchoPlanner)
         .expect("commands")
         .iter()
         .map(Cmd::display)
@@ -151,11 +151,28 @@ fn a_planner_error_names_strategy_and_profile() {
         }
     }
     let p = LinkProfile::shipped("fiber").expect("fiber");
-    let err = commands(Strategy::Unbloat, &p, &RouterDevs::new("wan0"), &Refuse).unwrap_err();
+    let err = commands(&Strategy::Unbloat, &p, &RouterDevs::new("wan0"), &Refuse).unwrap_err();
     assert_eq!(
         err.to_string(),
         "cannot build strategy unbloat for link profile fiber: --down 0: too slow"
     );
+}
+
+/// The strategies that run a program have no command list: asking is an error, not an empty list
+/// (which would read as `none`).
+#[test]
+fn programs_have_no_command_list() {
+    let p = LinkProfile::shipped("adsl").expect("adsl");
+    for s in [
+        Strategy::Script("/x.sh".into()),
+        Strategy::SqmScripts(SqmRecipe::Simple),
+    ] {
+        let err = commands(&s, &p, &RouterDevs::new("wan0"), &EchoPlanner).unwrap_err();
+        assert!(
+            err.to_string().contains("runs a program in the router"),
+            "{err}"
+        );
+    }
 }
 
 #[test]
@@ -199,7 +216,7 @@ fn every_combination_matches_its_golden_file() {
             if strategy == Strategy::Unbloat {
                 continue; // pinned by the shaper's own goldens; here only through the planner
             }
-            let text = lines(strategy, profile).join("\n") + "\n";
+            let text = lines(strategy.clone(), profile).join("\n") + "\n";
             let path = dir.join(format!("{strategy}-{profile}.txt"));
             if bless {
                 std::fs::create_dir_all(&dir).expect("golden dir");
@@ -225,7 +242,7 @@ fn every_combination_matches_its_golden_file() {
 fn the_shaper_planner_gives_unbloats_own_plan_for_the_link() {
     let p = LinkProfile::shipped("vdsl2").expect("vdsl2");
     let cmds = commands(
-        Strategy::Unbloat,
+        &Strategy::Unbloat,
         &p,
         &RouterDevs::new("wan0"),
         &ShaperPlanner,
@@ -266,7 +283,7 @@ fn a_profiles_unbloat_table_changes_the_unbloat_strategy_only() {
     variant.unbloat =
         Some(toml::from_str("diffserv = \"diffserv4\"\nack-filter = true").expect("options"));
     let batch = |p: &LinkProfile, s: Strategy| -> String {
-        commands(s, p, &RouterDevs::new("wan0"), &ShaperPlanner)
+        commands(&s, p, &RouterDevs::new("wan0"), &ShaperPlanner)
             .expect("plan")
             .iter()
             .map(|c| c.stdin.clone().unwrap_or_else(|| c.display()))

@@ -292,7 +292,7 @@ pub fn render_html(
     for s in sections {
         h.push_str(&format!(
             "<h2 id=\"{0}\">{0}</h2>\n",
-            html_escape(s.strategy.name())
+            html_escape(&s.strategy.name())
         ));
         if s.commands.is_empty() {
             h.push_str("<p>No commands: the router forwards without a queue of its own.</p>\n");

@@ -18,81 +18,16 @@
 
 mod common;
 use common::unbloat_exe;
+#[path = "common/lab_run.rs"]
+mod lab_run;
+use lab_run::{a_valid_run, p95_after_the_start, START_S};
 
-use std::path::PathBuf;
-
-use unbloat_lab::lab::{run_lab, LabArgs, LabReport, StrategyRun};
+use unbloat_lab::lab::StrategyRun;
 use unbloat_lab::strategies::Strategy;
-use unbloat_lab::table::loaded_rtts;
-use unbloat_report::files::read_results;
-use unbloat_report::stats;
-use unbloat_units::Time;
-
-/// The start-up every latency bound leaves out (the task's rule: the steady state is judged, the
-/// start-up's peak is reported beside it); on vdsl2 the burst is over after the first second.
-const START_S: f64 = unbloat_report::summary::STARTUP_S;
-
-/// The induced UDP BE p95 of the probes sent after the load's first [`START_S`], from the run's
-/// results file: loaded RTTs minus the idle median the lab's table uses.
-fn p95_after_the_start(out: &std::path::Path, run: &StrategyRun) -> f64 {
-    let results = read_results(&out.join(&run.results_file)).expect("the run's results");
-    let rtts = loaded_rtts(&results, "UDP BE", START_S).expect("UDP BE probes");
-    assert!(
-        rtts.len() >= 30,
-        "only {} UDP BE probes after the start",
-        rtts.len()
-    );
-    let idle = run
-        .row
-        .probe("UDP BE")
-        .and_then(|p| p.idle_ms)
-        .expect("UDP BE idle median");
-    let p95 = stats::percentile(&rtts, 95.0).expect("p95");
-    stats::induced_latency(p95, idle).expect("a finite p95")
-}
-
-/// Runs whose CPU was the limit measure the machine, not the link (the lab says so, by seed
-/// 001's rule: see `unbloat_lab::cpu`); a slowed host once made every such run's shaped latency
-/// 70-100 ms. Those runs are redone, up to this many in all; the test fails if none is valid.
-const ATTEMPTS: usize = 3;
-
-/// The first of [`ATTEMPTS`] lab runs whose calibration passed and whose strategies' loads were
-/// not CPU-bound, with its report directory.
-fn a_valid_run() -> (LabReport, PathBuf) {
-    let mut why = vec![];
-    for attempt in 1..=ATTEMPTS {
-        // The pid alone repeats from one UML boot to the next; the clock does not.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let out =
-            std::env::temp_dir().join(format!("unbloat-lab-test-{}-{nanos}", std::process::id()));
-        let args = LabArgs {
-            profile: "vdsl2".into(),
-            strategies: "none,unbloat".into(),
-            duration: Time::from_secs(10),
-            out: out.clone(),
-            in_kernel: true,
-            ..LabArgs::default()
-        };
-        let report = run_lab(&args, &unbloat_exe()).expect("the lab runs");
-        eprint!("{}", report.render_text());
-        let Some(reason) = report.machine_bound() else {
-            return (report, out);
-        };
-        eprintln!("attempt {attempt} of {ATTEMPTS} measured this machine, not the link: {reason}");
-        why.push(reason);
-        std::fs::remove_dir_all(&out).expect("remove the report");
-    }
-    panic!(
-        "no valid lab run in {ATTEMPTS} attempts: {}",
-        why.join("; ")
-    );
-}
 
 unbloat_system::real_kernel_test! {
     fn a_short_lab_shows_the_bloat_and_the_cure() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred", "u32"] {
-        let (report, out) = a_valid_run();
+        let (report, out) = a_valid_run("none,unbloat", &unbloat_exe());
         let run = |s: Strategy| report.runs.iter().find(|r| r.row.strategy == s).expect("run");
         let (none, unbloat) = (run(Strategy::None), run(Strategy::Unbloat));
         let be = |r: &StrategyRun| r.row.probe("UDP BE").cloned().expect("UDP BE probes");

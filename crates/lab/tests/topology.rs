@@ -97,7 +97,7 @@ unbloat_system::real_kernel_test! {
             let live = LiveTopology::build(Topology::new(&profile), &runner).expect("build");
             let devs = live.topo.router_devs();
             for strategy in Strategy::ALL.into_iter().filter(|s| *s != Strategy::Unbloat) {
-                let cmds = strategies::commands(strategy, &profile, &devs, &NoPlanner).expect("commands");
+                let cmds = strategies::commands(&strategy, &profile, &devs, &NoPlanner).expect("commands");
                 live.apply(Node::Router, &cmds).unwrap_or_else(|e| panic!("{strategy} on {name}: {e}"));
                 for cmd in strategies::teardown_commands(&devs) {
                     live.run_in(Node::Router, &cmd).expect("teardown command");
