@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::run::Shaping;
+use crate::shaping::Shaping;
 use crate::TuneError;
 
 /// The stop signal caught, 0 while none was.

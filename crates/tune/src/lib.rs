@@ -6,7 +6,7 @@
 //!   itself is `unbloat_measure::sweep`, run by [`sweep_phase`].
 //! - [`search`]: the rate search per direction, a pure state machine fed with each step's
 //!   steady-state latency and goodput.
-//! - [`run`]: the phases in order against the user's far end, shaping through a [`run::Shaping`]
+//! - [`run`]: the phases in order against the user's far end, shaping through a [`shaping::Shaping`]
 //!   the caller provides; [`interrupt`] puts the old shaping back on Ctrl-C at any moment.
 //! - [`output`]: the config file, the JSON and the HTML report with its plots.
 //!
@@ -18,6 +18,7 @@ pub mod interrupt;
 pub mod output;
 pub mod run;
 pub mod search;
+pub mod shaping;
 pub mod sweep_phase;
 
 use unbloat_measure::MeasureError;

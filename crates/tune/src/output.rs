@@ -72,10 +72,10 @@ pub fn write(dir: &Path, iface: &str, tuned: &Tuned, note: &str) -> Result<Vec<P
 
 fn html(iface: &str, t: &Tuned, note: &str) -> String {
     let rate = |r: Option<Rate>| r.map_or("not set".to_string(), |r| r.to_string());
-    let framing =
-        t.framing
-            .as_ref()
-            .map_or("not swept (the link options given stand)".into(), crate::sweep_phase::verdict);
+    let framing = t.framing.as_ref().map_or(
+        "not swept (the link options given stand)".into(),
+        crate::sweep_phase::verdict,
+    );
     let sweep_img = if t.framing.is_some() {
         "<img src=\"framing.svg\" alt=\"framing sweep\">"
     } else {

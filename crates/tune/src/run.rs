@@ -28,6 +28,7 @@ use unbloat_units::Rate;
 
 use crate::interrupt::{Shared, Stop};
 use crate::search::{Next, Outcome as SearchOutcome, Search, Step};
+pub use crate::shaping::Shaping;
 use crate::sweep_phase::FramingFound;
 use crate::TuneError;
 
@@ -43,16 +44,6 @@ pub const STEP_LOAD: Duration = Duration::from_secs(8);
 const STEP_OVERHEAD: Duration = Duration::from_secs(2);
 /// Probes every 50 ms: 100 samples in a step's 5 s steady state, enough for its p99.
 const PROBE_INTERVAL: Duration = Duration::from_millis(50);
-
-/// Changes the interface's shaping for the run. Every method is one verified transaction.
-pub trait Shaping {
-    /// Shapes with `opts` (the tune's rates and link options); in place when only rates change.
-    fn shape(&mut self, opts: &ShapeOptions) -> Result<(), String>;
-    /// Removes the shaping (the link runs as the modem leaves it).
-    fn unshape(&mut self) -> Result<(), String>;
-    /// Puts back what was there before the run; says what it did.
-    fn restore(&mut self) -> Result<String, String>;
-}
 
 /// What the user asked of the run.
 #[derive(Debug, Clone)]

@@ -59,7 +59,9 @@ fn target(test: &TestPlan) -> Result<IpAddr, TuneError> {
         .ok()
         .and_then(|mut a| a.next())
         .map(|a| a.ip())
-        .ok_or_else(|| TuneError::Measure(MeasureError::InvalidArgument(format!("{host}: no address"))))
+        .ok_or_else(|| {
+            TuneError::Measure(MeasureError::InvalidArgument(format!("{host}: no address")))
+        })
 }
 
 /// The sweep's plan: 64 to 256 bytes, every byte, 10 rounds, 10 ms apart (about 20 s), or
@@ -71,7 +73,8 @@ pub fn plan_for(up: Rate) -> SweepPlan {
     let largest = f64::from(plan.ip_bytes.iter().copied().max().unwrap_or(256));
     // With the most overhead a sweep reports (55 bytes), in 53-byte cells.
     let cells = ((largest + f64::from(*framing::OVERHEAD_RANGE.end())) / 48.0).ceil() * 53.0;
-    let on_line = Duration::from_secs_f64(1.5 * cells * 8.0 / (up.bits_per_sec().max(1_000) as f64));
+    let on_line =
+        Duration::from_secs_f64(1.5 * cells * 8.0 / (up.bits_per_sec().max(1_000) as f64));
     if on_line > plan.interval {
         plan.interval = on_line;
     }
@@ -82,13 +85,19 @@ pub fn plan_for(up: Rate) -> SweepPlan {
 pub fn sweep(test: &TestPlan, up: Rate, stop: &Stop) -> Result<FramingFound, TuneError> {
     stop.check()?;
     let plan = plan_for(up);
-    let samples = sweep::run(&plan, target(test)?, interrupt::flag(), &mut |_| {}).map_err(TuneError::Measure)?;
+    let samples = sweep::run(&plan, target(test)?, interrupt::flag(), &mut |_| {})
+        .map_err(TuneError::Measure)?;
     stop.check()?;
     let mins = per_size_min(samples.echoes.iter().map(|e| (e.ip_bytes, e.rtt_ns)));
     let guess = framing::detect_minima(&mins);
     let svg = Some(framing::render_svg(&mins, &guess));
     let answered = samples.echoes.iter().filter(|e| e.rtt_ns.is_some()).count();
-    Ok(FramingFound { guess, echoes: samples.echoes.len(), answered, svg })
+    Ok(FramingFound {
+        guess,
+        echoes: samples.echoes.len(),
+        answered,
+        svg,
+    })
 }
 
 /// The one-line verdict for the progress line.
@@ -101,7 +110,10 @@ pub fn verdict(found: &FramingFound) -> String {
             g.confidence,
             g.reason
         ),
-        _ => format!("{:?} (confidence {:.2}): {}", g.family, g.confidence, g.reason),
+        _ => format!(
+            "{:?} (confidence {:.2}): {}",
+            g.family, g.confidence, g.reason
+        ),
     }
 }
 
@@ -136,17 +148,29 @@ mod tests {
 
     #[test]
     fn a_slow_upload_spaces_the_echoes() {
-        assert_eq!(plan_for(Rate::from_mbit(20)).interval, Duration::from_millis(10));
+        assert_eq!(
+            plan_for(Rate::from_mbit(20)).interval,
+            Duration::from_millis(10)
+        );
         let slow = plan_for(Rate::from_kbit(220)).interval;
-        assert!(slow > Duration::from_millis(20) && slow < Duration::from_millis(25), "{slow:?}");
+        assert!(
+            slow > Duration::from_millis(20) && slow < Duration::from_millis(25),
+            "{slow:?}"
+        );
     }
 
     #[test]
     fn atm_overrides_the_default_but_not_what_the_user_said() {
         let none = ShapeOptions::default();
         let o = link_options(&found(Family::Atm, Some(10)), &none);
-        assert_eq!((o.framing, o.overhead, o.mpu), (Some(Framing::Atm), Some(10), Some(0)));
-        let user = ShapeOptions { link: Some(LinkPreset::PppoeLlcsnap), ..Default::default() };
+        assert_eq!(
+            (o.framing, o.overhead, o.mpu),
+            (Some(Framing::Atm), Some(10), Some(0))
+        );
+        let user = ShapeOptions {
+            link: Some(LinkPreset::PppoeLlcsnap),
+            ..Default::default()
+        };
         assert_eq!(link_options(&found(Family::Atm, Some(10)), &user), user);
         assert_eq!(link_options(&found(Family::Straight, None), &none), none);
     }
