@@ -188,7 +188,7 @@ impl Shaping for CliShaping {
             None => {
                 self.unshape()?;
                 Ok(format!(
-                    "{} is unshaped again, as it was before the run",
+                    "{} is back as it was before the run (unbloat had not shaped it; anything else there was left alone)",
                     self.iface
                 ))
             }
