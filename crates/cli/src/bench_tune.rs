@@ -83,7 +83,6 @@ pub fn bench_tune(args: &TuneBenchArgs) -> Result<(), Failure> {
         eprintln!("{}", line(&row));
         rows.push(row);
         lab.live.teardown().map_err(|e| anyhow!(e))?;
-        let _ = std::fs::remove_dir_all(&dir);
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);

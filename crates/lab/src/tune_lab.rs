@@ -64,12 +64,23 @@ impl TuneRow {
     }
 }
 
-/// A lab network with `unbloat serve` running, and the run directory unbloat's records go to.
+/// A lab network with `unbloat serve` running, and the run directory unbloat's records go to
+/// (removed with the lab).
 pub struct TuneLab<'r> {
     pub live: LiveTopology<'r>,
     pub exe: PathBuf,
     pub dir: PathBuf,
     pub server: String,
+    /// Removes `dir` when the lab goes, whether the caller finished, failed or panicked.
+    _cleanup: RemoveOnDrop,
+}
+
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 impl<'r> TuneLab<'r> {
@@ -95,6 +106,7 @@ impl<'r> TuneLab<'r> {
             exe: exe.to_path_buf(),
             dir: dir.to_path_buf(),
             server,
+            _cleanup: RemoveOnDrop(dir.to_path_buf()),
         })
     }
 

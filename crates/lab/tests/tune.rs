@@ -118,7 +118,6 @@ unbloat_system::real_kernel_test! {
         assert!(toml.contains("[interface.wan0]"), "{toml}");
         let html = std::fs::read_to_string(lab.dir.join("tune/index.html")).expect("index.html");
         assert!(html.contains("tradeoff-down.svg"));
-        let _ = std::fs::remove_dir_all(&lab.dir);
         lab.live.teardown().expect("teardown");
     }
 }
@@ -147,7 +146,6 @@ unbloat_system::real_kernel_test! {
         assert!(err.contains("tune wan0") && err.contains("back"), "{err}");
         assert_eq!(qdiscs(&lab), shaped, "a vanished far end left the link changed: {err}");
         lab.unbloat_json(&["stop", "wan0", "--json"]).expect("stop");
-        let _ = std::fs::remove_dir_all(&lab.dir);
         lab.live.teardown().expect("teardown");
     }
 }
