@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use unbloat_lab::hosts::{self, Family, NatCost, Outcome, Scenario, Setup, Tools};
 use unbloat_system::kernel::{in_guest, GuestOptions, Kernel};
+use unbloat_units::Rate;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Families {
@@ -37,6 +38,12 @@ pub struct LabHostsArgs {
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(6..=300))]
     pub duration: u32,
     /// IPv4 (masqueraded), IPv6 (routed) or both.
+    /// The link's download rate (the modem's bottleneck; shapers run at 95 % of it).
+    #[arg(long, value_name = "RATE", default_value = "20mbit")]
+    pub down: Rate,
+    /// The link's upload rate.
+    #[arg(long, value_name = "RATE", default_value = "5mbit")]
+    pub up: Rate,
     #[arg(long, value_enum, default_value_t = Families::Both)]
     pub family: Families,
     /// sqm-scripts' source (default: ../shared/peers/sqm-scripts above here or the binary).
@@ -55,6 +62,16 @@ pub struct FairBenchArgs {
     /// Seconds of load per run.
     #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(6..=300))]
     pub duration: u32,
+    /// The link's download rate (the modem's bottleneck; shapers run at 95 % of it).
+    #[arg(long, value_name = "RATE", default_value = "20mbit")]
+    pub down: Rate,
+    /// The link's upload rate.
+    #[arg(long, value_name = "RATE", default_value = "5mbit")]
+    pub up: Rate,
+    /// Only these setups (comma-separated): sqm-default, unbloat-flows, unbloat-default,
+    /// unbloat-ack-filter, unbloat-rtt100. Default: all of them.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_setup)]
+    pub setups: Vec<Setup>,
     /// Print the results as JSON.
     #[arg(long)]
     pub json: bool,
@@ -118,6 +135,24 @@ fn tools(sqm: &Option<PathBuf>) -> Result<Tools, Failure> {
     })
 }
 
+/// A setup's name on the command line: its serde name (`unbloat-default`).
+fn setup_key(s: Setup) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+fn parse_setup(text: &str) -> Result<Setup, String> {
+    Setup::ALL
+        .into_iter()
+        .find(|s| *s != Setup::None && setup_key(*s) == text)
+        .ok_or_else(|| {
+            let known: Vec<String> = Setup::ALL[1..].iter().map(|s| setup_key(*s)).collect();
+            format!("unknown setup; known: {}", known.join(", "))
+        })
+}
+
 fn setups(tools: &Tools) -> Vec<Setup> {
     Setup::ALL
         .into_iter()
@@ -159,6 +194,10 @@ pub fn lab_hosts(args: &LabHostsArgs) -> Result<(), Failure> {
             args.duration.to_string(),
             "--family".into(),
             format!("{:?}", args.family).to_lowercase(),
+            "--down".into(),
+            args.down.to_string(),
+            "--up".into(),
+            args.up.to_string(),
         ];
         if let Some(d) = &args.sqm_scripts {
             tail.extend([
@@ -173,13 +212,20 @@ pub fn lab_hosts(args: &LabHostsArgs) -> Result<(), Failure> {
     let tools = tools(&args.sqm_scripts)?;
     std::fs::create_dir_all(&args.out)?;
     let mut all = vec![];
-    println!("two LAN hosts, a: 1 stream each way, b: {} each way; link 20/5 Mbit/s, shaped at 95 %; fair share is 0.50\n{HEADER}", hosts::B_FLOWS);
+    println!(
+        "two LAN hosts, a: 1 stream each way, b: {} each way; link {}/{}, shaped at 95 %; fair share is 0.50\n{HEADER}",
+        hosts::B_FLOWS,
+        args.down,
+        args.up
+    );
     for family in args.family.list() {
         for setup in setups(&tools) {
             let scenario = Scenario {
                 family,
                 nat: true,
                 load_s: args.duration,
+                down: args.down,
+                up: args.up,
             };
             let o = hosts::run(&scenario, setup, &tools)
                 .with_context(|| format!("{} over {}", setup.name(), family.name()))?;
@@ -197,7 +243,7 @@ pub fn lab_hosts(args: &LabHostsArgs) -> Result<(), Failure> {
         args.out.join("hosts.json"),
         serde_json::to_string_pretty(&all)?,
     )?;
-    std::fs::write(args.out.join("index.html"), html(&all))?;
+    std::fs::write(args.out.join("index.html"), html(&all, args.down, args.up))?;
     println!("report: {}", args.out.join("index.html").display());
     Ok(())
 }
@@ -212,8 +258,8 @@ fn svg_name(o: &Outcome) -> String {
     format!("{}-{setup}.svg", o.scenario.family.name().to_lowercase())
 }
 
-fn html(all: &[Outcome]) -> String {
-    let mut s = String::from("<!doctype html><meta charset=utf-8><title>unbloat lab: two hosts</title><h1>Two LAN hosts behind one router</h1><p>Host a runs one TCP stream each way, host b eight, all to one server; the router masquerades IPv4 (IPv6 is routed). 20/5 Mbit/s link with a 1000-packet modem FIFO, shapers at 95 %. Fair is a share of 0.50.</p><table border=1 cellpadding=4><tr><th>family<th>setup<th>a's share down<th>a's share up<th>ping idle ms<th>ping loaded ms (p50 / p90)<th>unbloat said</tr>");
+fn html(all: &[Outcome], down: Rate, up: Rate) -> String {
+    let mut s = format!("<!doctype html><meta charset=utf-8><title>unbloat lab: two hosts</title><h1>Two LAN hosts behind one router</h1><p>Host a runs one TCP stream each way, host b eight, all to one server; the router masquerades IPv4 (IPv6 is routed). {down} down, {up} up, with a 1000-packet modem FIFO, shapers at 95 %. Fair is a share of 0.50.</p><table border=1 cellpadding=4><tr><th>family<th>setup<th>a's share down<th>a's share up<th>ping idle ms<th>ping loaded ms (p50 / p90)<th>unbloat said</tr>");
     for o in all {
         let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
         s += &format!(
@@ -245,7 +291,15 @@ pub fn bench_fair(args: &FairBenchArgs) -> Result<(), Failure> {
             args.runs.to_string(),
             "--duration".into(),
             args.duration.to_string(),
+            "--down".into(),
+            args.down.to_string(),
+            "--up".into(),
+            args.up.to_string(),
         ];
+        if !args.setups.is_empty() {
+            let names: Vec<String> = args.setups.iter().map(|s| setup_key(*s)).collect();
+            tail.extend(["--setups".into(), names.join(",")]);
+        }
         if args.json {
             tail.push("--json".into());
         }
@@ -262,11 +316,14 @@ pub fn bench_fair(args: &FairBenchArgs) -> Result<(), Failure> {
     let tools = tools(&args.sqm_scripts)?;
     let mut rows = vec![];
     for family in [Family::Ipv4, Family::Ipv6] {
-        for setup in setups(&tools).into_iter().filter(|s| *s != Setup::None) {
+        let wanted = |s: &Setup| args.setups.is_empty() || args.setups.contains(s);
+        for setup in setups(&tools).into_iter().filter(|s| *s != Setup::None && wanted(s)) {
             let scenario = Scenario {
                 family,
                 nat: true,
                 load_s: args.duration,
+                down: args.down,
+                up: args.up,
             };
             let mut runs = vec![];
             for _ in 0..args.runs {
@@ -302,9 +359,11 @@ pub fn bench_fair(args: &FairBenchArgs) -> Result<(), Failure> {
         return Ok(());
     }
     println!(
-        "\nmedians of {} runs, {} s of load each; host a: 1 stream each way, host b: {}; fair share is 0.50",
+        "\nmedians of {} runs, {} s of load each; link {}/{} shaped at 95 %; host a: 1 stream each way, host b: {}; fair share is 0.50",
         args.runs,
         args.duration,
+        args.down,
+        args.up,
         hosts::B_FLOWS
     );
     println!("family setup                      a's share down (range)  a's share up (range)  a's ping loaded p50/p90 ms (idle)");

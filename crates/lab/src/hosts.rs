@@ -16,7 +16,8 @@
 //! then routes back to the LAN), and forwards IPv6 without NAT. Each [`Setup`] is applied to the
 //! router's `wan0` as its user would: nothing, the real sqm-scripts with OpenWrt's defaults
 //! (piece_of_cake, `diffserv3 nat` + `besteffort`: cake's `triple-isolate`), `unbloat start`
-//! with `--isolation flows`, and `unbloat start` with only the rates.
+//! with `--isolation flows`, with only the rates, with `--ack-filter`, and with `--rtt 100ms`
+//! (cake's own rtt in place of the router's 300ms, to show what that default buys).
 //!
 //! Measured: each host's goodput each way (iperf3's half-second intervals after the first 2 s of
 //! ramp, and without the last, the streams' flush), host a's share of the two hosts' total (fair is 0.50), and host a's ping to the server
@@ -40,7 +41,7 @@ use std::time::Duration;
 use unbloat_system::runner::{Cmd, Runner, SystemRunner};
 use unbloat_units::Rate;
 
-/// The link: 20 Mbit/s down, 5 Mbit/s up.
+/// The link, the default: 20 Mbit/s down, 5 Mbit/s up.
 pub const LINK_DOWN: Rate = Rate::from_mbit(20);
 pub const LINK_UP: Rate = Rate::from_mbit(5);
 /// Shapers run at 95 % of the link (seed 001), as in the lab.
@@ -77,15 +78,19 @@ pub enum Setup {
     UnbloatDefault,
     /// `unbloat start wan0 --down D --up U --ack-filter`.
     UnbloatAckFilter,
+    /// `unbloat start wan0 --down D --up U --rtt 100ms`: the router's defaults with cake's own
+    /// rtt, to show what `rtt 300ms` buys a host's lone flow.
+    UnbloatRtt100,
 }
 
 impl Setup {
-    pub const ALL: [Setup; 5] = [
+    pub const ALL: [Setup; 6] = [
         Setup::None,
         Setup::SqmDefault,
         Setup::UnbloatFlows,
         Setup::UnbloatDefault,
         Setup::UnbloatAckFilter,
+        Setup::UnbloatRtt100,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -94,6 +99,7 @@ impl Setup {
             Setup::UnbloatFlows => "unbloat --isolation flows",
             Setup::UnbloatDefault => "unbloat default",
             Setup::UnbloatAckFilter => "unbloat --ack-filter",
+            Setup::UnbloatRtt100 => "unbloat --rtt 100ms",
         }
     }
 }
@@ -107,6 +113,9 @@ pub struct Scenario {
     pub nat: bool,
     /// The load's length in seconds (ping and iperf3).
     pub load_s: u32,
+    /// The link's rates: the modem's bottleneck each way; the shapers run at [`SHAPE_PERCENT`].
+    pub down: Rate,
+    pub up: Rate,
 }
 
 /// The programs a run uses.
@@ -234,7 +243,8 @@ impl Net {
 
     /// Builds the network: see the module's picture. `bottleneck` false leaves the modem
     /// unshaped (for [`nat_cost`]).
-    pub fn build(nat: bool, bottleneck: bool) -> Result<Net, HostsError> {
+    /// The network; with `bottleneck` (down, up), the modem's HTB and FIFOs at those rates.
+    pub fn build(nat: bool, bottleneck: Option<(Rate, Rate)>) -> Result<Net, HostsError> {
         let prefix = format!(
             "uf{}x{}",
             std::process::id(),
@@ -301,8 +311,8 @@ impl Net {
         if nat {
             masquerade(&net)?;
         }
-        if bottleneck {
-            for (dev, rate) in [("cpe0", LINK_DOWN), ("isp0", LINK_UP)] {
+        if let Some((down, up)) = bottleneck {
+            for (dev, rate) in [("cpe0", down), ("isp0", up)] {
                 net.sh(
                     "mdm",
                     &format!("tc qdisc add dev {dev} root handle 1: htb default 1"),
@@ -416,8 +426,13 @@ fn kbit(rate: Rate) -> u64 {
 }
 
 /// Applies `setup` on the router; returns what unbloat said about fairness.
-fn apply(net: &Net, setup: Setup, tools: &Tools) -> Result<Option<String>, HostsError> {
-    let (down, up) = (kbit(LINK_DOWN), kbit(LINK_UP));
+fn apply(
+    net: &Net,
+    setup: Setup,
+    scenario: &Scenario,
+    tools: &Tools,
+) -> Result<Option<String>, HostsError> {
+    let (down, up) = (kbit(scenario.down), kbit(scenario.up));
     match setup {
         Setup::None => Ok(None),
         Setup::SqmDefault => {
@@ -441,7 +456,10 @@ fn apply(net: &Net, setup: Setup, tools: &Tools) -> Result<Option<String>, Hosts
             )?;
             Ok(None)
         }
-        Setup::UnbloatFlows | Setup::UnbloatDefault | Setup::UnbloatAckFilter => {
+        Setup::UnbloatFlows
+        | Setup::UnbloatDefault
+        | Setup::UnbloatAckFilter
+        | Setup::UnbloatRtt100 => {
             let run_dir = tools.work.join(format!("run-{}", net.prefix));
             let bin = tools.unbloat.display().to_string();
             let mut argv = vec![
@@ -458,6 +476,7 @@ fn apply(net: &Net, setup: Setup, tools: &Tools) -> Result<Option<String>, Hosts
             match setup {
                 Setup::UnbloatFlows => argv.extend(["--isolation".into(), "flows".into()]),
                 Setup::UnbloatAckFilter => argv.push("--ack-filter".into()),
+                Setup::UnbloatRtt100 => argv.extend(["--rtt".into(), "100ms".into()]),
                 _ => {}
             }
             let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
@@ -473,8 +492,8 @@ fn apply(net: &Net, setup: Setup, tools: &Tools) -> Result<Option<String>, Hosts
 /// Runs `setup` in a fresh network for `scenario`.
 pub fn run(scenario: &Scenario, setup: Setup, tools: &Tools) -> Result<Outcome, HostsError> {
     std::fs::create_dir_all(&tools.work)?;
-    let mut net = Net::build(scenario.nat, true)?;
-    let fairness = apply(&net, setup, tools)?;
+    let mut net = Net::build(scenario.nat, Some((scenario.down, scenario.up)))?;
+    let fairness = apply(&net, setup, scenario, tools)?;
     let srv = server_addr(scenario.family);
     let t = scenario.load_s.to_string();
     let s1 = net.spawn("srv", &["iperf3", "-s", "-p", "5201"])?;
@@ -562,7 +581,7 @@ impl NatCost {
 pub fn nat_cost(load_s: u32) -> Result<NatCost, HostsError> {
     let mut out = [(0.0, 0.0); 2];
     for (i, nat) in ["nat", "nonat"].into_iter().enumerate() {
-        let mut net = Net::build(true, false)?;
+        let mut net = Net::build(true, None)?;
         net.sh(
             "rtr",
             &format!(

@@ -3,7 +3,7 @@
 use unbloat_report::plot::axis::{color, draw_axes, legend, nice_range, Frame, LegendEntry};
 use unbloat_report::plot::svg::{Anchor, Svg};
 
-use crate::hosts::{Outcome, B_FLOWS, LINK_DOWN, LINK_UP};
+use crate::hosts::{Outcome, B_FLOWS};
 
 /// The two hosts' goodput over time, download above upload, as an SVG document.
 pub fn plot(o: &Outcome) -> String {
@@ -16,8 +16,8 @@ pub fn plot(o: &Outcome) -> String {
     );
     svg.text(400.0, 22.0, 14.0, Anchor::Middle, &title);
     let panels = [
-        ("download", &o.a.down, &o.b.down, o.share_down, LINK_DOWN),
-        ("upload", &o.a.up, &o.b.up, o.share_up, LINK_UP),
+        ("download", &o.a.down, &o.b.down, o.share_down, o.scenario.down),
+        ("upload", &o.a.up, &o.b.up, o.share_up, o.scenario.up),
     ];
     let t_max =
         o.a.up
@@ -85,7 +85,7 @@ pub fn plot(o: &Outcome) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hosts::{Family, HostRun, Scenario, Setup};
+    use crate::hosts::{Family, HostRun, Scenario, Setup, LINK_DOWN, LINK_UP};
 
     #[test]
     fn the_plot_names_both_hosts_each_way() {
@@ -101,6 +101,8 @@ mod tests {
                 family: Family::Ipv4,
                 nat: true,
                 load_s: 10,
+                down: LINK_DOWN,
+                up: LINK_UP,
             },
             a: h.clone(),
             b: h,
