@@ -127,7 +127,15 @@ fn tools(sqm: &Option<PathBuf>) -> Result<Tools, Failure> {
             "unbloat: sqm-scripts' source not found (--sqm-scripts DIR); its row is left out"
         );
     }
-    let work = std::env::temp_dir().join(format!("unbloat-hosts-{}", std::process::id()));
+    // The pid alone repeats: every User-Mode Linux boot runs this as the same pid, and a run
+    // killed before its clean-up left sqm-scripts' state behind ("SQM already activated").
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let work = std::env::temp_dir().join(format!(
+        "unbloat-hosts-{}-{nanos}",
+        std::process::id()
+    ));
     Ok(Tools {
         unbloat: exe,
         sqm_scripts,
