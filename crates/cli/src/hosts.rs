@@ -132,10 +132,7 @@ fn tools(sqm: &Option<PathBuf>) -> Result<Tools, Failure> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let work = std::env::temp_dir().join(format!(
-        "unbloat-hosts-{}-{nanos}",
-        std::process::id()
-    ));
+    let work = std::env::temp_dir().join(format!("unbloat-hosts-{}-{nanos}", std::process::id()));
     Ok(Tools {
         unbloat: exe,
         sqm_scripts,
@@ -325,7 +322,10 @@ pub fn bench_fair(args: &FairBenchArgs) -> Result<(), Failure> {
     let mut rows = vec![];
     for family in [Family::Ipv4, Family::Ipv6] {
         let wanted = |s: &Setup| args.setups.is_empty() || args.setups.contains(s);
-        for setup in setups(&tools).into_iter().filter(|s| *s != Setup::None && wanted(s)) {
+        for setup in setups(&tools)
+            .into_iter()
+            .filter(|s| *s != Setup::None && wanted(s))
+        {
             let scenario = Scenario {
                 family,
                 nat: true,

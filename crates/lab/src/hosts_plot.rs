@@ -16,7 +16,13 @@ pub fn plot(o: &Outcome) -> String {
     );
     svg.text(400.0, 22.0, 14.0, Anchor::Middle, &title);
     let panels = [
-        ("download", &o.a.down, &o.b.down, o.share_down, o.scenario.down),
+        (
+            "download",
+            &o.a.down,
+            &o.b.down,
+            o.share_down,
+            o.scenario.down,
+        ),
         ("upload", &o.a.up, &o.b.up, o.share_up, o.scenario.up),
     ];
     let t_max =

@@ -49,7 +49,7 @@ pub struct LabArgs {
     #[arg(long, value_name = "P", default_value = crate::profile::DEFAULT_PROFILE)]
     pub profile: String,
     /// Strategies to compare, in order: none, wondershaper, sqm-simple, sqm-piece-of-cake,
-    /// unbloat, sqm-scripts:RECIPE, script:PATH (--help says more).
+    /// unbloat, unbloat-tuned, sqm-scripts:RECIPE, script:PATH (--help says more).
     #[arg(long, value_name = "A,B,..", default_value = "none,unbloat", long_help = script::STRATEGIES_HELP)]
     pub strategies: String,
     /// sqm-scripts' source (the directory with src/start-sqm) for the sqm-scripts:RECIPE
@@ -67,6 +67,9 @@ pub struct LabArgs {
     /// server for the probes, a stock iperf3 for the load).
     #[arg(long, value_name = "KIND", default_value = "unbloat", value_parser = crate::farend::FarEndKind::parse)]
     pub far_end: crate::farend::FarEndKind,
+    /// The `unbloat-tuned` strategy's `unbloat tune --max-time` (its whole tune, before its test).
+    #[arg(long, value_name = "D", default_value = "3m", value_parser = parse_lab_duration)]
+    pub tune_max_time: Time,
     /// The report directory (HTML page, table, results and flent files).
     #[arg(long, value_name = "DIR", default_value = "unbloat-lab-report")]
     pub out: PathBuf,
@@ -87,6 +90,7 @@ impl Default for LabArgs {
             test: "rrul".into(),
             duration: Time::from_secs(30),
             far_end: crate::farend::FarEndKind::Unbloat,
+            tune_max_time: Time::from_secs(180),
             out: "unbloat-lab-report".into(),
             json: false,
             in_kernel: false,
@@ -113,6 +117,9 @@ pub struct StrategyRun {
     pub commands: Vec<String>,
     /// The results file, relative to the report directory.
     pub results_file: String,
+    /// `unbloat-tuned`: what tune found, beside the profile's truth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tuned: Option<crate::tune_lab::TuneRow>,
 }
 
 /// Everything a lab run produced; also written as `lab.json` in the report directory.
@@ -352,6 +359,8 @@ pub fn reexec_argv(args: &LabArgs, out: &Path, unbloat_exe: &Path) -> Vec<String
         args.duration.to_string(),
         "--far-end".into(),
         args.far_end.name().into(),
+        "--tune-max-time".into(),
+        args.tune_max_time.to_string(),
         "--out".into(),
         out.display().to_string(),
         "--in-kernel".into(),
@@ -383,10 +392,17 @@ fn run_in_kernel(
         .iter()
         .filter(|s| matches!(s, Strategy::Script(_) | Strategy::SqmScripts(_)))
         .count();
+    // tune stops at its --max-time; the margin covers its phase in progress and the put-back.
+    let tunes = req
+        .strategies
+        .iter()
+        .filter(|s| **s == Strategy::UnbloatTuned)
+        .count();
     let timeout = Duration::from_secs_f64(
         120.0
             + per_run * (req.strategies.len() as f64 + 1.0)
-            + (programs as u64 * script::TIMEOUT_S) as f64,
+            + (programs as u64 * script::TIMEOUT_S) as f64
+            + tunes as f64 * (args.tune_max_time.secs_f64() + 60.0),
     );
     let opts = GuestOptions {
         stream: true,
@@ -464,11 +480,12 @@ fn run_here(
             args.test, args.duration
         );
         let dir = out.join(strategy.dir_name());
-        let (results, busy, commands) = run_strategy(
+        let (results, busy, commands, tuned) = run_strategy(
             profile,
             strategy,
             req.sqm_scripts.as_deref(),
             args.far_end,
+            args.tune_max_time,
             &[
                 "--profile",
                 &args.test,
@@ -500,10 +517,14 @@ fn run_here(
             .strip_prefix(out)
             .map(|p| p.display().to_string())
             .unwrap_or_default();
+        if let Some(t) = &tuned {
+            notes.push(tuned_note(t));
+        }
         runs.push(StrategyRun {
             row,
             commands,
             results_file,
+            tuned,
         });
     }
     let report = LabReport {
@@ -523,22 +544,67 @@ fn run_here(
 /// Runs `unbloat test` once through a fresh network with `strategy` set up (with sqm-scripts'
 /// source, for the strategies that run it). Returns the results and what the report shows of
 /// the strategy's setup (its commands as shell lines; see [`script::set_up`]).
+#[allow(clippy::too_many_arguments)]
 fn run_strategy(
     profile: &LinkProfile,
     strategy: &Strategy,
     sqm_scripts: Option<&Path>,
     far_end: FarEndKind,
+    tune_max_time: Time,
     test_args: &[&str],
     dir: &Path,
     exe: &Path,
-) -> Result<(Results, Option<crate::cpu::CpuUse>, Vec<String>), LabError> {
+) -> Result<Ran, LabError> {
     let runner = SystemRunner::from_env();
     let mut live = LiveTopology::build(Topology::new(profile), &runner)?;
     // On any error below, dropping `live` removes the namespaces and what was made in them.
-    let shown = script::set_up(&live, strategy, profile, sqm_scripts)?;
+    let (shown, tuned) = if *strategy == Strategy::UnbloatTuned {
+        // Its files go beside the test's, which `measure` clears first: keep them apart.
+        let tune_dir = dir.with_file_name(format!("{}-tune", strategy.dir_name()));
+        let (shown, row) =
+            crate::tune_lab::tune_and_apply(&mut live, profile, exe, &tune_dir, tune_max_time)
+                .map_err(|e| LabError::Script {
+                    strategy: strategy.name(),
+                    how: "unbloat tune".into(),
+                    stderr: e.to_string(),
+                })?;
+        (shown, Some(row))
+    } else {
+        (script::set_up(&live, strategy, profile, sqm_scripts)?, None)
+    };
     let (results, busy) = measure(&mut live, &strategy.name(), far_end, test_args, dir, exe)?;
     live.teardown()?;
-    Ok((results, busy, shown))
+    Ok((results, busy, shown, tuned))
+}
+
+/// A strategy's run: its results, how busy the CPU was, its setup as shown, what tune found.
+type Ran = (
+    Results,
+    Option<crate::cpu::CpuUse>,
+    Vec<String>,
+    Option<crate::tune_lab::TuneRow>,
+);
+
+/// The line the report's notes give `unbloat-tuned`: what tune found against the truth.
+fn tuned_note(t: &crate::tune_lab::TuneRow) -> String {
+    let pct = |found: Option<unbloat_units::Rate>, line: unbloat_units::Rate| {
+        found.map_or("-".to_string(), |f| {
+            format!(
+                "{f} ({:.0} % of the line's {line})",
+                f.bits_per_sec() as f64 * 100.0 / line.bits_per_sec() as f64
+            )
+        })
+    };
+    format!(
+        "unbloat-tuned: tune found down {}, up {}; framing {} overhead {} (truth: {} overhead {}); it took {:.0} s",
+        pct(t.down_found, t.down_line),
+        pct(t.up_found, t.up_line),
+        t.family_found,
+        t.overhead_found.map_or("-".into(), |o| o.to_string()),
+        t.family_truth,
+        t.overhead_truth,
+        t.seconds
+    )
 }
 
 /// Starts the far end's servers in the server namespace, runs `unbloat test` from the LAN host

@@ -176,6 +176,8 @@ fn the_reexec_repeats_the_request_with_an_absolute_out_and_the_internal_flag() {
             "30s",
             "--far-end",
             "irtt-iperf3",
+            "--tune-max-time",
+            "180s",
             "--out",
             "/tmp/r",
             "--in-kernel",
@@ -219,6 +221,7 @@ fn a_run_measured_the_machine_when_its_calibration_or_a_busiest_second_says_so()
             row,
             commands: vec![],
             results_file: "x.json".into(),
+            tuned: None,
         }
     };
     let report = |calibration: Calibration, peak: f64| LabReport {

@@ -67,7 +67,13 @@ use crate::topology::{LiveTopology, Node};
 /// the environment of a `script:` as the module's table has it.
 pub const STRATEGIES_HELP: &str = "\
 Strategies to compare, in order, comma-separated: none, wondershaper, sqm-simple, \
-sqm-piece-of-cake, unbloat, sqm-scripts:simple, sqm-scripts:piece_of_cake, script:PATH.
+sqm-piece-of-cake, unbloat, unbloat-tuned, sqm-scripts:simple, sqm-scripts:piece_of_cake, \
+script:PATH.
+
+unbloat shapes at 95 % of the profile's true rates with its true framing. unbloat-tuned knows \
+neither: it runs `unbloat tune wan0 --apply` in the router against unbloat serve first (at most \
+--tune-max-time; it saturates the link meanwhile), and the test then measures what tune left; \
+the notes and lab.json set what tune found beside the truth.
 
 sqm-simple and sqm-piece-of-cake are the lab's re-creations of sqm-scripts' recipes; \
 sqm-scripts:simple and sqm-scripts:piece_of_cake run the real start-sqm (see --sqm-scripts) in \

@@ -163,7 +163,7 @@ pub fn commands(
                 profile: profile.name.clone(),
                 message,
             })?,
-        Strategy::SqmScripts(_) | Strategy::Script(_) => {
+        Strategy::SqmScripts(_) | Strategy::Script(_) | Strategy::UnbloatTuned => {
             return Err(StrategyError {
                 strategy: strategy.clone(),
                 profile: profile.name.clone(),

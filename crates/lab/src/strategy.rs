@@ -9,6 +9,9 @@
 //!   compared with its re-creation on the same link.
 //! - `script:PATH`: the user's own executable, run in the router with the link's values in its
 //!   environment ([`crate::script`] lists them), to compare an existing setup.
+//! - `unbloat-tuned`: `unbloat tune wan0 --apply` run in the router against `unbloat serve`
+//!   first ([`crate::tune_lab::tune_and_apply`]): the lab measures what tune found, not the
+//!   profile's truth.
 //!
 //! A list is comma-separated, so a path cannot contain a comma.
 
@@ -24,6 +27,8 @@ pub enum Strategy {
     SqmSimple,
     SqmPieceOfCake,
     Unbloat,
+    /// `unbloat tune --apply` in the router, then measured as it left the link.
+    UnbloatTuned,
     /// The real sqm-scripts with one of its recipes.
     SqmScripts(SqmRecipe),
     /// The user's own executable; a relative path is made absolute when the lab checks it.
@@ -96,6 +101,7 @@ impl Strategy {
             Strategy::SqmSimple => "sqm-simple".into(),
             Strategy::SqmPieceOfCake => "sqm-piece-of-cake".into(),
             Strategy::Unbloat => "unbloat".into(),
+            Strategy::UnbloatTuned => "unbloat-tuned".into(),
             Strategy::SqmScripts(r) => format!("sqm-scripts:{}", r.name()),
             Strategy::Script(path) => format!("script:{}", path.display()),
         }
@@ -143,7 +149,7 @@ impl Strategy {
             Strategy::SqmPieceOfCake | Strategy::SqmScripts(SqmRecipe::PieceOfCake) => {
                 &["cake", "ifb", "mirred"]
             }
-            Strategy::Unbloat => &["cake", "ifb", "mirred"],
+            Strategy::Unbloat | Strategy::UnbloatTuned => &["cake", "ifb", "mirred"],
             Strategy::Script(_) => &SCRIPT_NEEDS,
         }
     }
@@ -183,11 +189,12 @@ impl FromStr for Strategy {
         }
         Strategy::ALL
             .into_iter()
+            .chain([Strategy::UnbloatTuned])
             .find(|st| st.name() == s)
             .ok_or_else(|| {
                 let names: Vec<_> = Strategy::ALL.iter().map(|s| s.name()).collect();
                 format!(
-                    "unknown strategy {s:?}; choose from {}, sqm-scripts:simple, \
+                    "unknown strategy {s:?}; choose from {}, unbloat-tuned, sqm-scripts:simple, \
                      sqm-scripts:piece_of_cake, script:PATH",
                     names.join(", ")
                 )
@@ -235,6 +242,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn unbloat_tuned_is_asked_for_by_name_and_not_run_by_default() {
+        assert_eq!("unbloat-tuned".parse(), Ok(Strategy::UnbloatTuned));
+        assert!(!Strategy::ALL.contains(&Strategy::UnbloatTuned));
+        let err = "unbloat-tune".parse::<Strategy>().unwrap_err();
+        assert!(err.contains("unbloat-tuned"), "{err}");
+    }
+
+    #[test]
     fn the_names_of_the_built_in_strategies_and_their_json_are_unchanged() {
         let names: Vec<String> = Strategy::ALL.iter().map(Strategy::name).collect();
         let expect = [
@@ -245,7 +260,7 @@ mod tests {
             "unbloat",
         ];
         assert_eq!(names, expect);
-        for s in Strategy::ALL {
+        for s in Strategy::ALL.into_iter().chain([Strategy::UnbloatTuned]) {
             assert_eq!(s.dir_name(), s.name());
             let json = serde_json::to_string(&s).expect("serialize");
             assert_eq!(json, format!("\"{}\"", s.name()));

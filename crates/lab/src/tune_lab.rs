@@ -35,7 +35,7 @@ pub enum TuneLabError {
 }
 
 /// What tune found on one profile, beside the truth.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TuneRow {
     pub profile: String,
     /// `atm`, `ptm` or `none`: the profile's framing.
@@ -112,71 +112,21 @@ impl<'r> TuneLab<'r> {
 
     /// `unbloat ARGS` in the router with the lab's run directory; its stdout as JSON.
     pub fn unbloat_json(&self, args: &[&str]) -> Result<serde_json::Value, TuneLabError> {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &self.live.topo.ns(Node::Router), "env"])
-            .arg(format!(
-                "UNBLOAT_RUN_DIR={}",
-                self.dir.join("run").display()
-            ))
-            .arg(&self.exe)
-            .args(args)
-            .output()
-            .map_err(|e| TuneLabError::Build(e.to_string()))?;
-        let joined = args.join(" ");
-        if !out.status.success() {
-            return Err(TuneLabError::Unbloat {
-                args: joined,
-                status: out.status.code().unwrap_or(-1),
-                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
-        }
-        let text = String::from_utf8_lossy(&out.stdout);
-        // `start --json` prints one object per line; the last is the one that matters.
-        let last = text.trim().rsplit('\n').next().unwrap_or("");
-        serde_json::from_str(&text)
-            .or_else(|_| serde_json::from_str(last))
-            .map_err(|e| TuneLabError::Output {
-                args: joined,
-                detail: format!("{e}: {text}"),
-            })
+        unbloat_json_in(&self.live, &self.exe, &self.dir.join("run"), args)
     }
 
     /// Runs `unbloat tune wan0` (with `extra` arguments) and sets what it found beside `profile`.
     pub fn tune(&self, profile: &LinkProfile, extra: &[&str]) -> Result<TuneRow, TuneLabError> {
-        let out = self.dir.join("tune").display().to_string();
-        let mut args = vec![
-            "tune",
-            "wan0",
-            "--server",
+        let out = self.dir.join("tune");
+        tune_in(
+            &self.live,
+            &self.exe,
+            &self.dir.join("run"),
             &self.server,
-            "--out",
             &out,
-            "--json",
-        ];
-        args.extend(extra);
-        let t0 = Instant::now();
-        let v = self.unbloat_json(&args)?;
-        let rate = |k: &str| v[k].as_str().and_then(|s| s.parse::<Rate>().ok());
-        let framing = profile.link_layer();
-        Ok(TuneRow {
-            profile: profile.name.clone(),
-            family_truth: match framing.framing {
-                Framing::Atm => "atm",
-                Framing::Ptm => "ptm",
-                Framing::None => "none",
-            }
-            .into(),
-            family_found: v["framing"]["family"].as_str().unwrap_or("-").into(),
-            overhead_truth: framing.overhead,
-            overhead_found: v["framing"]["overhead"].as_i64(),
-            down_line: profile.down,
-            up_line: profile.up,
-            down_found: rate("down"),
-            up_found: rate("up"),
-            seconds: t0.elapsed().as_secs_f64(),
-            down_best: None,
-            up_best: None,
-        })
+            profile,
+            extra,
+        )
     }
 
     /// The steady-state p99 induced latency of one `unbloat test` (`download` or `upload`, 8 s)
@@ -215,6 +165,138 @@ impl<'r> TuneLab<'r> {
         Ok(p.and_then(|p| p["steady_induced_p99_ms"].as_f64())
             .unwrap_or(f64::NAN))
     }
+}
+
+/// `unbloat ARGS` in `live`'s router with `run_dir` as its run directory; its stdout as JSON.
+pub fn unbloat_json_in(
+    live: &LiveTopology,
+    exe: &Path,
+    run_dir: &Path,
+    args: &[&str],
+) -> Result<serde_json::Value, TuneLabError> {
+    let out = Command::new("ip")
+        .args(["netns", "exec", &live.topo.ns(Node::Router), "env"])
+        .arg(format!("UNBLOAT_RUN_DIR={}", run_dir.display()))
+        .arg(exe)
+        .args(args)
+        .output()
+        .map_err(|e| TuneLabError::Build(e.to_string()))?;
+    let joined = args.join(" ");
+    if !out.status.success() {
+        return Err(TuneLabError::Unbloat {
+            args: joined,
+            status: out.status.code().unwrap_or(-1),
+            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    // `start --json` prints one object per line; the last is the one that matters.
+    let last = text.trim().rsplit('\n').next().unwrap_or("");
+    serde_json::from_str(&text)
+        .or_else(|_| serde_json::from_str(last))
+        .map_err(|e| TuneLabError::Output {
+            args: joined,
+            detail: format!("{e}: {text}"),
+        })
+}
+
+/// `unbloat tune wan0 --server SERVER --out OUT --json EXTRA...` in the router, and what it found
+/// set beside `profile`'s truth.
+pub fn tune_in(
+    live: &LiveTopology,
+    exe: &Path,
+    run_dir: &Path,
+    server: &str,
+    out: &Path,
+    profile: &LinkProfile,
+    extra: &[&str],
+) -> Result<TuneRow, TuneLabError> {
+    let out = out.display().to_string();
+    let mut args = vec!["tune", "wan0", "--server", server, "--out", &out, "--json"];
+    args.extend(extra);
+    let t0 = Instant::now();
+    let v = unbloat_json_in(live, exe, run_dir, &args)?;
+    let rate = |k: &str| v[k].as_str().and_then(|s| s.parse::<Rate>().ok());
+    let framing = profile.link_layer();
+    Ok(TuneRow {
+        profile: profile.name.clone(),
+        family_truth: match framing.framing {
+            Framing::Atm => "atm",
+            Framing::Ptm => "ptm",
+            Framing::None => "none",
+        }
+        .into(),
+        family_found: v["framing"]["family"].as_str().unwrap_or("-").into(),
+        overhead_truth: framing.overhead,
+        overhead_found: v["framing"]["overhead"].as_i64(),
+        down_line: profile.down,
+        up_line: profile.up,
+        down_found: rate("down"),
+        up_found: rate("up"),
+        seconds: t0.elapsed().as_secs_f64(),
+        down_best: None,
+        up_best: None,
+    })
+}
+
+/// The `unbloat-tuned` strategy's setup: `unbloat serve` started in the server namespace for the
+/// tune alone, `unbloat tune wan0 --apply --max-time MAX` run in the router against it (its
+/// report in `dir/tune`, its records in a run directory that goes with the call), the server
+/// stopped again so the strategy's test starts its own far end on a quiet link. The shaping
+/// tune applied stays for the test. Returns what the report shows of the setup and the row of
+/// what tune found beside the truth.
+pub fn tune_and_apply(
+    live: &mut LiveTopology,
+    profile: &LinkProfile,
+    exe: &Path,
+    dir: &Path,
+    max_time: unbloat_units::Time,
+) -> Result<(Vec<String>, TuneRow), TuneLabError> {
+    let err = |e: &dyn std::fmt::Display| TuneLabError::Build(e.to_string());
+    let run_dir = std::env::temp_dir().join(format!("unbloat-tuned-{}", live.topo.prefix));
+    let _cleanup = RemoveOnDrop(run_dir.clone());
+    std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
+    let started = FarEndKind::Unbloat
+        .start(live, dir, exe)
+        .map_err(|e| err(&e))?;
+    let server = started
+        .args
+        .first()
+        .cloned()
+        .ok_or_else(|| TuneLabError::Build("no server address".into()))?;
+    let max = max_time.to_string();
+    let extra = ["--apply", "--max-time", max.as_str()];
+    let row = tune_in(
+        live,
+        exe,
+        &run_dir,
+        &server,
+        &dir.join("tune"),
+        profile,
+        &extra,
+    );
+    live.stop_all();
+    drop(started);
+    let row = row?;
+    let rate = |r: Option<Rate>| r.map_or("-".into(), |r| r.to_string());
+    let shown = vec![
+        format!(
+            "unbloat tune wan0 --server {server} --apply --max-time {max} --out tune"
+        ),
+        format!(
+            "# tune found: down {} up {} (line {} / {}), framing {} overhead {} (truth {} {}), in {:.0} s",
+            rate(row.down_found),
+            rate(row.up_found),
+            row.down_line,
+            row.up_line,
+            row.family_found,
+            row.overhead_found.map_or("-".into(), |o| o.to_string()),
+            row.family_truth,
+            row.overhead_truth,
+            row.seconds
+        ),
+    ];
+    Ok((shown, row))
 }
 
 /// The grid of the exhaustive sweep, in percent of the line rate.

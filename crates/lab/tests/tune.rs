@@ -5,6 +5,9 @@
 //!   after it.
 //! - Ctrl-C mid-tune puts back the shaping that was there before (exit 130).
 //! - A far end that vanishes mid-tune gives a clear error (exit 3) and the same.
+//! - The lab's `unbloat-tuned` strategy: tune with `--apply` in the router (the sweep included),
+//!   then the lab's rrul through what it left: rates within 10 % of the truth, and the bloat gone
+//!   in the steady state as with the strategy that is told the truth.
 
 mod common;
 use common::unbloat_exe;
@@ -12,7 +15,9 @@ use common::unbloat_exe;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use unbloat_lab::lab::{run_lab, LabArgs};
 use unbloat_lab::profile::LinkProfile;
+use unbloat_lab::strategies::Strategy;
 use unbloat_lab::topology::Node;
 use unbloat_lab::tune_lab::TuneLab;
 use unbloat_system::runner::{Cmd, SystemRunner};
@@ -147,5 +152,42 @@ unbloat_system::real_kernel_test! {
         assert_eq!(qdiscs(&lab), shaped, "a vanished far end left the link changed: {err}");
         lab.unbloat_json(&["stop", "wan0", "--json"]).expect("stop");
         lab.live.teardown().expect("teardown");
+    }
+}
+
+unbloat_system::real_kernel_test! {
+    /// `unbloat lab --strategies unbloat-tuned` on the 40/10 PTM link: tune's rates within 10 %
+    /// of the line, set beside the truth in lab.json, and the rrul after it under lab.rs's 30 ms.
+    fn the_tuned_strategy_measures_what_tune_found() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] {
+        let out = std::env::temp_dir().join(format!("unbloat-lab-tuned-{}", std::process::id()));
+        let args = LabArgs {
+            profile: "vdsl2-novlan".into(),
+            strategies: "unbloat-tuned".into(),
+            duration: unbloat_units::Time::from_secs(10),
+            tune_max_time: unbloat_units::Time::from_secs(60),
+            out: out.clone(),
+            in_kernel: true,
+            ..LabArgs::default()
+        };
+        let report = run_lab(&args, &unbloat_exe()).expect("the lab runs");
+        eprint!("{}", report.render_text());
+        let run = &report.runs[0];
+        assert_eq!(run.row.strategy, Strategy::UnbloatTuned);
+        let tuned = run.tuned.as_ref().expect("what tune found");
+        for (key, found, line) in [
+            ("down", tuned.down_found, tuned.down_line),
+            ("up", tuned.up_found, tuned.up_line),
+        ] {
+            let (got, truth) = (found.expect(key).bits_per_sec() as f64, line.bits_per_sec() as f64);
+            assert!((got - truth).abs() <= truth * 0.10, "{key}: {got} vs {truth}: {:?}", report.notes);
+        }
+        assert!(report.notes.iter().any(|n| n.starts_with("unbloat-tuned: tune found")), "{:?}", report.notes);
+        let json = std::fs::read_to_string(out.join("lab.json")).expect("lab.json");
+        assert!(json.contains("\"tuned\"") && json.contains("\"down_found\""), "lab.json lacks tune's row");
+        assert!(out.join("unbloat-tuned-tune/tune/index.html").is_file(), "tune's report");
+        let udp = run.row.probe("UDP BE").expect("UDP BE probes");
+        let steady = udp.steady_p95_ms.expect("steady p95");
+        assert!(steady < 30.0, "unbloat-tuned left {steady} ms at p95 in the steady state");
+        std::fs::remove_dir_all(&out).expect("remove the report");
     }
 }

@@ -434,8 +434,9 @@ mod tests {
             ..ShapeOptions::default()
         };
         assert!(user_said(&words));
-        assert!(spec_line(&m, words)
-            .starts_with("per-flow (triple-isolate up, dual-dsthost down, nat, rtt 300ms): as configured"));
+        assert!(spec_line(&m, words).starts_with(
+            "per-flow (triple-isolate up, dual-dsthost down, nat, rtt 300ms): as configured"
+        ));
     }
 
     /// A router's lone flows get codel's 15 ms target; the user's rtt, said either way, wins,
