@@ -7,7 +7,7 @@
 //! Both go through the binary, as a user would: the lab checks the product, not a library call.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -90,17 +90,10 @@ impl<'r> TuneLab<'r> {
         exe: &Path,
         dir: &Path,
     ) -> Result<TuneLab<'r>, TuneLabError> {
-        let err = |e: &dyn std::fmt::Display| TuneLabError::Build(e.to_string());
-        let mut live = LiveTopology::build(Topology::new(profile), runner).map_err(|e| err(&e))?;
-        std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
-        let started = FarEndKind::Unbloat
-            .start(&mut live, dir, exe)
-            .map_err(|e| err(&e))?;
-        let server = started
-            .args
-            .first()
-            .cloned()
-            .ok_or_else(|| TuneLabError::Build("no server address".into()))?;
+        let mut live = LiveTopology::build(Topology::new(profile), runner)
+            .map_err(|e| TuneLabError::Build(e.to_string()))?;
+        // The server runs on after `Started` goes: it stops with the lab's namespaces.
+        let (_started, server) = start_serve(&mut live, dir, exe)?;
         Ok(TuneLab {
             live,
             exe: exe.to_path_buf(),
@@ -112,7 +105,7 @@ impl<'r> TuneLab<'r> {
 
     /// `unbloat ARGS` in the router with the lab's run directory; its stdout as JSON.
     pub fn unbloat_json(&self, args: &[&str]) -> Result<serde_json::Value, TuneLabError> {
-        unbloat_json_in(&self.live, &self.exe, &self.dir.join("run"), args)
+        unbloat_json_in(&self.live, &self.exe, &self.dir.join("run"), args, None)
     }
 
     /// Runs `unbloat tune wan0` (with `extra` arguments) and sets what it found beside `profile`.
@@ -167,29 +160,79 @@ impl<'r> TuneLab<'r> {
     }
 }
 
+/// `unbloat serve` in the server's namespace (its log in `dir`), and the address tune names.
+fn start_serve(
+    live: &mut LiveTopology,
+    dir: &Path,
+    exe: &Path,
+) -> Result<(crate::farend::Started, String), TuneLabError> {
+    let err = |e: &dyn std::fmt::Display| TuneLabError::Build(e.to_string());
+    std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
+    let started = FarEndKind::Unbloat
+        .start(live, dir, exe)
+        .map_err(|e| err(&e))?;
+    let server = started
+        .args
+        .first()
+        .cloned()
+        .ok_or_else(|| TuneLabError::Build("no server address".into()))?;
+    Ok((started, server))
+}
+
 /// `unbloat ARGS` in `live`'s router with `run_dir` as its run directory; its stdout as JSON.
+/// Its stderr is kept for the error; with `progress`, each line is also printed as it comes,
+/// after that prefix (tune's phases, which take minutes).
 pub fn unbloat_json_in(
     live: &LiveTopology,
     exe: &Path,
     run_dir: &Path,
     args: &[&str],
+    progress: Option<&str>,
 ) -> Result<serde_json::Value, TuneLabError> {
-    let out = Command::new("ip")
+    use std::io::{BufRead, Read};
+    let mut child = Command::new("ip")
         .args(["netns", "exec", &live.topo.ns(Node::Router), "env"])
         .arg(format!("UNBLOAT_RUN_DIR={}", run_dir.display()))
         .arg(exe)
         .args(args)
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|e| TuneLabError::Build(e.to_string()))?;
+    let stderr = child.stderr.take().expect("piped stderr");
+    let prefix = progress.map(String::from);
+    // A thread reads stderr while this one reads stdout, so neither pipe can fill and stall it.
+    let reader = std::thread::spawn(move || {
+        let mut kept = String::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(p) = &prefix {
+                eprintln!("{p}{line}");
+            }
+            kept.push_str(&line);
+            kept.push('\n');
+        }
+        kept
+    });
+    let mut text = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        let _ = out.read_to_string(&mut text);
+    }
+    let status = child
+        .wait()
+        .map_err(|e| TuneLabError::Build(e.to_string()))?;
+    let err_text = reader.join().unwrap_or_default();
     let joined = args.join(" ");
-    if !out.status.success() {
+    if !status.success() {
         return Err(TuneLabError::Unbloat {
             args: joined,
-            status: out.status.code().unwrap_or(-1),
-            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            status: status.code().unwrap_or(-1),
+            detail: err_text.trim().to_string(),
         });
     }
-    let text = String::from_utf8_lossy(&out.stdout);
     // `start --json` prints one object per line; the last is the one that matters.
     let last = text.trim().rsplit('\n').next().unwrap_or("");
     serde_json::from_str(&text)
@@ -215,7 +258,7 @@ pub fn tune_in(
     let mut args = vec!["tune", "wan0", "--server", server, "--out", &out, "--json"];
     args.extend(extra);
     let t0 = Instant::now();
-    let v = unbloat_json_in(live, exe, run_dir, &args)?;
+    let v = unbloat_json_in(live, exe, run_dir, &args, Some("  tune: "))?;
     let rate = |k: &str| v[k].as_str().and_then(|s| s.parse::<Rate>().ok());
     let framing = profile.link_layer();
     Ok(TuneRow {
@@ -252,18 +295,9 @@ pub fn tune_and_apply(
     dir: &Path,
     max_time: unbloat_units::Time,
 ) -> Result<(Vec<String>, TuneRow), TuneLabError> {
-    let err = |e: &dyn std::fmt::Display| TuneLabError::Build(e.to_string());
     let run_dir = std::env::temp_dir().join(format!("unbloat-tuned-{}", live.topo.prefix));
     let _cleanup = RemoveOnDrop(run_dir.clone());
-    std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
-    let started = FarEndKind::Unbloat
-        .start(live, dir, exe)
-        .map_err(|e| err(&e))?;
-    let server = started
-        .args
-        .first()
-        .cloned()
-        .ok_or_else(|| TuneLabError::Build("no server address".into()))?;
+    let (started, server) = start_serve(live, dir, exe)?;
     let max = max_time.to_string();
     let extra = ["--apply", "--max-time", max.as_str()];
     let row = tune_in(
