@@ -9,6 +9,7 @@ use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
 use unbloat_lab::hosts::{self, Family, NatCost, Outcome, Scenario, Setup, Tools};
+use unbloat_lab::workdir::WorkDir;
 use unbloat_system::kernel::{in_guest, GuestOptions, Kernel};
 use unbloat_units::Rate;
 
@@ -29,6 +30,29 @@ impl Families {
     }
 }
 
+/// The two-host network's link, for `lab-hosts` and `bench fair`.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct LinkRates {
+    /// The link's download rate (the modem's bottleneck; shapers run at 95 % of it).
+    #[arg(long, value_name = "RATE", default_value = "20mbit")]
+    pub down: Rate,
+    /// The link's upload rate.
+    #[arg(long, value_name = "RATE", default_value = "5mbit")]
+    pub up: Rate,
+}
+
+impl LinkRates {
+    /// The flags that say the same again, for the re-run inside a kernel with cake.
+    fn argv(&self) -> [String; 4] {
+        [
+            "--down".into(),
+            self.down.to_string(),
+            "--up".into(),
+            self.up.to_string(),
+        ]
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct LabHostsArgs {
     /// Report directory (index.html, hosts.json, one SVG per run).
@@ -37,13 +61,9 @@ pub struct LabHostsArgs {
     /// Seconds of load per run.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(6..=300))]
     pub duration: u32,
+    #[command(flatten)]
+    pub link: LinkRates,
     /// IPv4 (masqueraded), IPv6 (routed) or both.
-    /// The link's download rate (the modem's bottleneck; shapers run at 95 % of it).
-    #[arg(long, value_name = "RATE", default_value = "20mbit")]
-    pub down: Rate,
-    /// The link's upload rate.
-    #[arg(long, value_name = "RATE", default_value = "5mbit")]
-    pub up: Rate,
     #[arg(long, value_enum, default_value_t = Families::Both)]
     pub family: Families,
     /// sqm-scripts' source (default: ../shared/peers/sqm-scripts above here or the binary).
@@ -62,12 +82,8 @@ pub struct FairBenchArgs {
     /// Seconds of load per run.
     #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(6..=300))]
     pub duration: u32,
-    /// The link's download rate (the modem's bottleneck; shapers run at 95 % of it).
-    #[arg(long, value_name = "RATE", default_value = "20mbit")]
-    pub down: Rate,
-    /// The link's upload rate.
-    #[arg(long, value_name = "RATE", default_value = "5mbit")]
-    pub up: Rate,
+    #[command(flatten)]
+    pub link: LinkRates,
     /// Only these setups (comma-separated): sqm-default, unbloat-flows, unbloat-default,
     /// unbloat-ack-filter, unbloat-rtt100. Default: all of them.
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_setup)]
@@ -113,7 +129,9 @@ pub(crate) fn in_kernel(argv_tail: &[String], minutes: u64) -> Result<Option<()>
     Ok(Some(()))
 }
 
-fn tools(sqm: &Option<PathBuf>) -> Result<Tools, Failure> {
+/// The programs and a fresh work directory; the directory goes with the returned guard, on
+/// success, error or panic alike.
+fn tools(sqm: &Option<PathBuf>) -> Result<(Tools, WorkDir), Failure> {
     let exe = std::env::current_exe()?;
     let sqm_scripts = match sqm {
         Some(d) => Some(std::path::absolute(d)?),
@@ -127,17 +145,15 @@ fn tools(sqm: &Option<PathBuf>) -> Result<Tools, Failure> {
             "unbloat: sqm-scripts' source not found (--sqm-scripts DIR); its row is left out"
         );
     }
-    // The pid alone repeats: every User-Mode Linux boot runs this as the same pid, and a run
-    // killed before its clean-up left sqm-scripts' state behind ("SQM already activated").
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let work = std::env::temp_dir().join(format!("unbloat-hosts-{}-{nanos}", std::process::id()));
-    Ok(Tools {
+    // A fresh name per run: a reused one (the pid repeats in every User-Mode Linux boot) once
+    // held a killed run's sqm-scripts state ("SQM already activated").
+    let work = WorkDir::new("hosts")?;
+    let tools = Tools {
         unbloat: exe,
         sqm_scripts,
-        work,
-    })
+        work: work.0.clone(),
+    };
+    Ok((tools, work))
 }
 
 /// A setup's name on the command line: its serde name (`unbloat-default`).
@@ -199,11 +215,8 @@ pub fn lab_hosts(args: &LabHostsArgs) -> Result<(), Failure> {
             args.duration.to_string(),
             "--family".into(),
             format!("{:?}", args.family).to_lowercase(),
-            "--down".into(),
-            args.down.to_string(),
-            "--up".into(),
-            args.up.to_string(),
         ];
+        tail.extend(args.link.argv());
         if let Some(d) = &args.sqm_scripts {
             tail.extend([
                 "--sqm-scripts".into(),
@@ -214,14 +227,14 @@ pub fn lab_hosts(args: &LabHostsArgs) -> Result<(), Failure> {
             return Ok(());
         }
     }
-    let tools = tools(&args.sqm_scripts)?;
+    let (tools, _work) = tools(&args.sqm_scripts)?;
     std::fs::create_dir_all(&args.out)?;
     let mut all = vec![];
     println!(
         "two LAN hosts, a: 1 stream each way, b: {} each way; link {}/{}, shaped at 95 %; fair share is 0.50\n{HEADER}",
         hosts::B_FLOWS,
-        args.down,
-        args.up
+        args.link.down,
+        args.link.up
     );
     for family in args.family.list() {
         for setup in setups(&tools) {
@@ -229,8 +242,8 @@ pub fn lab_hosts(args: &LabHostsArgs) -> Result<(), Failure> {
                 family,
                 nat: true,
                 load_s: args.duration,
-                down: args.down,
-                up: args.up,
+                down: args.link.down,
+                up: args.link.up,
             };
             let o = hosts::run(&scenario, setup, &tools)
                 .with_context(|| format!("{} over {}", setup.name(), family.name()))?;
@@ -243,12 +256,14 @@ pub fn lab_hosts(args: &LabHostsArgs) -> Result<(), Failure> {
             all.push(o);
         }
     }
-    let _ = std::fs::remove_dir_all(&tools.work);
     std::fs::write(
         args.out.join("hosts.json"),
         serde_json::to_string_pretty(&all)?,
     )?;
-    std::fs::write(args.out.join("index.html"), html(&all, args.down, args.up))?;
+    std::fs::write(
+        args.out.join("index.html"),
+        html(&all, args.link.down, args.link.up),
+    )?;
     println!("report: {}", args.out.join("index.html").display());
     Ok(())
 }
@@ -296,11 +311,8 @@ pub fn bench_fair(args: &FairBenchArgs) -> Result<(), Failure> {
             args.runs.to_string(),
             "--duration".into(),
             args.duration.to_string(),
-            "--down".into(),
-            args.down.to_string(),
-            "--up".into(),
-            args.up.to_string(),
         ];
+        tail.extend(args.link.argv());
         if !args.setups.is_empty() {
             let names: Vec<String> = args.setups.iter().map(|s| setup_key(*s)).collect();
             tail.extend(["--setups".into(), names.join(",")]);
@@ -318,7 +330,7 @@ pub fn bench_fair(args: &FairBenchArgs) -> Result<(), Failure> {
             return Ok(());
         }
     }
-    let tools = tools(&args.sqm_scripts)?;
+    let (tools, _work) = tools(&args.sqm_scripts)?;
     let mut rows = vec![];
     for family in [Family::Ipv4, Family::Ipv6] {
         let wanted = |s: &Setup| args.setups.is_empty() || args.setups.contains(s);
@@ -330,8 +342,8 @@ pub fn bench_fair(args: &FairBenchArgs) -> Result<(), Failure> {
                 family,
                 nat: true,
                 load_s: args.duration,
-                down: args.down,
-                up: args.up,
+                down: args.link.down,
+                up: args.link.up,
             };
             let mut runs = vec![];
             for _ in 0..args.runs {
@@ -349,7 +361,6 @@ pub fn bench_fair(args: &FairBenchArgs) -> Result<(), Failure> {
     for _ in 0..args.runs {
         costs.push(hosts::nat_cost(args.duration.min(10))?);
     }
-    let _ = std::fs::remove_dir_all(&tools.work);
     let med = |f: fn(&NatCost) -> f64| {
         hosts::quantile(&costs.iter().map(f).collect::<Vec<_>>(), 0.5).unwrap_or(f64::NAN)
     };
@@ -370,8 +381,8 @@ pub fn bench_fair(args: &FairBenchArgs) -> Result<(), Failure> {
         "\nmedians of {} runs, {} s of load each; link {}/{} shaped at 95 %; host a: 1 stream each way, host b: {}; fair share is 0.50",
         args.runs,
         args.duration,
-        args.down,
-        args.up,
+        args.link.down,
+        args.link.up,
         hosts::B_FLOWS
     );
     println!("family setup                      a's share down (range)  a's share up (range)  a's ping loaded p50/p90 ms (idle)");

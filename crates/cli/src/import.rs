@@ -184,7 +184,7 @@ fn checks(imp: &Import, args: &ImportSqmArgs) -> Result<Vec<Check>, Failure> {
                 "sqm-scripts' source not found (--sqm-scripts DIR, the directory with src/start-sqm)"
                     .to_string(),
             ),
-            (Some(src), true) => unbloat_lab::sqm_dry::WorkDir::new("import-sqm")
+            (Some(src), true) => unbloat_lab::workdir::WorkDir::new("import-sqm")
                 .and_then(|w| {
                     unbloat_lab::sqm_dry::dry_run(src, &w.0, i.iface.as_str(), &i.sqm_env)
                 })

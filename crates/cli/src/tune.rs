@@ -15,7 +15,8 @@ use unbloat_system::apply::{Request, Shaper};
 use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::{ShapedState, StateDir};
 use unbloat_tune::interrupt::{self, Shared};
-use unbloat_tune::run::{self, Report, Settings, Shaping};
+use unbloat_tune::run::{self, Report, Settings};
+use unbloat_tune::shaping::Shaping;
 use unbloat_units::{IfName, Time};
 
 use crate::shape::with_fairness;

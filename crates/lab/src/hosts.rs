@@ -241,9 +241,8 @@ impl Net {
         }
     }
 
-    /// Builds the network: see the module's picture. `bottleneck` false leaves the modem
-    /// unshaped (for [`nat_cost`]).
-    /// The network; with `bottleneck` (down, up), the modem's HTB and FIFOs at those rates.
+    /// Builds the network: see the module's picture. `bottleneck` (down, up) puts the modem's
+    /// HTB and FIFOs at those rates; None leaves the modem unshaped (for [`nat_cost`]).
     pub fn build(nat: bool, bottleneck: Option<(Rate, Rate)>) -> Result<Net, HostsError> {
         let prefix = format!(
             "uf{}x{}",

@@ -518,7 +518,7 @@ fn run_here(
             .map(|p| p.display().to_string())
             .unwrap_or_default();
         if let Some(t) = &tuned {
-            notes.push(tuned_note(t));
+            notes.push(format!("{strategy}: {}", t.summary()));
         }
         runs.push(StrategyRun {
             row,
@@ -584,28 +584,6 @@ type Ran = (
     Vec<String>,
     Option<crate::tune_lab::TuneRow>,
 );
-
-/// The line the report's notes give `unbloat-tuned`: what tune found against the truth.
-fn tuned_note(t: &crate::tune_lab::TuneRow) -> String {
-    let pct = |found: Option<unbloat_units::Rate>, line: unbloat_units::Rate| {
-        found.map_or("-".to_string(), |f| {
-            format!(
-                "{f} ({:.0} % of the line's {line})",
-                f.bits_per_sec() as f64 * 100.0 / line.bits_per_sec() as f64
-            )
-        })
-    };
-    format!(
-        "unbloat-tuned: tune found down {}, up {}; framing {} overhead {} (truth: {} overhead {}); it took {:.0} s",
-        pct(t.down_found, t.down_line),
-        pct(t.up_found, t.up_line),
-        t.family_found,
-        t.overhead_found.map_or("-".into(), |o| o.to_string()),
-        t.family_truth,
-        t.overhead_truth,
-        t.seconds
-    )
-}
 
 /// Starts the far end's servers in the server namespace, runs `unbloat test` from the LAN host
 /// with `extra` arguments and `--out dir`, stops the servers, and reads the results file. Also

@@ -24,6 +24,8 @@
 //!   calibration, one fresh network per strategy, the report directory.
 //! - [`bench`]: `unbloat bench lab` ([`run_benchmark`]): every profile x every strategy, with the
 //!   checks of issue 4 §7; [`spread`]: medians and ranges over repeated runs.
+//! - [`tune_lab`]: `unbloat tune` run in the lab's router (`bench tune`, the `unbloat-tuned`
+//!   strategy); [`workdir`]: the temporary directory every part removes with a drop guard.
 
 pub mod bench;
 pub mod bench_far;
@@ -46,6 +48,7 @@ pub mod table;
 pub mod theory;
 pub mod topology;
 pub mod tune_lab;
+pub mod workdir;
 
 pub use bench::{render_benchmark, run_benchmark, BenchLabArgs};
 pub use lab::{print_report, run_lab, LabArgs, LabError, LabReport};

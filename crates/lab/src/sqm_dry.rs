@@ -17,7 +17,7 @@
 //! except sqm's own probes (the throw-away `SQM_IFB_*` device of `verify_qdisc`, `tc ... show`
 //! reads); `start-sqm`'s exit status and its stderr say whether it got through.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// The MTU the shadow `/sys/class/net/IFACE/mtu` reports.
@@ -125,29 +125,11 @@ pub fn dry_run(
     })
 }
 
-/// A fresh work directory under the system's temporary directory, removed on drop.
-pub struct WorkDir(pub PathBuf);
-
-impl WorkDir {
-    pub fn new(tag: &str) -> std::io::Result<WorkDir> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let p = std::env::temp_dir().join(format!("unbloat-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&p)?;
-        Ok(WorkDir(p))
-    }
-}
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workdir::WorkDir;
+    use std::path::PathBuf;
 
     fn source() -> PathBuf {
         crate::sqm::find(Path::new(env!("CARGO_MANIFEST_DIR")))

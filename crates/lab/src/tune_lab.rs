@@ -17,6 +17,7 @@ use unbloat_units::Rate;
 use crate::farend::FarEndKind;
 use crate::profile::LinkProfile;
 use crate::topology::{LiveTopology, Node, Topology};
+use crate::workdir::WorkDir;
 use unbloat_system::runner::Runner;
 
 /// Why a tune lab could not run.
@@ -62,6 +63,29 @@ impl TuneRow {
             _ => self.family_found == "straight",
         }
     }
+
+    /// What tune found against the truth, in a line: `tune found down 38504kbit (96 % of the
+    /// line's 40mbit), up ...; framing straight overhead - (truth: ptm overhead 22); it took 115 s`.
+    pub fn summary(&self) -> String {
+        let pct = |found: Option<Rate>, line: Rate| {
+            found.map_or("-".to_string(), |f| {
+                format!(
+                    "{f} ({:.0} % of the line's {line})",
+                    f.bits_per_sec() as f64 * 100.0 / line.bits_per_sec() as f64
+                )
+            })
+        };
+        format!(
+            "tune found down {}, up {}; framing {} overhead {} (truth: {} overhead {}); it took {:.0} s",
+            pct(self.down_found, self.down_line),
+            pct(self.up_found, self.up_line),
+            self.family_found,
+            self.overhead_found.map_or("-".into(), |o| o.to_string()),
+            self.family_truth,
+            self.overhead_truth,
+            self.seconds
+        )
+    }
 }
 
 /// A lab network with `unbloat serve` running, and the run directory unbloat's records go to
@@ -72,15 +96,7 @@ pub struct TuneLab<'r> {
     pub dir: PathBuf,
     pub server: String,
     /// Removes `dir` when the lab goes, whether the caller finished, failed or panicked.
-    _cleanup: RemoveOnDrop,
-}
-
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    _cleanup: WorkDir,
 }
 
 impl<'r> TuneLab<'r> {
@@ -99,7 +115,7 @@ impl<'r> TuneLab<'r> {
             exe: exe.to_path_buf(),
             dir: dir.to_path_buf(),
             server,
-            _cleanup: RemoveOnDrop(dir.to_path_buf()),
+            _cleanup: WorkDir(dir.to_path_buf()),
         })
     }
 
@@ -295,15 +311,14 @@ pub fn tune_and_apply(
     dir: &Path,
     max_time: unbloat_units::Time,
 ) -> Result<(Vec<String>, TuneRow), TuneLabError> {
-    let run_dir = std::env::temp_dir().join(format!("unbloat-tuned-{}", live.topo.prefix));
-    let _cleanup = RemoveOnDrop(run_dir.clone());
+    let run_dir = WorkDir::new("tuned").map_err(|e| TuneLabError::Build(e.to_string()))?;
     let (started, server) = start_serve(live, dir, exe)?;
     let max = max_time.to_string();
     let extra = ["--apply", "--max-time", max.as_str()];
     let row = tune_in(
         live,
         exe,
-        &run_dir,
+        &run_dir.0,
         &server,
         &dir.join("tune"),
         profile,
@@ -312,23 +327,9 @@ pub fn tune_and_apply(
     live.stop_all();
     drop(started);
     let row = row?;
-    let rate = |r: Option<Rate>| r.map_or("-".into(), |r| r.to_string());
     let shown = vec![
-        format!(
-            "unbloat tune wan0 --server {server} --apply --max-time {max} --out tune"
-        ),
-        format!(
-            "# tune found: down {} up {} (line {} / {}), framing {} overhead {} (truth {} {}), in {:.0} s",
-            rate(row.down_found),
-            rate(row.up_found),
-            row.down_line,
-            row.up_line,
-            row.family_found,
-            row.overhead_found.map_or("-".into(), |o| o.to_string()),
-            row.family_truth,
-            row.overhead_truth,
-            row.seconds
-        ),
+        format!("unbloat tune wan0 --server {server} --apply --max-time {max} --out tune"),
+        format!("# {}", row.summary()),
     ];
     Ok((shown, row))
 }

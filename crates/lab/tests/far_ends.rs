@@ -15,26 +15,22 @@
 mod common;
 use common::unbloat_exe;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use unbloat_lab::farend::FarEndKind;
 use unbloat_lab::lab::{run_lab, LabArgs, LabReport, StrategyRun};
 use unbloat_lab::strategies::Strategy;
+use unbloat_lab::workdir::WorkDir;
 use unbloat_units::Time;
 
 /// The web server's profile: half vdsl2's rates, so TLS leaves UML's one CPU some idle time.
 const HTTP_PROFILE: &str = "vdsl2-novlan";
 
-/// A 10 s rrul lab, none vs unbloat, on `profile` with `far_end`.
-fn lab(profile: &str, far_end: FarEndKind) -> (LabReport, PathBuf) {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let out = std::env::temp_dir().join(format!(
-        "unbloat-lab-far-{}-{}-{nanos}",
-        far_end.name(),
-        std::process::id()
-    ));
+/// A 10 s rrul lab, none vs unbloat, on `profile` with `far_end`, and its report directory
+/// (removed when the guard goes, so a failed assertion leaves nothing in /tmp).
+fn lab(profile: &str, far_end: FarEndKind) -> (LabReport, WorkDir) {
+    let dir = WorkDir::new(&format!("lab-far-{}", far_end.name())).expect("a report directory");
+    let out = dir.0.clone();
     let args = LabArgs {
         profile: profile.into(),
         strategies: "none,unbloat".into(),
@@ -46,7 +42,7 @@ fn lab(profile: &str, far_end: FarEndKind) -> (LabReport, PathBuf) {
     };
     let report = run_lab(&args, &unbloat_exe()).expect("the lab runs");
     eprint!("{}", report.render_text());
-    (report, out)
+    (report, dir)
 }
 
 fn run(report: &LabReport, s: Strategy) -> &StrategyRun {
@@ -88,13 +84,12 @@ fn results_exist(report: &LabReport, out: &Path) {
 unbloat_system::real_kernel_test! {
     fn stock_irtt_and_iperf3_servers_show_the_bloat_and_the_cure() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred", "u32"] {
         let (report, out) = lab("vdsl2", FarEndKind::IrttIperf3);
-        results_exist(&report, &out);
+        results_exist(&report, &out.0);
         let (none, steady, _peak) = before_after(&report, "UDP BE");
         assert!(none > 100.0, "no bloat without shaping, with irtt's probes? {none} ms");
         assert!(steady < 30.0, "unbloat left {steady} ms at p95 in the steady state (irtt probes)");
         let streams = |s| run(&report, s).row.down_bps.expect("iperf3 download goodput");
         assert!(streams(Strategy::Unbloat) > 40e6, "iperf3's load moved too little");
-        std::fs::remove_dir_all(&out).expect("remove the report");
     }
 
     fn nginx_over_tls_shows_the_bloat_and_the_cure() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred", "u32"] {
@@ -103,13 +98,13 @@ unbloat_system::real_kernel_test! {
         // bound is measured again once, both runs printed; the bound itself does not move.
         let cured = |none: f64, steady: f64| steady < 60.0 && steady < none / 4.0;
         let (mut report, mut out) = lab(HTTP_PROFILE, FarEndKind::Http);
-        results_exist(&report, &out);
+        results_exist(&report, &out.0);
         let (mut none, mut steady, _peak) = before_after(&report, "TCP connect");
         if !cured(none, steady) {
             eprintln!("missed the bound ({steady:.1} ms against {none:.1} ms unshaped): measuring again");
-            std::fs::remove_dir_all(&out).expect("remove the report");
+            // The first run's report goes with its guard.
             (report, out) = lab(HTTP_PROFILE, FarEndKind::Http);
-            results_exist(&report, &out);
+            results_exist(&report, &out.0);
             (none, steady, _) = before_after(&report, "TCP connect");
         }
         assert!(none > 100.0, "no bloat without shaping, with new TCP connections? {none} ms");
@@ -120,6 +115,5 @@ unbloat_system::real_kernel_test! {
         for kind in ["TLS handshake", "HTTP GET new", "HTTP GET loaded"] {
             assert!(run(&report, Strategy::Unbloat).row.probe(kind).is_some(), "no {kind} probes");
         }
-        std::fs::remove_dir_all(&out).expect("remove the report");
     }
 }

@@ -22,16 +22,12 @@ use unbloat_lab::profile::LinkProfile;
 use unbloat_lab::script;
 use unbloat_lab::strategies::{SqmRecipe, Strategy};
 use unbloat_lab::topology::{LiveTopology, Topology};
+use unbloat_lab::workdir::WorkDir;
 use unbloat_system::runner::SystemRunner;
 
-/// A fresh directory for a test's files (the pid repeats from one UML boot to the next).
-fn scratch(name: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let dir = std::env::temp_dir().join(format!("unbloat-{name}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
+/// A fresh directory for a test's files, removed when the guard goes (pass or fail).
+fn scratch(name: &str) -> WorkDir {
+    WorkDir::new(name).expect("scratch dir")
 }
 
 /// An executable shell script at `dir/name`.
@@ -82,11 +78,13 @@ fn seen_env(path: &Path) -> BTreeMap<String, String> {
 unbloat_system::real_kernel_test! {
     /// vdsl2 (80/20 Mbit/s, PTM, 26 bytes), none then the script, 10 s of rrul each.
     fn a_users_script_sees_the_links_values_and_its_shaping_cures_the_bloat() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred", "u32"] {
-        let dir = scratch("script-lab");
+        let work = scratch("script-lab");
+        let dir = &work.0;
         let seen = dir.join("seen.env");
-        let path = script_file(&dir, "my-shaper.sh", &users_script(&seen));
+        let path = script_file(dir, "my-shaper.sh", &users_script(&seen));
         let strategy = Strategy::Script(path.clone());
         let (report, out) = a_valid_run(&format!("none,{strategy}"), &unbloat_exe());
+        let out = &out.0;
 
         let env = seen_env(&seen);
         let expect = [
@@ -107,7 +105,7 @@ unbloat_system::real_kernel_test! {
         let none_p50 = be(run(&report, &Strategy::None)).induced_p50_ms.expect("none p50");
         assert!(none_p50 > 100.0, "no bloat without shaping? induced p50 {none_p50} ms");
         let mine = run(&report, &strategy);
-        let cured = p95_after_the_start(&out, mine);
+        let cured = p95_after_the_start(out, mine);
         assert!(cured < 30.0, "the script left induced p95 at {cured} ms after the first {START_S} s");
 
         // The report shows the invocation and what the script built, under the script's name.
@@ -117,8 +115,6 @@ unbloat_system::real_kernel_test! {
         assert!(mine.results_file.starts_with("script-my-shaper.sh/"), "{}", mine.results_file);
         let json = std::fs::read_to_string(out.join("lab.json")).expect("lab.json");
         assert!(json.contains(&format!("\"strategy\": \"script:{}\"", path.display())), "lab.json names the script");
-        std::fs::remove_dir_all(&out).expect("remove the report");
-        std::fs::remove_dir_all(&dir).expect("remove the script");
     }
 
     /// A script that fails: the error names it, how it ended and its stderr, and the network the
@@ -126,8 +122,9 @@ unbloat_system::real_kernel_test! {
     /// (`script::set_up`, which `unbloat lab` calls on a fresh network per strategy and whose error
     /// drops that network the same way), without the lab's calibration before it.
     fn a_failing_script_is_named_with_its_stderr_and_leaves_nothing() needs ["htb", "netem", "pfifo"] {
-        let dir = scratch("script-fail");
-        let path = script_file(&dir, "broken.sh", "echo 'shaping...'\necho \"no cake for $IFACE here\" >&2\nexit 3\n");
+        let work = scratch("script-fail");
+        let dir = &work.0;
+        let path = script_file(dir, "broken.sh", "echo 'shaping...'\necho \"no cake for $IFACE here\" >&2\nexit 3\n");
         let strategy = Strategy::Script(path.clone());
         let profile = LinkProfile::shipped("vdsl2").expect("vdsl2");
         let runner = SystemRunner::from_env();
@@ -141,7 +138,6 @@ unbloat_system::real_kernel_test! {
         );
         let left: Vec<String> = list_netns(&runner).into_iter().filter(|n| n.starts_with(&format!("{prefix}-"))).collect();
         assert!(left.is_empty(), "left behind: {left:?}");
-        std::fs::remove_dir_all(&dir).expect("remove the script");
     }
 
     /// The real sqm-scripts, piece_of_cake.qos (OpenWrt's default), alone on vdsl2: `none`'s
@@ -149,8 +145,9 @@ unbloat_system::real_kernel_test! {
     fn the_real_sqm_scripts_piece_of_cake_cures_the_bloat() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred", "u32"] {
         let strategy = Strategy::SqmScripts(SqmRecipe::PieceOfCake);
         let (report, out) = a_valid_run(&strategy.name(), &unbloat_exe());
+        let out = &out.0;
         let real = run(&report, &strategy);
-        let cured = p95_after_the_start(&out, real);
+        let cured = p95_after_the_start(out, real);
         assert!(cured < 30.0, "sqm-scripts left induced p95 at {cured} ms after the first {START_S} s");
         // What start-sqm built: cake each way at the lab's rates, besteffort, washing ingress.
         let shown = real.commands.join("\n");
@@ -159,6 +156,5 @@ unbloat_system::real_kernel_test! {
         assert!(wan.contains("bandwidth 19Mbit") && wan.contains("besteffort") && wan.contains("overhead 26"), "{wan}");
         assert!(ifb.contains("bandwidth 76Mbit") && ifb.contains(" wash"), "{ifb}");
         assert!(real.results_file.starts_with("sqm-scripts-piece_of_cake/"), "{}", real.results_file);
-        std::fs::remove_dir_all(&out).expect("remove the report");
     }
 }

@@ -159,7 +159,9 @@ unbloat_system::real_kernel_test! {
     /// `unbloat lab --strategies unbloat-tuned` on the 40/10 PTM link: tune's rates within 10 %
     /// of the line, set beside the truth in lab.json, and the rrul after it under 50 ms.
     fn the_tuned_strategy_measures_what_tune_found() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] {
-        let out = std::env::temp_dir().join(format!("unbloat-lab-tuned-{}", std::process::id()));
+        // The report goes with its guard, whether the assertions below pass or not.
+        let dir = unbloat_lab::workdir::WorkDir::new("lab-tuned").expect("a report directory");
+        let out = dir.0.clone();
         let args = LabArgs {
             profile: "vdsl2-novlan".into(),
             strategies: "unbloat-tuned".into(),
@@ -191,6 +193,5 @@ unbloat_system::real_kernel_test! {
         // where rrul's two loaded directions at once keep some queue (25 ms steady p95 on vdsl2's
         // 80/20 in a 30 s lab, 6 ms here in 10 s). The bloat it must remove is 200-350 ms.
         assert!(steady < 50.0, "unbloat-tuned left {steady} ms at p95 in the steady state");
-        std::fs::remove_dir_all(&out).expect("remove the report");
     }
 }

@@ -312,6 +312,17 @@ mod tests {
         }
     }
 
+    /// An IPv4 router with one NAT rule for the WAN, found in `source`.
+    fn nat_router(source: &str, family: NatFamily) -> Machine {
+        machine(
+            true,
+            false,
+            NatFinding::Found {
+                rules: vec![rule(source, family)],
+            },
+        )
+    }
+
     fn spec_line(m: &Machine, user: ShapeOptions) -> String {
         let user = ShapeOptions {
             down: Some(Rate::from_mbit(20)),
@@ -330,13 +341,7 @@ mod tests {
 
     #[test]
     fn a_masquerading_router_gets_dual_host_and_nat() {
-        let m = machine(
-            true,
-            false,
-            NatFinding::Found {
-                rules: vec![rule("nftables", NatFamily::Both)],
-            },
-        );
+        let m = nat_router("nftables", NatFamily::Both);
         let f = decide("eth0", Qdisc::Cake, &m);
         assert_eq!(f.isolation, Some(Isolation::DualHost));
         assert_eq!(f.nat, Some(true));
@@ -407,13 +412,7 @@ mod tests {
     /// The user's words win, whichever way they were said, and the line says so.
     #[test]
     fn the_users_isolation_and_nat_win() {
-        let m = machine(
-            true,
-            false,
-            NatFinding::Found {
-                rules: vec![rule("iptables-legacy", NatFamily::Ipv4)],
-            },
-        );
+        let m = nat_router("iptables-legacy", NatFamily::Ipv4);
         let flows = ShapeOptions {
             isolation: Some(Isolation::Flows),
             ..ShapeOptions::default()
@@ -443,13 +442,7 @@ mod tests {
     /// and the line says what each way holds.
     #[test]
     fn a_router_gets_rtt_300ms_unless_the_user_says_otherwise() {
-        let m = machine(
-            true,
-            false,
-            NatFinding::Found {
-                rules: vec![rule("nftables", NatFamily::Ipv4)],
-            },
-        );
+        let m = nat_router("nftables", NatFamily::Ipv4);
         assert_eq!(decide("eth0", Qdisc::Cake, &m).rtt, Some(ROUTER_RTT));
         let metro = ShapeOptions {
             rtt: Some(Time::from_millis(10)),
@@ -473,13 +466,7 @@ mod tests {
 
     #[test]
     fn fq_codel_says_what_it_cannot_do() {
-        let m = machine(
-            true,
-            false,
-            NatFinding::Found {
-                rules: vec![rule("nftables", NatFamily::Ipv4)],
-            },
-        );
+        let m = nat_router("nftables", NatFamily::Ipv4);
         let fq = ShapeOptions {
             qdisc: Some(Qdisc::FqCodel),
             ..ShapeOptions::default()

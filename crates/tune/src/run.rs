@@ -28,7 +28,7 @@ use unbloat_units::Rate;
 
 use crate::interrupt::{Shared, Stop};
 use crate::search::{Next, Outcome as SearchOutcome, Search, Step};
-pub use crate::shaping::Shaping;
+use crate::shaping::Shaping;
 use crate::sweep_phase::FramingFound;
 use crate::TuneError;
 

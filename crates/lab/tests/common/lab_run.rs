@@ -2,10 +2,11 @@
 //! `script.rs`). A module of its own, included with `#[path]` only by them, so the other test
 //! binaries do not carry unused code.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use unbloat_lab::lab::{run_lab, LabArgs, LabReport, StrategyRun};
 use unbloat_lab::table::loaded_rtts;
+use unbloat_lab::workdir::WorkDir;
 use unbloat_report::files::read_results;
 use unbloat_report::stats;
 use unbloat_units::Time;
@@ -39,16 +40,15 @@ pub fn p95_after_the_start(out: &Path, run: &StrategyRun) -> f64 {
 pub const ATTEMPTS: usize = 3;
 
 /// The first of [`ATTEMPTS`] 10 s rrul labs of `strategies` on vdsl2, in this kernel, whose
-/// calibration passed and whose strategies' loads were not CPU-bound, with its report directory.
-pub fn a_valid_run(strategies: &str, exe: &Path) -> (LabReport, PathBuf) {
+/// calibration passed and whose strategies' loads were not CPU-bound, with its report directory
+/// (removed when the guard goes).
+pub fn a_valid_run(strategies: &str, exe: &Path) -> (LabReport, WorkDir) {
     let mut why = vec![];
     for attempt in 1..=ATTEMPTS {
-        // The pid alone repeats from one UML boot to the next; the clock does not.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let out =
-            std::env::temp_dir().join(format!("unbloat-lab-test-{}-{nanos}", std::process::id()));
+        // Removed with its guard: after the test, after a failed assertion, and for a rejected
+        // attempt as soon as the next one replaces it.
+        let dir = WorkDir::new("lab-test").expect("a report directory");
+        let out = dir.0.clone();
         let args = LabArgs {
             profile: "vdsl2".into(),
             strategies: strategies.into(),
@@ -60,11 +60,10 @@ pub fn a_valid_run(strategies: &str, exe: &Path) -> (LabReport, PathBuf) {
         let report = run_lab(&args, exe).expect("the lab runs");
         eprint!("{}", report.render_text());
         let Some(reason) = report.machine_bound() else {
-            return (report, out);
+            return (report, dir);
         };
         eprintln!("attempt {attempt} of {ATTEMPTS} measured this machine, not the link: {reason}");
         why.push(reason);
-        std::fs::remove_dir_all(&out).expect("remove the report");
     }
     panic!(
         "no valid lab run in {ATTEMPTS} attempts: {}",
