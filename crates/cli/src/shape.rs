@@ -9,14 +9,13 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use unbloat_shaper::config::ConfigFile;
-use unbloat_shaper::fairness;
 use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::plan::Plan;
 use unbloat_shaper::spec::{parse_iface, Spec};
 use unbloat_shaper::status::{render_text, Status};
 use unbloat_shaper::tcjson::{LiveState, LiveTexts};
 use unbloat_system::apply::{Outcome, Request, Shaper};
-use unbloat_system::hostnet;
+use unbloat_system::planned::{self, Planned};
 use unbloat_system::recover::Recovery;
 use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::StateDir;
@@ -160,28 +159,14 @@ pub struct CheckArgs {
     pub plans: bool,
 }
 
-/// One interface's plan, the options it was built from (the fairness defaults under the
-/// user's), and the line that says how it is fair.
-pub(crate) struct Planned {
-    pub(crate) plan: Plan,
-    pub(crate) opts: ShapeOptions,
-    pub(crate) fairness: String,
+/// The fairness defaults of this machine under `user`'s options, planned
+/// ([`unbloat_system::planned::with_fairness`]); its errors are the user's (exit 2).
+pub(crate) fn with_fairness(iface: IfName, user: &ShapeOptions) -> Result<Planned, Failure> {
+    planned::with_fairness(&SystemRunner::from_env(), iface, user).map_err(invalid)
 }
 
-/// The fairness defaults of this machine under `user`'s options, the spec they make, and its
-/// line. The machine is read only when it matters: cake, and nothing the user said already.
-pub(crate) fn with_fairness(iface: IfName, user: &ShapeOptions) -> Result<Planned, Failure> {
-    let qdisc = user.qdisc.unwrap_or_default();
-    let runner = SystemRunner::from_env();
-    let machine = hostnet::read_machine(&runner, Path::new("/proc"), iface.as_str());
-    let f = fairness::decide(iface.as_str(), qdisc, &machine);
-    let opts = ShapeOptions::merge(&f.defaults(), user);
-    let spec = checked(Spec::new(iface, &opts).map_err(invalid)?)?;
-    Ok(Planned {
-        fairness: fairness::line(&spec, &f, user),
-        plan: Plan::build(&spec),
-        opts,
-    })
+fn checked(spec: Spec) -> Result<Spec, Failure> {
+    planned::checked(spec).map_err(invalid)
 }
 
 /// The plans asked for: one per interface, from flags over the config file, over the fairness
@@ -231,39 +216,10 @@ fn plans(args: &PlanArgs) -> Result<Vec<Planned>, Failure> {
             if args.flags.any() {
                 return Err(invalid(anyhow!("shaping flags need an interface name; for the whole config file, put them in the file")));
             }
-            let specs = config.specs(&ShapeOptions::default()).map_err(invalid)?;
-            let specs = specs
-                .into_iter()
-                .map(checked)
-                .collect::<Result<Vec<_>, _>>()?;
-            for (spec, i) in specs.iter().zip(&config.interfaces) {
-                out.push(with_fairness(spec.wan.clone(), &i.options)?);
-            }
+            out = planned::of_config(&SystemRunner::from_env(), &config).map_err(invalid)?;
         }
     }
     Ok(out)
-}
-
-/// The one check of a spec that needs the system: a rate far below the interface's own speed
-/// (a unit typo) needs `--i-mean-it`. Only a physical device's speed counts: virtual ones
-/// (veth, vlan, ppp, ifb) report a made-up number or none.
-fn checked(spec: Spec) -> Result<Spec, Failure> {
-    if let Some(speed) = link_speed(spec.wan.as_str()) {
-        spec.check_link_speed(speed).map_err(invalid)?;
-    }
-    Ok(spec)
-}
-
-/// `/sys/class/net/IFACE/speed` (Mbit/s) of a physical device (no rtnetlink kind), if known.
-fn link_speed(iface: &str) -> Option<Rate> {
-    let rtnl = unbloat_system::rtnl::Rtnl::open().ok()?;
-    let link = rtnl.link(iface).ok()??;
-    if link.kind.is_some() {
-        return None;
-    }
-    let text = std::fs::read_to_string(format!("/sys/class/net/{iface}/speed")).ok()?;
-    let mbit: u64 = text.trim().parse().ok().filter(|m| *m > 0)?;
-    Some(Rate::from_mbit(mbit))
 }
 
 /// What `unbloat plan` prints for one interface: the fairness line, then the commands.
@@ -309,14 +265,7 @@ pub fn start(args: &StartArgs) -> Result<(), Failure> {
     let runner = SystemRunner::from_env();
     let mut shaper = Shaper::new(&runner, StateDir::from_env());
     shaper.confirm = args.confirm;
-    let reqs: Vec<Request> = plans
-        .iter()
-        .map(|p| Request {
-            plan: p.plan.clone(),
-            options: serde_json::to_value(&p.opts).unwrap_or_default(),
-            fairness: Some(p.fairness.clone()),
-        })
-        .collect();
+    let reqs: Vec<Request> = plans.iter().map(Planned::request).collect();
     let names: Vec<String> = reqs.iter().map(|r| r.plan.wan.to_string()).collect();
     // Every interface of the command in one transaction: all are shaped, or none is changed.
     let outcomes = shaper
@@ -632,6 +581,13 @@ pub fn status(args: &StatusArgs) -> Result<(), Failure> {
             // Another unbloat is changing shaping right now: show what is there.
             Err(unbloat_system::apply::ApplyError::Lock(_)) => {}
             Err(e) => eprintln!("unbloat: warning: {e}"),
+        }
+    }
+    // The daemon's own view first, when one runs (text only: --json stays the list of
+    // interfaces it always was).
+    if !args.json {
+        if let Some(text) = crate::daemon::status_text(&state) {
+            print!("{text}");
         }
     }
     let ifaces = match &args.iface {

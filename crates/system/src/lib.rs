@@ -9,7 +9,10 @@
 //!   iptables), for cake's fairness defaults.
 //! - [`kernel`]: a kernel that has every qdisc a piece of work needs (the host's, or User-Mode
 //!   Linux), to run commands and tests in.
-//! - [`rtnl`]: links, qdisc snapshots and cake's rate over rtnetlink, without a process.
+//! - [`rtnl`]: links, qdisc snapshots and cake's rate over rtnetlink, without a process; link
+//!   events ([`rtnl::events`]) for the daemon.
+//! - [`planned`]: a config or the user's options planned for this machine (its fairness
+//!   defaults, the link-speed check), the same for `start` and the daemon.
 //! - [`apply`]: start, stop and set-rate as transactions over every interface of a command:
 //!   the [`transition`](unbloat_shaper::transition) between plans, [`live`] read-back and
 //!   verification, undo to a [`snapshot`]; the [`journal`] written before any change and
@@ -21,6 +24,7 @@ pub mod journal;
 pub mod kernel;
 pub mod live;
 pub mod lock;
+pub mod planned;
 pub mod probe;
 pub mod recover;
 pub mod rtnl;
