@@ -31,6 +31,7 @@
 //! - A dump the kernel marks as interrupted by a concurrent change (`NLM_F_DUMP_INTR`) is read
 //!   again, up to [`DUMP_ATTEMPTS`] times.
 
+pub mod events;
 mod wire;
 
 use std::cell::{Cell, RefCell};

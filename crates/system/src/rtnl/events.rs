@@ -1,0 +1,92 @@
+//! Link events as the kernel announces them: a NETLINK_ROUTE socket joined to the
+//! `RTNLGRP_LINK` multicast group, which receives an `RTM_NEWLINK` when a device appears or its
+//! flags change (up, down, carrier) and an `RTM_DELLINK` when it goes away. The daemon re-applies
+//! from these within a second of a PPPoE reconnect, a USB modem re-plug or a re-created veth.
+//!
+//! Heads up! `RTNLGRP_LINK` is group 1 (include/uapi/linux/rtnetlink.h `enum rtnetlink_groups`),
+//! joined here through the legacy bind mask `RTMGRP_LINK` (= 1 << (1 - 1)). The kernel sends the
+//! events from net/core/rtnetlink.c (`rtmsg_ifinfo`, `rtnl_dellink`). A socket whose buffer
+//! overflows loses events and gets `ENOBUFS` on its next read: that is not an error here but
+//! [`LinkEvent::Lost`], after which the reader must look at every device again.
+
+use std::io;
+use std::time::Duration;
+
+use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+
+use super::{set_receive_timeout, wire, Link};
+
+/// `RTM_DELLINK` (rtnetlink.h): a device went away.
+const RTM_DELLINK: u16 = 17;
+/// `RTMGRP_LINK` (rtnetlink.h): the bind mask of the link group.
+const RTMGRP_LINK: u32 = 1;
+/// A receive buffer large enough for a burst of a few hundred link messages (a re-plug of a
+/// modem with its VLANs and a bridge), so that none are lost while the daemon applies.
+const EVENT_BUFFER: usize = 1 << 20;
+
+/// What the kernel said about a device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkEvent {
+    /// It appeared, or its flags changed; `link.up` says whether it is up now.
+    Changed(Link),
+    /// It went away.
+    Removed(Link),
+    /// Events were lost (the socket's buffer overflowed): every device may have changed.
+    Lost,
+}
+
+/// A socket that receives link events in the calling thread's network namespace.
+pub struct LinkEvents {
+    socket: Socket,
+    buf: Vec<u8>,
+}
+
+impl LinkEvents {
+    /// Joins the link group. Events that happen from here on are received, none before.
+    pub fn open() -> io::Result<LinkEvents> {
+        let mut socket = Socket::new(NETLINK_ROUTE)?;
+        socket.bind(&SocketAddr::new(0, RTMGRP_LINK))?;
+        let _ = socket.set_rx_buf_sz(EVENT_BUFFER);
+        Ok(LinkEvents {
+            socket,
+            buf: vec![0; 64 * 1024],
+        })
+    }
+
+    /// The events of the next datagram, waiting at most `timeout` (an empty list when none
+    /// came).
+    pub fn next(&mut self, timeout: Duration) -> io::Result<Vec<LinkEvent>> {
+        set_receive_timeout(&self.socket, timeout)?;
+        let n = match self.socket.recv(&mut &mut self.buf[..], 0) {
+            Ok(n) => n,
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => return Ok(vec![LinkEvent::Lost]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Ok(vec![])
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(vec![]),
+            Err(e) => return Err(e),
+        };
+        Ok(parse(&self.buf[..n]))
+    }
+}
+
+/// The link events of one datagram; messages that do not parse are skipped (a newer kernel's
+/// attribute must not stop the daemon), other message types are ignored.
+fn parse(datagram: &[u8]) -> Vec<LinkEvent> {
+    wire::messages(datagram)
+        .filter_map(Result::ok)
+        .filter_map(|(_, reply)| match reply {
+            wire::Reply::Answer { kind, payload, .. } => match kind {
+                wire::RTM_NEWLINK => wire::link(payload).ok().map(LinkEvent::Changed),
+                RTM_DELLINK => wire::link(payload).ok().map(LinkEvent::Removed),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
