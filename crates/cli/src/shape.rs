@@ -202,8 +202,9 @@ fn plans(args: &PlanArgs) -> Result<Vec<Planned>, Failure> {
                 )));
             }
             let opts = ShapeOptions::merge(&base, &flag_opts);
-            // The user's options alone first: their errors name what the user said.
-            checked(Spec::new(iface.clone(), &opts).map_err(invalid)?)?;
+            // The user's options alone first: their errors name what the user said. The
+            // link-speed check is with_fairness's (the fairness defaults add no rate).
+            Spec::new(iface.clone(), &opts).map_err(invalid)?;
             out.push(with_fairness(iface, &opts)?);
         }
         None => {
