@@ -194,6 +194,7 @@ impl<'r> Keeper<'r> {
             return false;
         };
         let t0 = Instant::now();
+        let index = link_index(name);
         let result = self.shaper.start(&[p.request()]);
         let ms = t0.elapsed().as_secs_f64() * 1000.0;
         let health = match result {
@@ -210,6 +211,9 @@ impl<'r> Keeper<'r> {
                 Health::Shaped
             }
             Err(ApplyError::NoSuchInterface { .. }) => Health::Waiting,
+            // Deleted (or deleted and re-created) while we applied, as a modem that bounces: the
+            // transaction rolled back, and the device's appearance brings its own event.
+            Err(_) if link_index(name) != index => Health::Waiting,
             Err(e) => {
                 let text = e.to_string();
                 let mut c = self.counters.lock().unwrap_or_else(|e| e.into_inner());
@@ -335,6 +339,12 @@ impl<'r> Keeper<'r> {
         self.plans = plans;
         Ok(out)
     }
+}
+
+/// The device's index now: `None` when there is no such device (or it cannot be read).
+fn link_index(name: &str) -> Option<u32> {
+    let rtnl = unbloat_system::rtnl::Rtnl::open().ok()?;
+    Some(rtnl.link(name).ok()??.index)
 }
 
 fn plan(shaper: &Shaper, config: &Path) -> Result<Vec<Planned>, PlanError> {

@@ -63,6 +63,23 @@ enum Msg {
     EventsFailed(std::io::Error),
 }
 
+/// A way for other threads (the web page's handlers) to ask the keeper's thread, as the control
+/// socket does: every change still goes through the one thread that makes changes.
+#[derive(Clone)]
+pub struct KeeperHandle {
+    tx: Sender<Msg>,
+}
+
+impl KeeperHandle {
+    /// The keeper's answer; `None` when the daemon is ending. Blocks until the keeper gets to it
+    /// (a reload is a transaction: seconds in User-Mode Linux); call it from a blocking thread.
+    pub fn ask(&self, request: Request) -> Option<Answer> {
+        let (reply, wait) = mpsc::channel();
+        self.tx.send(Msg::Control(request, reply)).ok()?;
+        wait.recv().ok()
+    }
+}
+
 pub fn run(opts: &Options) -> Result<(), DaemonError> {
     // Blocked here, before any thread starts, so every thread inherits the mask and the signals
     // wait for sigwait in one thread instead of interrupting whichever runs.
@@ -95,6 +112,7 @@ pub fn run(opts: &Options) -> Result<(), DaemonError> {
         let scrape = crate::serve::Scrape {
             state: state.clone(),
             counters: counters.clone(),
+            unread: Default::default(),
         };
         servers.metrics = Some(crate::serve::metrics(addr, scrape).map_err(io(format!(
             "serving metrics on {addr} (is the port taken? --metrics HOST:PORT)"

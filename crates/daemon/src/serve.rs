@@ -2,6 +2,7 @@
 //! Prometheus. The keeper's thread never waits for them, nor they for it: a scrape reads the
 //! kernel itself (one `tc -batch` per shaped interface) and the counters under their lock.
 
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
 
@@ -28,6 +29,9 @@ pub struct Servers {
 pub struct Scrape {
     pub state: StateDir,
     pub counters: Arc<Mutex<DaemonCounters>>,
+    /// The last reason each interface could not be read, so a scrape every second says a
+    /// reason once, not once a second.
+    pub unread: Arc<Mutex<BTreeMap<String, String>>>,
 }
 
 impl Scrape {
@@ -42,12 +46,27 @@ impl Scrape {
                 continue;
             };
             let ifb = record.plan.ingress.as_ref().map(|i| i.ifb.clone());
-            let Ok(texts) = shaper.read_live(&record.iface, ifb.as_ref()) else {
-                continue;
+            let live = shaper
+                .read_live(&record.iface, ifb.as_ref())
+                .map_err(|e| e.to_string())
+                .and_then(|texts| {
+                    LiveState::parse(&record.iface, &texts).map_err(|e| e.to_string())
+                });
+            let mut unread = self.unread.lock().unwrap_or_else(|e| e.into_inner());
+            let live = match live {
+                Ok(live) => {
+                    unread.remove(&name);
+                    live
+                }
+                Err(why) => {
+                    if unread.get(&name) != Some(&why) {
+                        crate::say::warn(&format!("metrics: {name} left out: {why}"));
+                        unread.insert(name.clone(), why);
+                    }
+                    continue;
+                }
             };
-            let Ok(live) = LiveState::parse(&record.iface, &texts) else {
-                continue;
-            };
+            drop(unread);
             samples.push(Sample {
                 iface: name,
                 live,
