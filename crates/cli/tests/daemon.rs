@@ -7,6 +7,8 @@
 //! - A point-to-point device (a PPPoE link's kind) brought down and up stays shaped.
 //! - `unbloat status` shows the daemon; systemd's protocol: READY=1 only once the WAN is shaped,
 //!   WATCHDOG=1 pings at half the watchdog interval.
+//! - The shipped systemd unit's ExecStart, in a fresh guest, shapes the WAN; its ExecReload
+//!   reloads.
 //! - Reload: a changed rate is applied in place (the same cake, no gap); a bad file is refused
 //!   with its reason, exit 2, and the kernel keeps what it had; SIGHUP reloads too.
 //! - kill -9 at random moments during changes, then a restart: the link ends shaped as the file
@@ -82,9 +84,16 @@ struct Daemon {
 impl Daemon {
     /// `unbloat daemon --config ARGS...` in the namespace.
     fn start(ns: &Netns, args: &[&str], env: &[(&str, &str)]) -> Daemon {
+        let mut argv = vec![UNBLOAT, "daemon", "--config"];
+        argv.extend(args);
+        Daemon::start_argv(ns, &argv, env)
+    }
+
+    /// The command line `argv` in the namespace.
+    fn start_argv(ns: &Netns, argv: &[&str], env: &[(&str, &str)]) -> Daemon {
         let mut c = Command::new("ip");
-        c.args(["netns", "exec", &ns.name, UNBLOAT, "daemon", "--config"])
-            .args(args)
+        c.args(["netns", "exec", &ns.name])
+            .args(argv)
             .env("UNBLOAT_RUN_DIR", &ns.run_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -219,6 +228,35 @@ real_kernel_test! {
     }
 }
 
+/// A line of the shipped systemd unit (`ExecStart`, `ExecReload`), split into words, with the
+/// installed paths replaced by this build's binary and the test's config: the tests start and
+/// reload the daemon exactly as systemd would.
+fn unit_command(key: &str, config: &str, pid: Option<u32>) -> Vec<String> {
+    let unit = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../packaging/systemd/unbloat.service"
+    );
+    let text = std::fs::read_to_string(unit).expect("the shipped unit");
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("{unit} has no {key}="));
+    let words: Vec<String> = line
+        .split_whitespace()
+        .map(|w| match w {
+            "/usr/bin/unbloat" => UNBLOAT.to_string(),
+            "/etc/unbloat/unbloat.toml" => config.to_string(),
+            "$MAINPID" => pid.expect("a pid for $MAINPID").to_string(),
+            w => w.to_string(),
+        })
+        .collect();
+    assert!(
+        words[0].starts_with('/'),
+        "{key}= must name its program by absolute path: {line}"
+    );
+    words
+}
+
 real_kernel_test! {
     fn reload_changes_in_place_refuses_a_bad_file_and_survives_kill_9() needs ["cake", "ingress", "ifb", "mirred", "u32"] {
         let ns = Netns::new();
@@ -227,7 +265,10 @@ real_kernel_test! {
         let config = ns.run_dir.join("unbloat.toml");
         let path = config.to_str().unwrap().to_string();
         std::fs::write(&config, CONFIG).unwrap();
-        let daemon = Daemon::start(&ns, &[&path], &[]);
+        // A fresh boot (this guest) running the unit's own ExecStart: the WAN comes out shaped.
+        let start = unit_command("ExecStart", &path, None);
+        assert!(start.iter().any(|w| w == UNBLOAT) && start.contains(&path), "{start:?}");
+        let daemon = Daemon::start_argv(&ns, &start.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
         let name = ns.name.clone();
         let ready = in_ns(&name, || {
             let rtnl = Rtnl::open().unwrap();
@@ -266,10 +307,11 @@ real_kernel_test! {
         let status = common::text(&ns.unbloat(&["status"]));
         assert!(status.contains("wan0: shaped as configured"), "{status}");
 
-        // SIGHUP reloads too.
+        // SIGHUP reloads too: the unit's ExecReload (ip netns exec has exec'd unbloat, so the
+        // child's pid is the daemon's, systemd's $MAINPID).
         std::fs::write(&config, CONFIG.replace("5mbit", "6mbit")).unwrap();
-        // SAFETY: a signal to our own child (ip netns exec has exec'd unbloat).
-        unsafe { libc::kill(daemon.child.id() as i32, libc::SIGHUP) };
+        let reload = unit_command("ExecReload", &path, Some(daemon.child.id()));
+        assert!(Command::new(&reload[0]).args(&reload[1..]).status().unwrap().success(), "{reload:?}");
         let hup = wait_until(Duration::from_secs(10), || tc(&ns, "qdisc show dev wan0").contains("bandwidth 6Mbit"));
         assert!(hup.is_some(), "SIGHUP did not reload: {}", tc(&ns, "qdisc show dev wan0"));
 
