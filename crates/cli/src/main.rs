@@ -6,6 +6,7 @@
 //! [`bench`], and running work in a kernel that has every qdisc in [`kernel`].
 
 mod bench;
+mod bench_daemon;
 mod bench_tune;
 mod daemon;
 mod flags;

@@ -1,6 +1,7 @@
 //! The daemon's HTTP servers (axum on a tokio runtime of their own thread): `/metrics` for
 //! Prometheus. The keeper's thread never waits for them, nor they for it: a scrape reads the
-//! kernel itself (one `tc -batch` per shaped interface) and the counters under their lock.
+//! kernel itself (one `tc -batch` per shaped interface: a process costs more than the
+//! reads) and the counters under their lock.
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener};
@@ -10,7 +11,6 @@ use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
-use unbloat_shaper::tcjson::LiveState;
 use unbloat_system::apply::Shaper;
 use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::StateDir;
@@ -45,13 +45,7 @@ impl Scrape {
             let Ok(Some(record)) = self.state.load(&name) else {
                 continue;
             };
-            let ifb = record.plan.ingress.as_ref().map(|i| i.ifb.clone());
-            let live = shaper
-                .read_live(&record.iface, ifb.as_ref())
-                .map_err(|e| e.to_string())
-                .and_then(|texts| {
-                    LiveState::parse(&record.iface, &texts).map_err(|e| e.to_string())
-                });
+            let live = shaper.read_plan(&record.plan).map_err(|e| e.to_string());
             let mut unread = self.unread.lock().unwrap_or_else(|e| e.into_inner());
             let live = match live {
                 Ok(live) => {
