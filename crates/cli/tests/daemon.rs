@@ -4,7 +4,8 @@
 //!   cake on it, its ingress and its IFB again; the times from the device's appearance to its
 //!   shaping are printed as a distribution and held to the second (the median well
 //!   under). No IFB is left over, and one removed for good has its IFB cleaned up.
-//! - A point-to-point device (a PPPoE link's kind) brought down and up stays shaped.
+//! - A point-to-point device (a PPPoE link's kind: tun) brought down and up, and destroyed and
+//!   created again as pppd does at each reconnect: shaped again within a second, timed.
 //! - `unbloat status` shows the daemon; systemd's protocol: READY=1 only once the WAN is shaped,
 //!   WATCHDOG=1 pings at half the watchdog interval.
 //! - The shipped systemd unit's ExecStart, in a fresh guest, shapes the WAN; its ExecReload
@@ -132,7 +133,9 @@ real_kernel_test! {
     fn a_recreated_wan_is_shaped_again_within_a_second() needs ["cake", "ingress", "ifb", "mirred", "u32"] {
         let ns = Netns::new();
         ns.must("ip link add wan0 type veth peer name peer0");
-        ns.must("ip link add ppp0 type dummy");
+        // PPPoE's ppp0 is a point-to-point device without ARP that pppd creates at each connect
+        // and destroys at each hang-up; a tun device in tun mode is that kind of device.
+        ns.must("ip tuntap add dev ppp0 mode tun");
         ns.must("ip link set ppp0 up");
         std::fs::create_dir_all(&ns.run_dir).unwrap();
         let config = ns.run_dir.join("unbloat.toml");
@@ -207,13 +210,36 @@ real_kernel_test! {
         let links = common::text(&ns.sh("ip -o link show type ifb"));
         assert_eq!(links.matches("ifb4wan0").count(), 1, "{links}");
 
-        // A point-to-point link going down and up keeps its shaping.
-        for _ in 0..3 {
-            ns.must("ip link set ppp0 down");
-            ns.must("ip link set ppp0 up");
-        }
-        std::thread::sleep(Duration::from_millis(300));
-        assert!(tc(&ns, "qdisc show dev ppp0").contains("cake"));
+        // The point-to-point link: down and up (a carrier loss), then hung up and dialled again
+        // (pppd destroys ppp0 and creates a new one): shaped again after each, timed.
+        let (ppp_times, ppp_missed) = in_ns(&name, {
+            let ns_name = ns.name.clone();
+            move || {
+                let rtnl = Rtnl::open().unwrap();
+                let mut times = vec![];
+                let mut missed = 0;
+                for redial in [false, false, false, true, true, true] {
+                    let (off, on) = if redial {
+                        ("tuntap del dev ppp0 mode tun", "tuntap add dev ppp0 mode tun")
+                    } else {
+                        ("link set ppp0 down", "link set ppp0 up")
+                    };
+                    must(&format!("ip -n {ns_name} {off}"));
+                    must(&format!("ip -n {ns_name} {on}"));
+                    if redial {
+                        must(&format!("ip -n {ns_name} link set ppp0 up"));
+                    }
+                    match wait_until(Duration::from_secs(5), || shaped(&rtnl, "ppp0", None).is_some()) {
+                        Some(t) => times.push(t.as_secs_f64() * 1000.0),
+                        None => missed += 1,
+                    }
+                }
+                (times, missed)
+            }
+        });
+        eprintln!("ppp0 down/up then re-dialled, 3 times each: shaped again after {ppp_times:.0?} ms");
+        assert_eq!(ppp_missed, 0, "ppp0 stayed unshaped for 5 s: {ppp_times:?}");
+        assert!(ppp_times.iter().all(|t| *t < 1000.0), "{ppp_times:?}");
 
         // Gone for good: its IFB is removed, and nothing of unbloat's remains for it.
         ns.must("ip link del wan0");

@@ -250,7 +250,8 @@ impl<'r> Keeper<'r> {
         };
         match self.shaper.stop(std::slice::from_ref(&iface)) {
             Ok(_) => say::info(&format!(
-                "{name} went away: removed its IFB and record; it is shaped again when it returns"
+                "{name} went away: removed what unbloat kept for it (its IFB, its record); it is shaped \
+                 again when it returns"
             )),
             Err(e) => say::warn(&format!("{name} went away; cleaning up after it: {e}")),
         }
