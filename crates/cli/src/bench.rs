@@ -37,6 +37,9 @@ pub enum BenchCommand {
     /// `unbloat tune` on every lab profile: framing and rates found against the truth, and with
     /// --exhaustive against the best rate a grid of shaped runs finds for the same bound.
     Tune(crate::bench_tune::TuneBenchArgs),
+    /// The daemon as a Prometheus target: memory over 10,000 scrapes and CPU at one scrape a
+    /// second, beside node_exporter's qdisc collector when it is installed.
+    Daemon(crate::bench_daemon::DaemonBench),
 }
 
 #[derive(Debug, Args)]
@@ -74,6 +77,7 @@ pub fn bench(cmd: &BenchCommand) -> Result<(), Failure> {
         BenchCommand::FarEnds(a) => far_ends_bench(a),
         BenchCommand::Fair(a) => crate::hosts::bench_fair(a),
         BenchCommand::Tune(a) => crate::bench_tune::bench_tune(a),
+        BenchCommand::Daemon(a) => crate::bench_daemon::daemon_bench(a),
     }
 }
 
@@ -91,47 +95,22 @@ fn far_ends_bench(args: &FarEndsBench) -> Result<(), Failure> {
 }
 
 fn start_bench(args: &StartBench) -> Result<(), Failure> {
-    if !args.inside && !in_guest() {
-        let kernel = Kernel::detect(ALL_QDISCS)?;
-        if let Kernel::Uml(_) = kernel {
-            eprintln!(
-                "unbloat: the host kernel lacks cake or fq_codel; benchmarking in {}",
-                kernel.describe()
-            );
-            let exe = std::env::current_exe()?.display().to_string();
-            let mut argv = vec![
-                exe,
-                "bench".into(),
-                "start".into(),
-                "--inside".into(),
-                "--runs".into(),
-                args.runs.to_string(),
-                "--changes".into(),
-                args.changes.to_string(),
-            ];
-            if args.json {
-                argv.push("--json".into());
-            }
-            if let Some(dir) = find_sqm_scripts(args) {
-                argv.push("--sqm-scripts".into());
-                argv.push(std::path::absolute(dir)?.display().to_string());
-            }
-            let opts = GuestOptions {
-                timeout: Duration::from_secs(600),
-                stream: true,
-                ..GuestOptions::default()
-            };
-            let out = kernel.run(&argv, &opts)?;
-            if out.status != 0 {
-                return Err(anyhow!(
-                    "the benchmark failed in {} (status {})",
-                    kernel.describe(),
-                    out.status
-                )
-                .into());
-            }
-            return Ok(());
-        }
+    let mut argv = vec![
+        "start".to_string(),
+        "--runs".into(),
+        args.runs.to_string(),
+        "--changes".into(),
+        args.changes.to_string(),
+    ];
+    if args.json {
+        argv.push("--json".into());
+    }
+    if let Some(dir) = find_sqm_scripts(args) {
+        argv.push("--sqm-scripts".into());
+        argv.push(std::path::absolute(dir)?.display().to_string());
+    }
+    if !args.inside && rerun_in_real_kernel(&argv, Duration::from_secs(600))? {
+        return Ok(());
     }
     private_netns()?;
     let runner = SystemRunner::from_env();
@@ -629,6 +608,41 @@ fn print_rows(rows: &[Row], args: &StartBench, with_sqm: bool) -> anyhow::Result
         println!("sqm-scripts' source was not found: --sqm-scripts DIR to compare with it.");
     }
     Ok(())
+}
+
+/// When this kernel lacks a qdisc: runs `unbloat bench ARGS --inside` in User-Mode Linux, its
+/// output streamed, and returns true (done there); false when the caller should go on here.
+pub fn rerun_in_real_kernel(args: &[String], timeout: Duration) -> Result<bool, Failure> {
+    if in_guest() {
+        return Ok(false);
+    }
+    let kernel = Kernel::detect(ALL_QDISCS)?;
+    if kernel == Kernel::Host {
+        return Ok(false);
+    }
+    eprintln!(
+        "unbloat: the host kernel lacks cake or fq_codel; benchmarking in {}",
+        kernel.describe()
+    );
+    let exe = std::env::current_exe()?.display().to_string();
+    let mut argv = vec![exe, "bench".to_string()];
+    argv.extend(args.iter().cloned());
+    argv.push("--inside".into());
+    let opts = GuestOptions {
+        timeout,
+        stream: true,
+        ..GuestOptions::default()
+    };
+    let out = kernel.run(&argv, &opts)?;
+    if out.status != 0 {
+        return Err(anyhow!(
+            "the benchmark failed in {} (status {})",
+            kernel.describe(),
+            out.status
+        )
+        .into());
+    }
+    Ok(true)
 }
 
 /// Moves this process into a network namespace of its own: everything it creates there

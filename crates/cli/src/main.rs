@@ -6,7 +6,9 @@
 //! [`bench`], and running work in a kernel that has every qdisc in [`kernel`].
 
 mod bench;
+mod bench_daemon;
 mod bench_tune;
+mod daemon;
 mod flags;
 mod hosts;
 mod import;
@@ -71,6 +73,12 @@ enum Command {
     Recover(shape::RecoverArgs),
     /// Keep a change made with `--confirm` (otherwise it is undone at its deadline).
     Confirm(shape::ConfirmArgs),
+    /// Keep the config file applied: at start, when an interface appears, comes back up or is
+    /// re-created (PPPoE, USB modems, WireGuard), and on SIGHUP or `unbloat reload`.
+    Daemon(daemon::DaemonArgs),
+    /// Ask the running daemon to read its config again and apply what changed, loss-free (an
+    /// invalid file is refused and the running setup stays).
+    Reload(daemon::ReloadArgs),
     /// Work with config files.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -143,6 +151,8 @@ fn main() {
         Command::SetRate(a) => shape::set_rate(&a),
         Command::Recover(a) => shape::recover(&a),
         Command::Confirm(a) => shape::confirm(&a),
+        Command::Daemon(a) => daemon::daemon(&a),
+        Command::Reload(a) => daemon::reload(&a),
         Command::Config(ConfigCommand::Check(a)) => shape::config_check(&a),
         Command::Config(ConfigCommand::ImportSqm(a)) => import::import_sqm(&a),
         Command::Test(a) => measure::test(&a),

@@ -584,6 +584,13 @@ pub fn status(args: &StatusArgs) -> Result<(), Failure> {
             Err(e) => eprintln!("unbloat: warning: {e}"),
         }
     }
+    // The daemon's own view first, when one runs (text only: --json stays the list of
+    // interfaces it always was).
+    if !args.json {
+        if let Some(text) = crate::daemon::status_text(&state) {
+            print!("{text}");
+        }
+    }
     let ifaces = match &args.iface {
         Some(i) => {
             let name = parse_iface(i).map_err(invalid)?.to_string();

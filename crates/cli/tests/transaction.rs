@@ -271,6 +271,50 @@ fn a_kill_at_any_step_leaves_the_old_or_the_new_setup_whole(s: &Scenario) {
     assert_eq!(probes, 0, "probe namespaces left behind");
 }
 
+/// eth0 deleted and created again under its record (a PPPoE reconnect, a modem re-plug while no
+/// daemon ran): its IFB stays behind, holding the old download shaping, and the new eth0 holds
+/// nothing. A start then, killed at each step: the next command finds the device bare (the
+/// orphan IFB is removed before the change begins) or the new setup whole, never the old record's
+/// setup re-created on a device that did not hold it.
+fn recreate_eth0(ns: &Netns) {
+    ns.must("ip link del eth0");
+    ns.must("ip link add eth0 type veth peer name isp0");
+    ns.must("ip link set eth0 up");
+}
+
+real_kernel_test! {
+    fn a_kill_during_a_start_on_a_recreated_device_leaves_it_bare_or_shaped() needs ["cake", "ingress"] {
+        let ns = Netns::new();
+        let setup = ["start", "eth0", "--down", "20mbit", "--up", "5mbit"];
+        let change = ["start", "eth0", "--down", "25mbit", "--up", "6mbit"];
+        ok(&ns, &setup);
+        recreate_eth0(&ns);
+        assert!(common::text(&ns.sh("ip -o link show type ifb")).contains("ifb4eth0"), "the IFB stayed");
+        ok(&ns, &change);
+        let new = ns.snapshot();
+        let _ = ns.unbloat(&["stop", "--all"]);
+        let bare = ns.snapshot();
+        for p in POINTS {
+            ok(&ns, &setup);
+            recreate_eth0(&ns);
+            let out = ns.unbloat_env(&change, &[("UNBLOAT_CRASH_AT", p)]);
+            if out.status.success() {
+                assert_eq!(ns.snapshot(), new, "at {p}: completed");
+            } else {
+                assert_eq!(out.status.signal(), Some(9), "at {p}: {}", text(&out));
+                let status = ns.unbloat(&["status"]);
+                assert!(status.status.success(), "at {p}: {}", text(&status));
+                let now = ns.snapshot();
+                assert!(now == bare || now == new, "at {p}: neither bare nor the new setup:\n{now}\nbare:\n{bare}\nnew:\n{new}");
+                ok(&ns, &change);
+                assert_eq!(ns.snapshot(), new, "at {p}: the change again");
+            }
+            let _ = ns.unbloat(&["stop", "--all"]);
+            assert_eq!(ns.snapshot(), bare, "at {p}: stopped");
+        }
+    }
+}
+
 real_kernel_test! {
     fn a_kill_during_a_fresh_start_leaves_nothing_or_the_whole_setup() needs ["cake", "ingress"] {
         a_kill_at_any_step_leaves_the_old_or_the_new_setup_whole(&SCENARIOS[0]);

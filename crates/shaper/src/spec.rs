@@ -123,6 +123,46 @@ pub enum SpecError {
     FqCodel(#[from] fq_codel::FqCodelError),
 }
 
+impl SpecError {
+    /// The config key the error is about (`down`, `overhead`, `extra-egress`, ...), for a form
+    /// that shows each error beside its field; `None` when it is about the interface as a whole
+    /// (its name, no rate at all). A lopsided pair names the slower rate, the usual typo.
+    pub fn key(&self) -> Option<&'static str> {
+        use crate::cake::CakeError;
+        use crate::fq_codel::FqCodelError;
+        Some(match self {
+            SpecError::Interface(_)
+            | SpecError::InterfaceChar { .. }
+            | SpecError::NothingToShape { .. } => return None,
+            SpecError::RateTooLow { flag, .. }
+            | SpecError::RateTooHigh { flag, .. }
+            | SpecError::CutOff { flag, .. }
+            | SpecError::BelowLinkShare { flag, .. } => flag,
+            SpecError::Lopsided { slow_flag, .. } => slow_flag,
+            SpecError::Tiers(_) | SpecError::TiersWithCake(_) => "tiers",
+            SpecError::CakeOnly { option, .. } | SpecError::FqCodelOnly { option, .. } => option,
+            SpecError::Link(LinkError::Overhead(_)) => "overhead",
+            SpecError::Link(LinkError::Mpu(_)) => "mpu",
+            SpecError::Link(LinkError::FramingConflict { .. }) => "framing",
+            SpecError::Link(LinkError::Vlan(_)) => "vlan",
+            SpecError::Extra(e) => {
+                let (ExtraError::Unknown { key, .. }
+                | ExtraError::MissingValue { key, .. }
+                | ExtraError::BadValue { key, .. }) = e;
+                // The spec names the string by option_name("extra-egress") or "-ingress".
+                if key.ends_with("extra-egress") {
+                    "extra-egress"
+                } else {
+                    "extra-ingress"
+                }
+            }
+            SpecError::Cake(CakeError::Range { option, .. })
+            | SpecError::FqCodel(FqCodelError::Range { option, .. }) => option,
+            SpecError::FqCodel(FqCodelError::IntervalBelowTarget { .. }) => "interval",
+        })
+    }
+}
+
 /// What shapes one direction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ShaperSpec {
@@ -446,6 +486,46 @@ mod tests {
 
     fn toml_opts(t: &str) -> ShapeOptions {
         toml::from_str(t).expect("test options parse")
+    }
+
+    #[test]
+    fn each_error_names_the_config_key_of_its_field() {
+        let r = "down = \"10mbit\"\n";
+        for (opts, want) in [
+            ("down = \"5kbit\"".to_string(), Some("down")),
+            ("up = \"200gbit\"".into(), Some("up")),
+            ("down = \"50kbit\"".into(), Some("down")),
+            ("down = \"100mbit\"\nup = \"80kbit\"".into(), Some("up")),
+            (format!("{r}tiers = 3"), Some("tiers")),
+            (format!("{r}overhead = 999"), Some("overhead")),
+            (format!("{r}mpu = 999"), Some("mpu")),
+            (format!("{r}vlan = 3"), Some("vlan")),
+            (
+                format!("{r}link = \"vdsl2\"\nframing = \"atm\""),
+                Some("framing"),
+            ),
+            (
+                format!("{r}extra-ingress = \"bogus\""),
+                Some("extra-ingress"),
+            ),
+            (
+                "up = \"10mbit\"\nextra-egress = \"bogus\"".into(),
+                Some("extra-egress"),
+            ),
+            (
+                format!("{r}qdisc = \"fq_codel\"\ndiffserv = \"diffserv4\""),
+                Some("diffserv"),
+            ),
+            (
+                format!("{r}qdisc = \"fq_codel\"\ntarget = \"50ms\"\ninterval = \"10ms\""),
+                Some("interval"),
+            ),
+            (format!("{r}rtt = \"7200s\""), Some("rtt")),
+            ("nat = true".into(), None),
+        ] {
+            let e = Spec::new("eth0".parse().expect("name"), &toml_opts(&opts)).unwrap_err();
+            assert_eq!(e.key(), want, "{opts}: {e}");
+        }
     }
     fn err(t: &str) -> String {
         Spec::new("eth0".parse().expect("name"), &toml_opts(t))

@@ -25,7 +25,7 @@ mod commands;
 mod rate;
 mod stop;
 
-use commands::{failing_command, link_step, netlink, tc_message};
+use commands::{failing_command, link_step, tc_message};
 pub use commands::{script_commands, script_commands_one_by_one};
 
 use crate::journal::{Entry, Journal, Phase};
@@ -190,7 +190,8 @@ struct Work {
     previous: Option<ShapedState>,
     /// What of the previous plan is still there (pieces found gone are left out).
     effective: Option<Plan>,
-    /// unbloat's own IFB, left behind without its redirect: deleted before the change.
+    /// unbloat's own IFB whose device is gone: a stop deletes it as part of the change (a start
+    /// deletes such an IFB before it takes its snapshot).
     orphan_ifb: Option<u32>,
     before: Snapshot,
 }
@@ -351,7 +352,6 @@ impl<'r> Shaper<'r> {
         let link = self.link(rtnl, wan.as_str())?;
         let previous = self.state.load(wan.as_str())?;
         let mut effective = None;
-        let mut orphan_ifb = None;
         if let Some(prev) = &previous {
             let live = self.live(rtnl, &prev.plan)?;
             let (egress, ingress) = live::pieces(&prev.plan, &live);
@@ -377,7 +377,13 @@ impl<'r> Shaper<'r> {
                 plan.egress = None;
             }
             if ingress == Some(Found::Gone) {
-                orphan_ifb = own_ifb(rtnl, &plan)?;
+                // unbloat's own IFB, left behind without its redirect (the device was re-created
+                // under it): deleted now, before the snapshot, so the change and its undo start
+                // from a clean device. It is garbage either way; a crash right after this finds
+                // the same record with the download gone, as now.
+                if let Some(index) = own_ifb(rtnl, &plan)? {
+                    rtnl.delete_link(index)?;
+                }
                 plan.ingress = None;
             }
             effective = Some(plan);
@@ -391,16 +397,13 @@ impl<'r> Shaper<'r> {
             req: req.clone(),
             previous,
             effective,
-            orphan_ifb,
+            orphan_ifb: None,
             before,
         }))
     }
 
     /// Step 4 for one interface; the number of pieces changed in place.
     fn apply_one(&self, rtnl: &Rtnl, w: &Work) -> Result<usize, Failed> {
-        if let Some(index) = w.orphan_ifb {
-            rtnl.delete_link(index).map_err(netlink)?;
-        }
         let t = transition::between(w.effective.as_ref(), Some(&w.req.plan));
         self.execute(rtnl, &t)?;
         Ok(t.changed_in_place)
@@ -505,6 +508,12 @@ impl<'r> Shaper<'r> {
             }
         }
         Ok(())
+    }
+
+    /// What the kernel holds for a plan's devices, parsed, in one `tc` process: classes only
+    /// where the plan has HTB (the daemon's metrics read this every scrape).
+    pub fn read_plan(&self, plan: &Plan) -> Result<LiveState, ApplyError> {
+        self.live(&Rtnl::open()?, plan)
     }
 
     /// What the kernel holds for a plan's devices, parsed.

@@ -19,14 +19,25 @@ pub fn read(
     ifb: Option<&IfName>,
     classes: bool,
 ) -> Result<LiveTexts, RunError> {
-    let mut batch = vec![
-        format!("qdisc show dev {wan}"),
-        format!("filter show dev {wan}"),
-        format!("filter show dev {wan} ingress"),
-    ];
+    // One tc process for everything (a process costs far more than the reads, most of all in
+    // User-Mode Linux, and the daemon's metrics read this every scrape): per device its qdiscs,
+    // filters and, when asked, classes.
+    let device = |dev: &IfName, ingress: bool| {
+        let mut lines = vec![
+            format!("qdisc show dev {dev}"),
+            format!("filter show dev {dev}"),
+        ];
+        if ingress {
+            lines.push(format!("filter show dev {dev} ingress"));
+        }
+        if classes {
+            lines.push(format!("class show dev {dev}"));
+        }
+        lines
+    };
+    let mut batch = device(wan, true);
     if let Some(ifb) = ifb {
-        batch.push(format!("qdisc show dev {ifb}"));
-        batch.push(format!("filter show dev {ifb}"));
+        batch.extend(device(ifb, false));
     }
     let out =
         runner.run(&Cmd::tc(["-j", "-s", "-d", "-batch", "-"]).stdin(batch.join("\n") + "\n"))?;
@@ -43,28 +54,22 @@ pub fn read(
             .map(|line| one(runner, line))
             .collect::<Result<_, _>>()?;
     }
-    let class = |dev: &IfName| -> Result<String, RunError> {
-        if classes {
-            one(runner, &format!("class show dev {dev}"))
-        } else {
-            Ok(String::new())
-        }
-    };
     let mut it = arrays.into_iter();
     let mut next = || it.next().unwrap_or_default();
     let (qdisc, filter, filter_ingress) = (next(), next(), next());
+    let class = if classes { next() } else { String::new() };
     let ifb = match ifb {
         Some(name) => Some(IfbTexts {
             name: name.clone(),
             qdisc: next(),
             filter: next(),
-            class: class(name)?,
+            class: if classes { next() } else { String::new() },
         }),
         None => None,
     };
     Ok(LiveTexts {
         qdisc,
-        class: class(wan)?,
+        class,
         filter,
         filter_ingress,
         ifb,

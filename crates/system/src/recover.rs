@@ -276,14 +276,28 @@ impl Shaper<'_> {
         if ingress_dirty && e.before.ifb.is_none() {
             self.delete_ifb(rtnl, ifb_name, &mut problems);
         }
-        // The previous setup's pieces that are missing now, from its plan.
+        // The previous setup's pieces that are missing now, from its plan: only those the device
+        // held before the change (a device re-created under its record held none of them).
         if let Some(prev) = &e.previous {
-            let have = Plan {
+            let held = Plan {
                 wan: prev.plan.wan.clone(),
-                egress: prev.plan.egress.clone().filter(|_| !egress_dirty),
-                ingress: prev.plan.ingress.clone().filter(|_| !ingress_dirty),
+                egress: prev
+                    .plan
+                    .egress
+                    .clone()
+                    .filter(|_| e.before.custom_root().is_some()),
+                ingress: prev
+                    .plan
+                    .ingress
+                    .clone()
+                    .filter(|_| e.before.ingress().is_some()),
             };
-            let mut t = transition::between(Some(&have), Some(&prev.plan));
+            let have = Plan {
+                wan: held.wan.clone(),
+                egress: held.egress.clone().filter(|_| !egress_dirty),
+                ingress: held.ingress.clone().filter(|_| !ingress_dirty),
+            };
+            let mut t = transition::between(Some(&have), Some(&held));
             // The previous IFB may still be there (only its root was removed).
             if let Some(name) = ifb_name {
                 if matches!(rtnl.link(name), Ok(Some(_))) {

@@ -25,8 +25,8 @@ const INSTALL_HINT: &str = "install it with `apt-get install user-mode-linux`";
 
 /// Modules loaded besides all of net/sched: IPv6 (a module in Debian's UML, absent until loaded),
 /// veth pairs, IFBs, dummies and VLAN devices (`eth0.2`) for topologies, BBR for experiments with
-/// congestion control.
-const EXTRA_MODULES: [&str; 6] = ["ipv6", "veth", "ifb", "dummy", "8021q", "tcp_bbr"];
+/// congestion control, tun for point-to-point devices (the kind pppd makes for PPPoE).
+const EXTRA_MODULES: [&str; 7] = ["ipv6", "veth", "ifb", "dummy", "8021q", "tcp_bbr", "tun"];
 
 /// Environment variables not passed into the guest: the shell's own bookkeeping, and the kernel
 /// choice (a guest must not try to start UML inside UML).
@@ -319,7 +319,7 @@ mod tests {
         assert!(s.starts_with("#!/bin/sh\n"));
         assert!(s.contains("D=/tmp/unbloat-uml-1\n"));
         assert!(
-            s.contains("modprobe -a -d \"$D\" sch_cake sch_htb ipv6 veth ifb dummy 8021q tcp_bbr")
+            s.contains("modprobe -a -d \"$D\" sch_cake sch_htb ipv6 veth ifb dummy 8021q tcp_bbr tun")
         );
         assert!(s.contains("export GREETING='it'\\''s $HOME'\n"));
         assert!(s.contains(

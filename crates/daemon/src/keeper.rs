@@ -1,0 +1,412 @@
+//! Keeping a config applied: the daemon's decisions and the transactions that carry them out.
+//!
+//! - At start: finish or undo a change a dead process left (the journal), then shape every
+//!   configured interface that exists, each in a transaction of its own, so one interface that
+//!   cannot be shaped (a foreign qdisc, a missing module) does not hold back the others.
+//! - On link events ([`decide`]): a configured device that went away has its IFB and record
+//!   removed (`stop` on a gone device); one that appeared, came up or was re-created is shaped
+//!   again. `start` on a device that still holds the setup verifies it and changes nothing, so
+//!   flag changes cost one read-back.
+//! - On reload: the new file is checked and planned first; an error refuses it and the running
+//!   setup stays. Then every present interface changes in one transaction (in place where only
+//!   values changed: no gap for flows); interfaces no longer in the file are stopped.
+//! - Periodically: the same check as a link event for every interface, which puts back shaping
+//!   someone deleted by hand (a setup replaced by someone else's is left alone and reported).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use unbloat_shaper::config::ConfigFile;
+use unbloat_system::apply::{ApplyError, Outcome, Shaper};
+use unbloat_system::planned::{self, PlanError, Planned};
+use unbloat_system::rtnl::events::LinkEvent;
+use unbloat_system::state::now_unix;
+use unbloat_units::IfName;
+
+use crate::metrics::DaemonCounters;
+use crate::say;
+
+/// What to do about one interface after a batch of link events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// It went away: remove what unbloat left for it (its IFB, its record).
+    Cleanup(String),
+    /// It is there (new, re-created, up or down): shape it, or check that it still is.
+    Ensure(String),
+    /// Events were lost: look at every configured interface.
+    All,
+}
+
+/// The actions for a batch of events, in order: a device removed and re-created within the
+/// batch is cleaned up, then shaped. Events about devices not in the config are ignored; several
+/// changes of one device count once.
+pub fn decide(events: &[LinkEvent], configured: &BTreeSet<String>) -> Vec<Action> {
+    if events.iter().any(|e| matches!(e, LinkEvent::Lost)) {
+        return vec![Action::All];
+    }
+    // Per device: whether it went away at some point, and whether it is there at the end.
+    let mut seen: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
+    for e in events {
+        let (name, present) = match e {
+            LinkEvent::Changed(l) => (l.name.as_str(), true),
+            LinkEvent::Removed(l) => (l.name.as_str(), false),
+            LinkEvent::Lost => unreachable!("handled above"),
+        };
+        if !configured.contains(name) {
+            continue;
+        }
+        let entry = seen.entry(name).or_insert((false, true));
+        entry.0 |= !present;
+        entry.1 = present;
+    }
+    let mut actions = vec![];
+    for (name, (removed, present)) in seen {
+        if removed {
+            actions.push(Action::Cleanup(name.to_string()));
+        }
+        if present {
+            actions.push(Action::Ensure(name.to_string()));
+        }
+    }
+    actions
+}
+
+/// Where one configured interface stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state", content = "detail")]
+pub enum Health {
+    /// Shaped as configured and verified.
+    Shaped,
+    /// The device does not exist (yet): shaped when it appears.
+    Waiting,
+    /// The last apply failed; the text says why. Tried again on its next link event, a reload
+    /// or the periodic check.
+    Failed(String),
+}
+
+/// Why a reload was refused; the running setup stays.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub reason: String,
+    /// The file itself is wrong (invalid input), rather than the kernel refusing its change.
+    pub bad_config: bool,
+}
+
+/// The answer to a reload.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reloaded {
+    /// Interfaces whose setup changed.
+    pub changed: Vec<String>,
+    /// Interfaces that were already as the file says.
+    pub unchanged: Vec<String>,
+    /// Interfaces no longer in the file, whose shaping was removed.
+    pub removed: Vec<String>,
+    /// Interfaces in the file without a device yet.
+    pub waiting: Vec<String>,
+}
+
+pub struct Keeper<'r> {
+    shaper: Shaper<'r>,
+    config: PathBuf,
+    plans: Vec<Planned>,
+    health: BTreeMap<String, Health>,
+    counters: Arc<Mutex<DaemonCounters>>,
+}
+
+impl<'r> Keeper<'r> {
+    /// Reads and plans the config; nothing is applied yet.
+    pub fn new(
+        shaper: Shaper<'r>,
+        config: &Path,
+        counters: Arc<Mutex<DaemonCounters>>,
+    ) -> Result<Keeper<'r>, PlanError> {
+        let plans = plan(&shaper, config)?;
+        Ok(Keeper {
+            shaper,
+            config: config.to_path_buf(),
+            plans,
+            health: BTreeMap::new(),
+            counters,
+        })
+    }
+
+    pub fn config(&self) -> &Path {
+        &self.config
+    }
+
+    /// The configured interfaces, in the file's order.
+    pub fn names(&self) -> Vec<String> {
+        self.plans.iter().map(|p| p.plan.wan.to_string()).collect()
+    }
+
+    pub fn configured(&self) -> BTreeSet<String> {
+        self.names().into_iter().collect()
+    }
+
+    pub fn health(&self) -> &BTreeMap<String, Health> {
+        &self.health
+    }
+
+    /// The daemon's start: recover, then shape every configured interface there is.
+    pub fn start_up(&mut self) {
+        match self.shaper.recover(false) {
+            Ok(r) if !r.is_empty() => say::info(&format!(
+                "recovered an interrupted change: undone {:?}, finished {:?}, reverted {:?}",
+                r.undone, r.finished, r.reverted
+            )),
+            Ok(_) => {}
+            Err(e) => say::error(&format!("recovering an interrupted change: {e}")),
+        }
+        for name in self.names() {
+            self.ensure(&name, "start");
+        }
+    }
+
+    pub fn act(&mut self, actions: &[Action]) {
+        for a in actions {
+            match a {
+                Action::Cleanup(name) => self.cleanup(name),
+                Action::Ensure(name) => {
+                    self.ensure(name, "a link event");
+                }
+                Action::All => {
+                    for name in self.names() {
+                        self.ensure(&name, "lost link events");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every configured interface checked (and shaped again where its shaping is gone).
+    pub fn check_all(&mut self) {
+        for name in self.names() {
+            self.ensure(&name, "the periodic check");
+        }
+    }
+
+    /// Shapes `name` as planned, or checks that it still is. Returns whether it is shaped.
+    pub fn ensure(&mut self, name: &str, why: &str) -> bool {
+        let Some(p) = self.plans.iter().find(|p| p.plan.wan.as_str() == name) else {
+            return false;
+        };
+        let t0 = Instant::now();
+        let index = link_index(name);
+        let result = self.shaper.start(&[p.request()]);
+        let ms = t0.elapsed().as_secs_f64() * 1000.0;
+        let health = match result {
+            Ok(outcomes) => {
+                if let Some(Outcome::Applied { .. }) = outcomes.first() {
+                    say::info(&format!(
+                        "{name}: shaped after {why} in {ms:.0} ms: {}",
+                        p.plan.summary().join("; ")
+                    ));
+                    let mut c = self.counters.lock().unwrap_or_else(|e| e.into_inner());
+                    *c.reapplies.entry(name.to_string()).or_default() += 1;
+                    c.last_apply_unix = Some(now_unix());
+                }
+                Health::Shaped
+            }
+            Err(ApplyError::NoSuchInterface { .. }) => Health::Waiting,
+            // Deleted (or deleted and re-created) while we applied, as a modem that bounces: the
+            // transaction rolled back, and the device's appearance brings its own event.
+            Err(_) if link_index(name) != index => Health::Waiting,
+            Err(e) => {
+                let text = e.to_string();
+                let mut c = self.counters.lock().unwrap_or_else(|e| e.into_inner());
+                *c.failures.entry(name.to_string()).or_default() += 1;
+                Health::Failed(text)
+            }
+        };
+        self.set_health(name, health)
+    }
+
+    /// Records the new health of `name`, saying it when it changed; whether it is shaped.
+    fn set_health(&mut self, name: &str, health: Health) -> bool {
+        let old = self.health.insert(name.to_string(), health.clone());
+        if old.as_ref() != Some(&health) {
+            match &health {
+                Health::Shaped => {}
+                Health::Waiting => say::info(&format!(
+                    "{name}: no such device yet; it is shaped when it appears"
+                )),
+                Health::Failed(why) => say::error(&format!("{name}: cannot shape it: {why}")),
+            }
+        }
+        health == Health::Shaped
+    }
+
+    /// `name` went away: its IFB and record go too (its own qdiscs went with the device).
+    pub fn cleanup(&mut self, name: &str) {
+        let Ok(Some(_)) = self.shaper.state.load(name) else {
+            self.set_health(name, Health::Waiting);
+            return;
+        };
+        let Ok(iface) = name.parse::<IfName>() else {
+            return;
+        };
+        match self.shaper.stop(std::slice::from_ref(&iface)) {
+            Ok(_) => say::info(&format!(
+                "{name} went away: removed what unbloat kept for it (its IFB, its record); it is shaped \
+                 again when it returns"
+            )),
+            Err(e) => say::warn(&format!("{name} went away; cleaning up after it: {e}")),
+        }
+        // Said above already: no second line for the same news.
+        self.health.insert(name.to_string(), Health::Waiting);
+    }
+
+    /// Reads the config again and applies what changed. An invalid file, or a change the kernel
+    /// refuses, leaves the running setup as it was and says why.
+    pub fn reload(&mut self) -> Result<Reloaded, Refusal> {
+        let result = self.try_reload();
+        let mut c = self.counters.lock().unwrap_or_else(|e| e.into_inner());
+        c.reloads += 1;
+        if result.is_err() {
+            c.reload_failures += 1;
+        }
+        drop(c);
+        match &result {
+            Ok(r) => say::info(&format!(
+                "reloaded {}: changed {:?}, unchanged {:?}, removed {:?}, waiting {:?}",
+                self.config.display(),
+                r.changed,
+                r.unchanged,
+                r.removed,
+                r.waiting
+            )),
+            Err(e) => say::error(&format!(
+                "reload refused; the running setup stays: {}",
+                e.reason
+            )),
+        }
+        result
+    }
+
+    fn try_reload(&mut self) -> Result<Reloaded, Refusal> {
+        let plans = plan(&self.shaper, &self.config).map_err(|e| Refusal {
+            reason: e.to_string(),
+            bad_config: true,
+        })?;
+        let refused = |e: &dyn std::fmt::Display| Refusal {
+            reason: e.to_string(),
+            bad_config: false,
+        };
+        let mut out = Reloaded::default();
+        let new: BTreeSet<String> = plans.iter().map(|p| p.plan.wan.to_string()).collect();
+        let rtnl = unbloat_system::rtnl::Rtnl::open().map_err(|e| refused(&e))?;
+        let mut present = vec![];
+        for p in &plans {
+            let name = p.plan.wan.to_string();
+            match rtnl.link(&name).map_err(|e| refused(&e))? {
+                Some(_) => present.push(p),
+                None => out.waiting.push(name),
+            }
+        }
+        // Every present interface in one transaction: the new file is applied whole or not at all.
+        let reqs: Vec<_> = present.iter().map(|p| p.request()).collect();
+        let outcomes = if reqs.is_empty() {
+            vec![]
+        } else {
+            self.shaper.start(&reqs).map_err(|e| refused(&e))?
+        };
+        for (p, o) in present.iter().zip(&outcomes) {
+            let name = p.plan.wan.to_string();
+            match o {
+                Outcome::Unchanged => out.unchanged.push(name.clone()),
+                Outcome::Applied { .. } => out.changed.push(name.clone()),
+            }
+            self.health.insert(name, Health::Shaped);
+        }
+        for name in &out.waiting {
+            self.health.insert(name.clone(), Health::Waiting);
+        }
+        for old in self.names() {
+            if new.contains(&old) {
+                continue;
+            }
+            self.health.remove(&old);
+            if let (Ok(Some(_)), Ok(iface)) = (self.shaper.state.load(&old), old.parse::<IfName>())
+            {
+                match self.shaper.stop(std::slice::from_ref(&iface)) {
+                    Ok(_) => out.removed.push(old),
+                    Err(e) => say::warn(&format!("{old} left the config; stopping it: {e}")),
+                }
+            }
+        }
+        self.plans = plans;
+        Ok(out)
+    }
+}
+
+/// The device's index now: `None` when there is no such device (or it cannot be read).
+fn link_index(name: &str) -> Option<u32> {
+    let rtnl = unbloat_system::rtnl::Rtnl::open().ok()?;
+    Some(rtnl.link(name).ok()??.index)
+}
+
+fn plan(shaper: &Shaper, config: &Path) -> Result<Vec<Planned>, PlanError> {
+    let file = ConfigFile::load(config)?;
+    planned::of_config(shaper.runner, &file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use unbloat_system::rtnl::Link;
+
+    fn link(name: &str) -> Link {
+        Link {
+            index: 7,
+            name: name.into(),
+            kind: Some("veth".into()),
+            up: true,
+        }
+    }
+
+    fn wan() -> BTreeSet<String> {
+        ["wan0".to_string()].into_iter().collect()
+    }
+
+    #[test]
+    fn a_recreated_device_is_cleaned_up_then_shaped_and_others_are_ignored() {
+        let events = [
+            LinkEvent::Changed(link("wan0")),
+            LinkEvent::Removed(link("wan0")),
+            LinkEvent::Changed(link("ifb4wan0")),
+            LinkEvent::Changed(link("wan0")),
+            LinkEvent::Changed(link("wan0")),
+        ];
+        assert_eq!(
+            decide(&events, &wan()),
+            vec![
+                Action::Cleanup("wan0".into()),
+                Action::Ensure("wan0".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_device_that_went_away_for_good_is_only_cleaned_up() {
+        let events = [
+            LinkEvent::Changed(link("wan0")),
+            LinkEvent::Removed(link("wan0")),
+        ];
+        assert_eq!(
+            decide(&events, &wan()),
+            vec![Action::Cleanup("wan0".into())]
+        );
+    }
+
+    #[test]
+    fn lost_events_mean_every_interface_and_unknown_devices_mean_nothing() {
+        assert_eq!(
+            decide(&[LinkEvent::Changed(link("eth1")), LinkEvent::Lost], &wan()),
+            vec![Action::All]
+        );
+        assert!(decide(&[LinkEvent::Removed(link("eth1"))], &wan()).is_empty());
+    }
+}

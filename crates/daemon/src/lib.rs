@@ -1,0 +1,16 @@
+//! unbloat-daemon: shaping that stays on (issue 14).
+//!
+//! - [`keeper`]: the decisions (which link events call for what) and the transactions that keep
+//!   the config applied: at start, on link events, on reload, periodically.
+//! - [`run`]: `unbloat daemon`'s threads and loop: link events, signals, the control socket, the
+//!   systemd notifications and watchdog.
+//! - [`control`]: the control socket `unbloat reload` and `unbloat status` ask.
+//! - [`serve`]: the HTTP servers (metrics).
+//! - [`metrics`]: Prometheus's text format from what tc reports (pure).
+//! - [`say`]: log lines with journald's priorities.
+pub mod control;
+pub mod keeper;
+pub mod metrics;
+pub mod run;
+pub mod say;
+pub mod serve;
