@@ -10,6 +10,7 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -136,11 +137,33 @@ impl Runs {
         let args = arguments(req, &out).map_err(|e| NotStarted(400, e))?;
         std::fs::create_dir_all(&out)
             .map_err(|e| NotStarted(500, format!("cannot create {}: {e}", out.display())))?;
-        let mut child = Command::new(&self.exe)
+        let mut command = Command::new(&self.exe);
+        command
             .args(&args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::piped());
+        // The daemon blocks SIGHUP, SIGINT and SIGTERM in every thread (it waits for them with
+        // sigwait), and a child inherits the mask through exec, as it inherits an ignored
+        // SIGINT (a daemon started in the background of a script has one): the child starts
+        // with these signals unblocked and at their defaults, so the run can be stopped and
+        // tune's Ctrl-C handling (it puts the old shaping back) works as in a shell.
+        // SAFETY: between fork and exec only async-signal-safe calls (sigemptyset, sigprocmask,
+        // signal).
+        unsafe {
+            command.pre_exec(|| {
+                let mut none: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut none);
+                if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+                Ok(())
+            });
+        }
+        let mut child = command
             .spawn()
             .map_err(|e| NotStarted(500, format!("cannot start {}: {e}", self.exe.display())))?;
         let view = RunView {
@@ -173,6 +196,7 @@ impl Runs {
             let (list, id) = (self.list.clone(), id.clone());
             std::thread::spawn(move || {
                 for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                    let line = last_state(&line);
                     with_run(&list, &id, |r| {
                         if r.lines.len() == MAX_LINES {
                             r.lines.pop_front();
@@ -228,6 +252,13 @@ impl Runs {
         unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
         Ok(())
     }
+}
+
+/// What a terminal would show of `line`: a progress line redrawn with `\r` (and erased with
+/// `ESC [K`) keeps its last state.
+fn last_state(line: &str) -> String {
+    let last = line.rsplit('\r').find(|s| !s.is_empty()).unwrap_or("");
+    last.replace("\x1b[K", "")
 }
 
 fn with_run(list: &Mutex<VecDeque<RunView>>, id: &str, f: impl FnOnce(&mut RunView)) {
@@ -303,10 +334,17 @@ mod tests {
     use std::time::{Duration, Instant};
 
     /// A stand-in for unbloat: prints its arguments, writes a report into --out, and waits a
-    /// moment when asked to (`slow` as the server).
-    const FAKE: &str = "#!/bin/sh\necho \"args: $*\"\necho progress >&2\n\
-        while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; [ \"$1\" = slow ] && sleep 1; shift; done\n\
-        echo '<h1>report</h1>' > \"$out/index.html\"\necho '<svg/>' > \"$out/plot.svg\"\n";
+    /// moment when asked to (`slow` as the server). Perl, not sh: dash clears the signal mask it
+    /// inherits, which would hide a child started with SIGINT blocked.
+    const FAKE: &str = r#"#!/usr/bin/perl
+$| = 1;
+print "args: @ARGV\n";
+print STDERR "progress\n";
+my ($out) = map { $ARGV[$_ + 1] } grep { $ARGV[$_] eq "--out" } 0 .. $#ARGV;
+sleep 1 if grep { $_ eq "slow" } @ARGV;
+open(my $f, ">", "$out/index.html") or die; print $f "<h1>report</h1>\n"; close $f;
+open($f, ">", "$out/plot.svg") or die; print $f "<svg/>\n"; close $f;
+"#;
 
     fn runs() -> (Runs, PathBuf) {
         let dir = std::env::temp_dir().join(format!("unbloat-runs-{}", std::process::id()));
@@ -363,12 +401,28 @@ mod tests {
         );
         wait_done(&runs);
         assert_eq!(runs.stop().unwrap_err().0, 409, "nothing to stop");
-        runs.start(&req("slow")).unwrap();
+        // Started with SIGINT blocked, as the daemon's threads have it: still stoppable.
+        // SAFETY: this test thread's own mask, put back below.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            runs.start(&req("slow")).unwrap();
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        }
         runs.stop().unwrap();
         let stopped = wait_done(&runs);
         assert_eq!((stopped.state, stopped.exit_code), (RunState::Failed, None));
         assert_eq!(runs.list().len(), 3);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_redrawn_progress_line_keeps_its_last_state() {
+        assert_eq!(last_state("\r\x1b[K 1 s\r\x1b[K 2 s"), " 2 s");
+        assert_eq!(last_state("\r\x1b[K 3 s\r"), " 3 s");
+        assert_eq!(last_state("plain"), "plain");
     }
 
     #[test]

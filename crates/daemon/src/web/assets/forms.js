@@ -188,19 +188,43 @@ async function pollRuns() {
   runsTimer = setTimeout(pollRuns, running ? 1000 : 5000);
 }
 
+function runFile(run, name) {
+  return `/runs/${encodeURIComponent(run.id)}/${encodeURIComponent(name)}`;
+}
+
+// Each run's item, rebuilt only when the run changed: the plots are not fetched again at each
+// poll, and a progress pane keeps its scroll position.
+const runItems = new Map();
+
 function renderRuns(runs) {
-  $("#run-list").replaceChildren(...runs.map((r) => {
-    const state = r.state === "running" ? "running…" : r.state === "done" ? "done" : `failed${r.exit_code !== null ? ` (exit ${r.exit_code})` : ""}`;
-    const pre = el("pre", { class: "progress" }, r.lines.join("\n"));
-    const item = el("li", { class: `run ${r.state}` },
-      el("div", {}, el("strong", {}, r.kind), ` ${r.id} · `, el("span", { class: "run-state" }, state)),
-      el("code", {}, r.command),
-      pre,
-      r.files.length ? el("p", { class: "links" }, ...r.files.map((f) => el("a", { href: `/runs/${encodeURIComponent(r.id)}/${encodeURIComponent(f)}`, target: "_blank", rel: "noopener" }, f))) : null);
-    requestAnimationFrame(() => { pre.scrollTop = pre.scrollHeight; });
+  let changed = runs.length !== $("#run-list").children.length;
+  const items = runs.map((r) => {
+    const key = JSON.stringify(r);
+    const old = runItems.get(r.id);
+    if (old && old.key === key) return old.item;
+    changed = true;
+    const item = runItem(r);
+    runItems.set(r.id, { key, item });
     return item;
-  }));
+  });
+  if (!changed) return;
+  $("#run-list").replaceChildren(...items);
   if (!runs.length) $("#run-list").appendChild(el("li", { class: "muted" }, "No run yet."));
+}
+
+function runItem(r) {
+  const state = r.state === "running" ? "running…" : r.state === "done" ? "done"
+    : r.exit_code === null ? "ended by a signal (stopped)" : `failed (exit ${r.exit_code})`;
+  const pre = el("pre", { class: "progress" }, r.lines.join("\n"));
+  requestAnimationFrame(() => { pre.scrollTop = pre.scrollHeight; });
+  return el("li", { class: `run ${r.state}`, "data-run": r.id },
+    el("div", {}, el("strong", {}, r.kind), ` ${r.id} · `, el("span", { class: "run-state" }, state)),
+    el("code", {}, r.command),
+    pre,
+    r.files.length ? el("p", { class: "links" }, ...r.files.map((f) => el("a", { href: runFile(r, f), target: "_blank", rel: "noopener" }, f))) : null,
+    // The run's plots, drawn here (an <img> runs no script the SVG might hold).
+    el("div", { class: "plots" }, ...r.files.filter((f) => f.endsWith(".svg")).map((f) =>
+      el("a", { href: runFile(r, f), target: "_blank", rel: "noopener" }, el("img", { src: runFile(r, f), alt: f, loading: "lazy" })))));
 }
 
 // ---- lab reports ----
