@@ -20,6 +20,14 @@ pub struct DaemonArgs {
     /// Serve Prometheus metrics on this address (off unless given; e.g. 127.0.0.1:9723).
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics: Option<SocketAddr>,
+    /// Serve the web page on this address (off unless given; e.g. 127.0.0.1:9724). Changes need
+    /// the token the daemon prints at start and writes to web-token in its run directory; bind
+    /// to 127.0.0.1 unless other machines must reach it.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub web: Option<SocketAddr>,
+    /// Lab reports (`unbloat lab --out` directories) the web page lists and serves read-only.
+    #[arg(long, value_name = "DIR", requires = "web")]
+    pub reports: Option<PathBuf>,
     /// Check every interface this often without a link event (puts back shaping deleted by
     /// hand; 10 to 3600 seconds).
     #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = parse_check)]
@@ -44,7 +52,8 @@ pub fn daemon(args: &DaemonArgs) -> Result<(), Failure> {
     let opts = Options {
         config: args.config.clone(),
         metrics: args.metrics,
-        web: None,
+        web: args.web,
+        reports: args.reports.clone(),
         check_every: Duration::from_secs(args.check_every),
     };
     unbloat_daemon::run::run(&opts).map_err(|e| match e {

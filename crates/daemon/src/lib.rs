@@ -6,6 +6,7 @@
 //!   systemd notifications and watchdog.
 //! - [`control`]: the control socket `unbloat reload` and `unbloat status` ask.
 //! - [`serve`]: the HTTP servers (metrics).
+//! - [`web`]: the web page: status, live graphs, the config form, test and tune runs, reports.
 //! - [`metrics`]: Prometheus's text format from what tc reports (pure).
 //! - [`say`]: log lines with journald's priorities.
 pub mod control;
@@ -14,3 +15,4 @@ pub mod metrics;
 pub mod run;
 pub mod say;
 pub mod serve;
+pub mod web;

@@ -33,6 +33,8 @@ pub struct Options {
     pub config: PathBuf,
     pub metrics: Option<SocketAddr>,
     pub web: Option<SocketAddr>,
+    /// Lab reports the web page lists and serves read-only (`--reports DIR`).
+    pub reports: Option<PathBuf>,
     /// How often every interface is checked without an event.
     pub check_every: Duration,
 }
@@ -119,7 +121,20 @@ pub fn run(opts: &Options) -> Result<(), DaemonError> {
         )))?);
         say::info(&format!("metrics on http://{addr}/metrics"));
     }
-    let _ = opts.web; // the web page comes with its own server
+    if let Some(addr) = opts.web {
+        let keeper = KeeperHandle { tx: tx.clone() };
+        let setup = crate::web::Setup {
+            state: state.clone(),
+            config: opts.config.clone(),
+            reports: opts.reports.clone(),
+            ask: Arc::new(move |request| keeper.ask(request)),
+            exe: std::env::current_exe()
+                .map_err(io("finding this program (for test and tune runs)"))?,
+        };
+        servers.web = Some(crate::web::start(addr, setup).map_err(io(format!(
+            "serving the web page on {addr} (is the port taken? --web HOST:PORT)"
+        )))?);
+    }
 
     keeper.start_up();
     let names = keeper.names().join(", ");

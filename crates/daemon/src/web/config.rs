@@ -1,0 +1,784 @@
+//! The config on the page: shown as a form per interface, changed only through the validator
+//! the CLI and the daemon use, then applied by the daemon's own reload.
+//!
+//! A change is either a form's values for one `[interface.NAME]` table (edited in place with
+//! toml_edit, so the file keeps its comments, order and every key the form did not touch) or a
+//! whole new text from the page's TOML editor. Either way, in this order:
+//!
+//! 1. the new text is checked with [`ConfigFile::parse`] and [`planned::of_config`], exactly as
+//!    `unbloat config check` and the daemon's reload do; an error is mapped to the interface and
+//!    key it is about ([`FieldError`]) and NOTHING is written;
+//! 2. the file is replaced atomically (a temporary file in the same directory, with the file's
+//!    mode, renamed over it: a reader sees the old file or the new one, never half of one);
+//! 3. the daemon reloads through its keeper, the one thread that changes the kernel;
+//! 4. if the reload is refused (the kernel refused the change), the old text is put back, so
+//!    the file keeps saying what the kernel holds.
+
+use std::collections::BTreeMap;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use toml_edit::{DocumentMut, Item, Table, Value};
+use unbloat_shaper::config::{ConfigError, ConfigFile, MAX_CONFIG_BYTES};
+use unbloat_system::planned::{self, PlanError, Planned};
+use unbloat_system::runner::SystemRunner;
+
+use crate::keeper::Reloaded;
+
+/// How the page edits a key.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// A rate with its unit (`78mbit`): written as a TOML string.
+    Rate,
+    /// Any other string (a time, a size, an option string).
+    Text,
+    /// A whole number, written as a TOML integer when it is one.
+    Int,
+    /// true or false.
+    Bool,
+    /// One of `choices` (`true`/`false` are written as booleans: ack-filter's values).
+    Choice,
+}
+
+/// One key of an `[interface.NAME]` table, as the form shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Field {
+    pub key: &'static str,
+    pub kind: Kind,
+    pub choices: &'static [&'static str],
+    pub help: &'static str,
+    /// Shown under "more options" rather than on the card.
+    pub more: bool,
+}
+
+const fn f(key: &'static str, kind: Kind, help: &'static str) -> Field {
+    Field {
+        key,
+        kind,
+        choices: &[],
+        help,
+        more: false,
+    }
+}
+
+const fn choice(key: &'static str, choices: &'static [&'static str], help: &'static str) -> Field {
+    Field {
+        key,
+        kind: Kind::Choice,
+        choices,
+        help,
+        more: false,
+    }
+}
+
+const fn flag(key: &'static str, help: &'static str) -> Field {
+    Field {
+        key,
+        kind: Kind::Bool,
+        choices: &["true", "false"],
+        help,
+        more: false,
+    }
+}
+
+const fn more(mut field: Field) -> Field {
+    field.more = true;
+    field
+}
+
+/// Every key of ShapeOptions (a test checks that none is missing and that every choice is one
+/// the validator takes), in the order of the example config.
+pub const FIELDS: &[Field] = &[
+    f(
+        "down",
+        Kind::Rate,
+        "download shaper rate with its unit, e.g. 78mbit",
+    ),
+    f(
+        "up",
+        Kind::Rate,
+        "upload shaper rate with its unit, e.g. 19950kbit",
+    ),
+    choice("qdisc", &["cake", "fq_codel"], "cake, or HTB + fq_codel"),
+    choice(
+        "link",
+        &[
+            "ethernet",
+            "ether-vlan",
+            "docsis",
+            "vdsl2",
+            "bridged-ptm",
+            "pppoe-ptm",
+            "ipoa-vcmux",
+            "ipoa-llcsnap",
+            "bridged-vcmux",
+            "bridged-llcsnap",
+            "pppoa-vcmux",
+            "pppoa-llc",
+            "pppoe-vcmux",
+            "pppoe-llcsnap",
+            "conservative",
+            "raw",
+            "none",
+        ],
+        "the link's framing and overhead (man tc-cake)",
+    ),
+    choice(
+        "diffserv",
+        &[
+            "besteffort",
+            "diffserv3",
+            "diffserv4",
+            "diffserv8",
+            "precedence",
+        ],
+        "cake's DSCP tins",
+    ),
+    choice(
+        "isolation",
+        &[
+            "flows",
+            "hosts",
+            "srchost",
+            "dsthost",
+            "dual-host",
+            "dual-srchost",
+            "dual-dsthost",
+            "triple-isolate",
+            "flowblind",
+        ],
+        "flow isolation; dual-host: fair between LAN hosts",
+    ),
+    flag("nat", "look up NAT to see LAN hosts"),
+    choice(
+        "ack-filter",
+        &["true", "false", "aggressive"],
+        "cake's ACK filter (upload)",
+    ),
+    flag("wash", "clear DSCP marks"),
+    more(f("overhead", Kind::Int, "bytes per packet, -64..256")),
+    more(f("mpu", Kind::Int, "minimum packet unit, bytes, 0..256")),
+    more(choice("framing", &["none", "atm", "ptm"], "cell framing")),
+    more(f("vlan", Kind::Int, "extra 802.1Q tags, 0..2")),
+    more(f(
+        "rtt",
+        Kind::Text,
+        "cake's rtt: a time (100ms) or a name (internet)",
+    )),
+    more(f("tiers", Kind::Int, "fq_codel: 1 or 3 classes")),
+    more(flag("ingress-keyword", "cake's ingress mode on the IFB")),
+    more(flag("split-gso", "cake's split-gso")),
+    more(f("memlimit", Kind::Text, "cake's memory limit, e.g. 32mb")),
+    more(f("target", Kind::Text, "fq_codel's target, e.g. 5ms")),
+    more(f("interval", Kind::Text, "fq_codel's interval, e.g. 100ms")),
+    more(f("quantum", Kind::Int, "fq_codel's quantum, bytes")),
+    more(f("limit", Kind::Int, "fq_codel's packet limit")),
+    more(f("flows", Kind::Int, "fq_codel's flows")),
+    more(f("memory-limit", Kind::Text, "fq_codel's memory limit")),
+    more(flag("ecn-egress", "fq_codel: ECN upload")),
+    more(flag("ecn-ingress", "fq_codel: ECN download")),
+    more(f(
+        "extra-egress",
+        Kind::Text,
+        "more options for the upload qdisc, in its words",
+    )),
+    more(f(
+        "extra-ingress",
+        Kind::Text,
+        "more options for the download qdisc",
+    )),
+    more(flag("i-mean-it", "confirm rates that could cut you off")),
+];
+
+/// An error placed where the page shows it: beside the key of an interface's card, on the card,
+/// or (neither known) above the form; `line` for the TOML editor.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct FieldError {
+    pub iface: Option<String>,
+    pub key: Option<String>,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl FieldError {
+    fn general(message: impl Into<String>) -> FieldError {
+        FieldError {
+            iface: None,
+            key: None,
+            line: None,
+            message: message.into(),
+        }
+    }
+}
+
+/// What `GET /api/config` answers.
+#[derive(Debug, Clone, Serialize)]
+pub struct View {
+    pub path: String,
+    pub text: String,
+    pub fields: &'static [Field],
+    /// Each `[interface.NAME]` table's keys as written (strings without their quotes).
+    pub interfaces: Vec<TableView>,
+    pub defaults: BTreeMap<String, String>,
+    /// Why the file on disk cannot be used as it is (the form is then read-only).
+    pub error: Option<FieldError>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TableView {
+    pub name: String,
+    pub values: BTreeMap<String, String>,
+}
+
+/// What the page sends: the TOML editor's `text`, or one interface's form `values` (a key with
+/// an empty value is removed from the table). `check`: validate only.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Change {
+    pub text: Option<String>,
+    pub interface: Option<String>,
+    #[serde(default)]
+    pub values: BTreeMap<String, String>,
+    #[serde(default)]
+    pub check: bool,
+}
+
+/// One interface's plan, as `unbloat plan` summarises it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanView {
+    pub iface: String,
+    pub summary: Vec<String>,
+    pub fairness: String,
+}
+
+/// The answer to a change.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Outcome {
+    pub ok: bool,
+    /// The file was written and the daemon reloaded it.
+    pub applied: bool,
+    pub errors: Vec<FieldError>,
+    pub plans: Vec<PlanView>,
+    pub reloaded: Option<Reloaded>,
+    /// The daemon's reason for refusing the reload.
+    pub refused: Option<String>,
+    /// The old text was put back after a refused reload.
+    pub restored: bool,
+}
+
+/// Reads the file as the daemon would (at most [`MAX_CONFIG_BYTES`], UTF-8).
+pub fn read(path: &Path) -> Result<String, String> {
+    let mut bytes = vec![];
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(format!("{}: larger than 1 MiB", path.display()));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))
+}
+
+/// The page's view of the file at `path`.
+pub fn view(path: &Path) -> View {
+    let mut v = View {
+        path: path.display().to_string(),
+        text: String::new(),
+        fields: FIELDS,
+        interfaces: vec![],
+        defaults: BTreeMap::new(),
+        error: None,
+    };
+    match read(path) {
+        Ok(text) => v.text = text,
+        Err(e) => {
+            v.error = Some(FieldError::general(e));
+            return v;
+        }
+    }
+    match v.text.parse::<DocumentMut>() {
+        Ok(doc) => {
+            if let Some(t) = doc.get("defaults").and_then(Item::as_table_like) {
+                v.defaults = values_of(t);
+            }
+            if let Some(all) = doc.get("interface").and_then(Item::as_table_like) {
+                for (name, item) in all.iter() {
+                    if let Some(t) = item.as_table_like() {
+                        v.interfaces.push(TableView {
+                            name: name.to_string(),
+                            values: values_of(t),
+                        });
+                    }
+                }
+            }
+        }
+        Err(e) => v.error = Some(FieldError::general(format!("not TOML: {e}"))),
+    }
+    if v.error.is_none() {
+        if let Err(e) = ConfigFile::parse(&v.text, path) {
+            v.error = Some(field_error(&v.text, &PlanError::from(e)));
+        }
+    }
+    v
+}
+
+fn values_of(t: &dyn toml_edit::TableLike) -> BTreeMap<String, String> {
+    t.iter()
+        .filter_map(|(k, item)| Some((k.to_string(), value_text(item.as_value()?))))
+        .collect()
+}
+
+/// A value as the form shows it: a string without quotes, anything else as TOML writes it.
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.value().clone(),
+        Value::Integer(i) => i.value().to_string(),
+        Value::Boolean(b) => b.value().to_string(),
+        other => other.to_string().trim().to_string(),
+    }
+}
+
+/// The value to write for `text` typed into `key`'s field.
+fn typed(key: &str, text: &str) -> Value {
+    let kind = FIELDS
+        .iter()
+        .find(|f| f.key == key)
+        .map_or(Kind::Text, |f| f.kind);
+    match (kind, text) {
+        (Kind::Bool | Kind::Choice, "true") => Value::from(true),
+        (Kind::Bool | Kind::Choice, "false") => Value::from(false),
+        (Kind::Int, t) => t
+            .parse::<i64>()
+            .map_or_else(|_| Value::from(t), Value::from),
+        // Anything else as a string: a wrong type is the validator's to name, in its words.
+        (_, t) => Value::from(t),
+    }
+}
+
+/// `current` with the form's `values` written into `[interface.NAME]` (created if missing).
+/// Keys whose text is unchanged are left as they are, comment and all.
+pub fn edit(
+    current: &str,
+    iface: &str,
+    values: &BTreeMap<String, String>,
+) -> Result<String, FieldError> {
+    let mut doc: DocumentMut = current.parse().map_err(|e| {
+        FieldError::general(format!(
+            "the file is not TOML ({e}); fix it in the TOML editor"
+        ))
+    })?;
+    let not_a_table = || {
+        FieldError::general(
+            "the file writes its interfaces in a form the page cannot edit; use the TOML editor",
+        )
+    };
+    let all = doc
+        .entry("interface")
+        .or_insert_with(|| {
+            let mut t = Table::new();
+            // `[interface.eth0]` headers, no empty `[interface]` table above them.
+            t.set_implicit(true);
+            Item::Table(t)
+        })
+        .as_table_like_mut()
+        .ok_or_else(not_a_table)?;
+    let table = all
+        .entry(iface)
+        .or_insert_with(|| Item::Table(Table::new()))
+        .as_table_like_mut()
+        .ok_or_else(not_a_table)?;
+    // New keys go in the form's order (the example config's), not alphabetically.
+    let mut ordered: Vec<(&String, &String)> = values.iter().collect();
+    ordered.sort_by_key(|(k, _)| {
+        FIELDS
+            .iter()
+            .position(|f| f.key == k.as_str())
+            .unwrap_or(usize::MAX)
+    });
+    for (key, text) in ordered {
+        let text = text.trim();
+        let old = table.get(key).and_then(Item::as_value).map(value_text);
+        if old.as_deref() == Some(text) || (old.is_none() && text.is_empty()) {
+            continue;
+        }
+        if text.is_empty() {
+            table.remove(key);
+            continue;
+        }
+        let mut new = typed(key, text);
+        match table.get_mut(key) {
+            // The value's own decoration (a comment after it on its line) stays.
+            Some(Item::Value(v)) => {
+                *new.decor_mut() = v.decor().clone();
+                *v = new;
+            }
+            _ => {
+                table.insert(key, Item::Value(new));
+            }
+        }
+    }
+    Ok(doc.to_string())
+}
+
+/// Checks `text` as the file at `path` with the daemon's own validator.
+pub fn validate(text: &str, path: &Path) -> Result<Vec<Planned>, FieldError> {
+    let runner = SystemRunner::from_env();
+    let result = ConfigFile::parse(text, path)
+        .map_err(PlanError::from)
+        .and_then(|file| planned::of_config(&runner, &file));
+    result.map_err(|e| field_error(text, &e))
+}
+
+/// Where the page shows `e`.
+pub fn field_error(text: &str, e: &PlanError) -> FieldError {
+    match e {
+        PlanError::Config(c) => match c.as_ref() {
+            ConfigError::Syntax {
+                at, key, message, ..
+            } => FieldError {
+                iface: interface_at(text, at.line),
+                key: key.clone(),
+                line: Some(at.line),
+                message: message.clone(),
+            },
+            ConfigError::Interface {
+                at, name, source, ..
+            } => FieldError {
+                iface: Some(name.clone()),
+                key: source.key().map(str::to_string),
+                line: Some(at.line),
+                message: source.to_string(),
+            },
+            other => FieldError::general(other.to_string()),
+        },
+        PlanError::System { iface, source, .. } => FieldError {
+            iface: Some(iface.clone()),
+            key: source.key().map(str::to_string),
+            line: None,
+            message: source.to_string(),
+        },
+    }
+}
+
+/// The interface whose `[interface.NAME]` table holds line `line` (1-based) of `text`.
+fn interface_at(text: &str, line: usize) -> Option<String> {
+    let mut current = None;
+    for l in text.lines().take(line) {
+        let l = l.trim();
+        if !l.starts_with('[') || l.starts_with("[[") {
+            continue;
+        }
+        let inner = l.trim_start_matches('[').split(']').next().unwrap_or("");
+        current = inner
+            .trim()
+            .strip_prefix("interface.")
+            .map(|n| n.trim().trim_matches(|c| c == '"' || c == '\'').to_string());
+    }
+    current
+}
+
+/// Replaces the file at `path` (the file a symbolic link names, not the link) with `text`:
+/// written to a temporary file beside it with the old file's mode and owner, flushed, renamed.
+pub fn write_atomic(path: &Path, text: &str) -> io::Result<()> {
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let old = std::fs::metadata(&path).ok();
+    let mode = old.as_ref().map_or(0o644, |m| m.mode() & 0o7777);
+    let tmp = dir.join(format!(".{name}.web-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let write = || -> io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
+        // The umask may have narrowed the mode; the file keeps the old one.
+        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        if let Some(m) = &old {
+            std::os::unix::fs::fchown(&f, Some(m.uid()), Some(m.gid()))?;
+        }
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)?;
+        // The rename itself reaches the disk with the directory.
+        std::fs::File::open(&dir)?.sync_all()
+    };
+    write().inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// Plans as the page lists them.
+pub fn plan_views(plans: &[Planned]) -> Vec<PlanView> {
+    plans
+        .iter()
+        .map(|p| PlanView {
+            iface: p.plan.wan.to_string(),
+            summary: p.plan.summary(),
+            fairness: p.fairness.clone(),
+        })
+        .collect()
+}
+
+/// Carries out `change` on the file at `path` (blocking: it validates, writes and waits for the
+/// daemon's reload through `reload`): the HTTP status and what the page shows.
+pub fn apply(
+    path: &Path,
+    change: &Change,
+    reload: &dyn Fn() -> Option<crate::control::Answer>,
+) -> (u16, Outcome) {
+    use crate::control::Answer;
+    let fail = |status, errors| {
+        (
+            status,
+            Outcome {
+                errors,
+                ..Outcome::default()
+            },
+        )
+    };
+    let old = match read(path) {
+        Ok(t) => t,
+        Err(e) => return fail(500, vec![FieldError::general(e)]),
+    };
+    let new = match (&change.text, &change.interface) {
+        (Some(text), None) => text.clone(),
+        (None, Some(iface)) => match edit(&old, iface, &change.values) {
+            Ok(t) => t,
+            Err(e) => return fail(422, vec![e]),
+        },
+        _ => {
+            return fail(
+                400,
+                vec![FieldError::general(
+                    "send either the whole `text` or an `interface` with its `values`",
+                )],
+            )
+        }
+    };
+    let plans = match validate(&new, path) {
+        Ok(p) => plan_views(&p),
+        Err(e) => return fail(422, vec![e]),
+    };
+    let mut out = Outcome {
+        ok: true,
+        plans,
+        ..Outcome::default()
+    };
+    if change.check {
+        return (200, out);
+    }
+    if new != old {
+        if let Err(e) = write_atomic(path, &new) {
+            let msg = format!("cannot write {}: {e}; nothing changed", path.display());
+            return fail(500, vec![FieldError::general(msg)]);
+        }
+    }
+    let (status, refused) = match reload() {
+        Some(Answer::Reloaded(r)) => {
+            out.applied = true;
+            out.reloaded = Some(r);
+            return (200, out);
+        }
+        Some(Answer::Refused(r)) => (409, r.reason),
+        Some(Answer::Status(_)) => (500, "the daemon answered something else".to_string()),
+        None => (503, "the daemon is ending; nothing was applied".to_string()),
+    };
+    out.ok = false;
+    if new != old {
+        match write_atomic(path, &old) {
+            Ok(()) => out.restored = true,
+            Err(e) => out.errors.push(FieldError::general(format!(
+                "the old file could not be put back ({e}); {} holds the refused text",
+                path.display()
+            ))),
+        }
+    }
+    out.refused = Some(refused);
+    (status, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "# my router\n[defaults]\nqdisc = \"cake\"\n\n\
+                        [interface.wan0]\ndown = \"20mbit\" # from the ISP's sheet\nup = \"5mbit\"\n";
+
+    fn values(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn error_of(text: &str) -> FieldError {
+        let e = ConfigFile::parse(text, Path::new("/etc/unbloat/unbloat.toml"))
+            .and_then(|f| f.specs(&Default::default()))
+            .expect_err("an invalid file");
+        field_error(text, &PlanError::from(e))
+    }
+
+    #[test]
+    fn a_form_edit_keeps_comments_and_untouched_keys() {
+        let new = edit(
+            FILE,
+            "wan0",
+            &values(&[
+                ("down", "30mbit"),
+                ("up", "5mbit"),
+                ("nat", "true"),
+                ("wash", ""),
+            ]),
+        )
+        .unwrap();
+        assert!(
+            new.starts_with("# my router\n[defaults]\nqdisc = \"cake\"\n"),
+            "{new}"
+        );
+        assert!(
+            new.contains("down = \"30mbit\" # from the ISP's sheet\n"),
+            "{new}"
+        );
+        assert!(new.contains("up = \"5mbit\"\nnat = true\n"), "{new}");
+        let gone = edit(&new, "wan0", &values(&[("nat", "")])).unwrap();
+        assert!(!gone.contains("nat"), "{gone}");
+        let added = edit(FILE, "ppp0", &values(&[("up", "2mbit"), ("overhead", "8")])).unwrap();
+        assert!(
+            added.ends_with("[interface.ppp0]\nup = \"2mbit\"\noverhead = 8\n"),
+            "{added}"
+        );
+        assert!(!added.contains("[interface]\n"), "{added}");
+    }
+
+    #[test]
+    fn errors_land_on_their_interface_and_key() {
+        let bad = |v: &[(&str, &str)]| error_of(&edit(FILE, "wan0", &values(v)).unwrap());
+        let e = bad(&[("down", "-5mbit")]);
+        assert_eq!(
+            (e.iface.as_deref(), e.key.as_deref()),
+            (Some("wan0"), Some("down"))
+        );
+        assert!(e.message.contains("negative"), "{e:?}");
+        let e = bad(&[("down", "20000")]);
+        assert_eq!(
+            (e.iface.as_deref(), e.key.as_deref()),
+            (Some("wan0"), Some("down"))
+        );
+        assert!(e.message.contains("no unit"), "{e:?}");
+        let e = bad(&[("down", "5kbit")]);
+        assert_eq!(
+            (e.iface.as_deref(), e.key.as_deref()),
+            (Some("wan0"), Some("down"))
+        );
+        assert!(e.message.contains("below 8kbit"), "{e:?}");
+        let e = bad(&[("overhead", "lots")]);
+        assert_eq!(e.key.as_deref(), Some("overhead"), "{e:?}");
+        let e = bad(&[("flowz", "3")]);
+        assert_eq!(
+            (e.iface.as_deref(), e.key.as_deref()),
+            (Some("wan0"), Some("flowz"))
+        );
+        let e = error_of("[defaults]\nnat = 3\n[interface.wan0]\nup = \"5mbit\"\n");
+        assert_eq!(
+            (e.iface, e.key.as_deref(), e.line),
+            (None, Some("nat"), Some(2))
+        );
+        let e = error_of("[interface.\"eth0.2\"]\nup = \"1gbit\"\ndown = \"1kbit\"\n");
+        assert_eq!(e.iface.as_deref(), Some("eth0.2"), "{e:?}");
+    }
+
+    #[test]
+    fn every_field_and_choice_is_one_the_validator_takes() {
+        let mut keys: Vec<&str> = FIELDS.iter().map(|f| f.key).collect();
+        keys.sort();
+        let all = serde_json::to_value(unbloat_shaper::options::ShapeOptions::default()).unwrap();
+        let mut want: Vec<&str> = all
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        want.sort();
+        assert_eq!(keys, want, "the form must offer every key of ShapeOptions");
+        for field in FIELDS {
+            for c in field.choices {
+                let text = edit("", "eth0", &values(&[(field.key, c)])).unwrap();
+                let parsed = ConfigFile::parse(&text, Path::new("x.toml"));
+                assert!(
+                    !matches!(parsed, Err(ConfigError::Syntax { .. })),
+                    "{}: {c}: {parsed:?}",
+                    field.key
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_refused_reload_puts_the_old_file_back_and_a_bad_value_writes_nothing() {
+        use crate::control::Answer;
+        use crate::keeper::Refusal;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("unbloat-webcfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("unbloat.toml");
+        std::fs::write(&path, FILE).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let change = |v: &[(&str, &str)]| Change {
+            interface: Some("wan0".into()),
+            values: values(v),
+            ..Change::default()
+        };
+        let never = || -> Option<Answer> { panic!("no reload for a bad value") };
+        let (status, out) = apply(&path, &change(&[("down", "-5mbit")]), &never);
+        assert_eq!((status, out.ok), (422, false));
+        assert_eq!(out.errors[0].key.as_deref(), Some("down"));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), FILE);
+
+        let refuse = || {
+            Some(Answer::Refused(Refusal {
+                reason: "the kernel said no".into(),
+                bad_config: false,
+            }))
+        };
+        let (status, out) = apply(&path, &change(&[("down", "30mbit")]), &refuse);
+        assert_eq!((status, out.restored), (409, true), "{out:?}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), FILE);
+
+        let seen = std::sync::Mutex::new(String::new());
+        let accept = || {
+            *seen.lock().unwrap() = std::fs::read_to_string(&path).unwrap();
+            Some(Answer::Reloaded(Reloaded {
+                changed: vec!["wan0".into()],
+                ..Reloaded::default()
+            }))
+        };
+        let (status, out) = apply(&path, &change(&[("down", "30mbit")]), &accept);
+        assert_eq!((status, out.applied), (200, true), "{out:?}");
+        assert!(
+            seen.lock().unwrap().contains("30mbit"),
+            "the reload saw the new file"
+        );
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(
+            meta.permissions().mode() & 0o777,
+            0o640,
+            "the file keeps its mode"
+        );
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

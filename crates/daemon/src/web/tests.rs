@@ -1,0 +1,218 @@
+//! The page's HTTP surface, called through the router itself (no socket): the token guards
+//! every change, a large body is refused, files stay inside their directory, and a config
+//! error lands on its field with nothing written or reloaded.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, Request as HttpRequest, StatusCode};
+use axum::Router;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+use super::*;
+use crate::keeper::Reloaded;
+
+const TOKEN: &str = "0123456789abcdef";
+const FILE: &str = "[interface.wan0]\ndown = \"20mbit\"\nup = \"5mbit\"\n";
+
+struct Fixture {
+    app: Router,
+    dir: PathBuf,
+    config: PathBuf,
+    /// Reloads the keeper was asked for.
+    reloads: Arc<AtomicUsize>,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn fixture(name: &str) -> Fixture {
+    let dir = std::env::temp_dir().join(format!("unbloat-web-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("run/runs/1-test")).unwrap();
+    std::fs::create_dir_all(dir.join("reports/lab1")).unwrap();
+    std::fs::write(dir.join("run/runs/1-test/index.html"), "<h1>run</h1>").unwrap();
+    std::fs::write(dir.join("reports/lab1/index.html"), "<h1>lab</h1>").unwrap();
+    std::fs::write(dir.join("secret"), "not for the web").unwrap();
+    std::os::unix::fs::symlink(dir.join("secret"), dir.join("reports/lab1/out")).unwrap();
+    let config = dir.join("unbloat.toml");
+    std::fs::write(&config, FILE).unwrap();
+    let reloads = Arc::new(AtomicUsize::new(0));
+    let counted = reloads.clone();
+    let ask: Ask = Arc::new(move |r| match r {
+        Request::Reload => {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Some(Answer::Reloaded(Reloaded {
+                changed: vec!["wan0".into()],
+                ..Reloaded::default()
+            }))
+        }
+        Request::Status => None,
+    });
+    let setup = Setup {
+        state: StateDir::new(dir.join("run")),
+        config: config.clone(),
+        reports: Some(dir.join("reports")),
+        ask,
+        exe: PathBuf::from("/bin/false"),
+    };
+    Fixture {
+        app: router(setup, Token::from_text(TOKEN)),
+        dir,
+        config,
+        reloads,
+    }
+}
+
+async fn call(app: &Router, req: HttpRequest<Body>) -> (StatusCode, String) {
+    let res = app.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let body = axum::body::to_bytes(res.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn get(uri: &str) -> HttpRequest<Body> {
+    HttpRequest::get(uri).body(Body::empty()).unwrap()
+}
+
+fn post(uri: &str, token: Option<&str>, body: String) -> HttpRequest<Body> {
+    let mut b = HttpRequest::post(uri).header(header::CONTENT_TYPE, "application/json");
+    if let Some(t) = token {
+        b = b.header(header::AUTHORIZATION, format!("Bearer {t}"));
+    }
+    b.body(Body::from(body)).unwrap()
+}
+
+fn change(down: &str) -> String {
+    json!({"interface": "wan0", "values": {"down": down}}).to_string()
+}
+
+#[tokio::test]
+async fn reading_needs_no_token_and_the_page_is_embedded() {
+    let f = fixture("read");
+    let (status, html) = call(&f.app, get("/")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("<title>unbloat</title>"), "{html}");
+    for asset in ["/app.js", "/chart.js", "/forms.js", "/style.css"] {
+        assert_eq!(call(&f.app, get(asset)).await.0, StatusCode::OK, "{asset}");
+    }
+    let (status, body) = call(&f.app, get("/api/config")).await;
+    assert_eq!(status, StatusCode::OK);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["interfaces"][0]["name"], "wan0");
+    assert_eq!(v["interfaces"][0]["values"]["down"], "20mbit");
+    let (status, body) = call(&f.app, get("/api/live")).await;
+    assert_eq!(
+        (status, body.contains("\"interfaces\":[]")),
+        (StatusCode::OK, true),
+        "{body}"
+    );
+    let (_, body) = call(&f.app, get("/api/reports")).await;
+    assert!(body.contains("\"name\":\"lab1\""), "{body}");
+}
+
+#[tokio::test]
+async fn a_change_without_the_right_token_is_401_and_changes_nothing() {
+    let f = fixture("token");
+    for token in [None, Some("wrong"), Some(&TOKEN[1..])] {
+        for (uri, body) in [
+            ("/api/config", change("30mbit")),
+            (
+                "/api/runs",
+                json!({"kind": "test", "server": "x"}).to_string(),
+            ),
+            ("/api/runs/stop", String::new()),
+            ("/api/token", String::new()),
+        ] {
+            let (status, text) = call(&f.app, post(uri, token, body)).await;
+            assert_eq!(
+                status,
+                StatusCode::UNAUTHORIZED,
+                "{uri} with {token:?}: {text}"
+            );
+            assert!(text.contains("token"), "{text}");
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&f.config).unwrap(), FILE);
+    assert_eq!(f.reloads.load(Ordering::SeqCst), 0);
+    let (_, runs) = call(&f.app, get("/api/runs")).await;
+    assert_eq!(runs, "[]");
+    let (status, _) = call(&f.app, post("/api/token", Some(TOKEN), String::new())).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_413() {
+    let f = fixture("limit");
+    let huge = json!({"text": "#".repeat(MAX_BODY)}).to_string();
+    let (status, _) = call(&f.app, post("/api/config", Some(TOKEN), huge)).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(std::fs::read_to_string(&f.config).unwrap(), FILE);
+    assert_eq!(f.reloads.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn files_are_served_from_their_directory_only() {
+    let f = fixture("files");
+    let (status, body) = call(&f.app, get("/runs/1-test/index.html")).await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "<h1>run</h1>"));
+    let res = f.app.clone().oneshot(get("/reports/lab1/")).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()[header::CONTENT_SECURITY_POLICY], "sandbox");
+    for uri in [
+        "/runs/..%2F..%2Fsecret",
+        "/runs/%2e%2e/%2e%2e/secret",
+        "/reports/..%2Fsecret",
+        "/reports/lab1/out",
+        "/reports/%2Fetc%2Fpasswd",
+    ] {
+        let (status, body) = call(&f.app, get(uri)).await;
+        assert!(
+            matches!(status, StatusCode::FORBIDDEN | StatusCode::NOT_FOUND),
+            "{uri}: {status} {body}"
+        );
+        assert!(!body.contains("not for the web"), "{uri}");
+    }
+}
+
+#[tokio::test]
+async fn a_bad_value_is_its_fields_error_and_nothing_is_written_or_reloaded() {
+    let f = fixture("config");
+    for (bad, says) in [
+        ("-5mbit", "negative"),
+        ("20000", "no unit"),
+        ("5kbit", "8kbit"),
+    ] {
+        let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), change(bad))).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["errors"][0]["iface"], "wan0", "{body}");
+        assert_eq!(v["errors"][0]["key"], "down", "{body}");
+        assert!(
+            v["errors"][0]["message"].as_str().unwrap().contains(says),
+            "{body}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&f.config).unwrap(), FILE);
+    assert_eq!(f.reloads.load(Ordering::SeqCst), 0);
+
+    let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), change("30mbit"))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (v["applied"].as_bool(), &v["reloaded"]["changed"][0]),
+        (Some(true), &json!("wan0"))
+    );
+    assert!(std::fs::read_to_string(&f.config)
+        .unwrap()
+        .contains("down = \"30mbit\""));
+    assert_eq!(f.reloads.load(Ordering::SeqCst), 1);
+}
