@@ -1,7 +1,7 @@
 //! `unbloat daemon` and `unbloat reload`: the always-on service (unbloat-daemon) and the
 //! command that asks it to read its config again.
 
-use crate::shape::DEFAULT_CONFIG;
+use crate::flags::DEFAULT_CONFIG;
 use crate::{invalid, Failure};
 use anyhow::anyhow;
 use clap::Args;
