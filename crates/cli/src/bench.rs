@@ -7,7 +7,7 @@
 //! same link (piece_of_cake.qos, simple.qos) when its source is found (`--sqm-scripts DIR`), and
 //! the same tc commands run one process at a time. `set-rate` is also timed as the library call
 //! autorate makes (no process), over many changes. Medians of `--runs`.
-use crate::kernel::ALL_QDISCS;
+use crate::kernel::{private_netns, rerun_in_real_kernel};
 use crate::Failure;
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
@@ -16,7 +16,6 @@ use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::plan::Plan;
 use unbloat_shaper::spec::Spec;
 use unbloat_system::apply::{script_commands_one_by_one, Request, Shaper};
-use unbloat_system::kernel::{in_guest, GuestOptions, Kernel};
 use unbloat_system::runner::{Cmd, Runner, SystemRunner};
 use unbloat_system::state::StateDir;
 
@@ -607,82 +606,5 @@ fn print_rows(rows: &[Row], args: &StartBench, with_sqm: bool) -> anyhow::Result
     if !with_sqm {
         println!("sqm-scripts' source was not found: --sqm-scripts DIR to compare with it.");
     }
-    Ok(())
-}
-
-/// When this kernel lacks a qdisc: runs `unbloat bench ARGS --inside` in User-Mode Linux, its
-/// output streamed, and returns true (done there); false when the caller should go on here.
-pub fn rerun_in_real_kernel(args: &[String], timeout: Duration) -> Result<bool, Failure> {
-    if in_guest() {
-        return Ok(false);
-    }
-    let kernel = Kernel::detect(ALL_QDISCS)?;
-    if kernel == Kernel::Host {
-        return Ok(false);
-    }
-    eprintln!(
-        "unbloat: the host kernel lacks cake or fq_codel; benchmarking in {}",
-        kernel.describe()
-    );
-    let exe = std::env::current_exe()?.display().to_string();
-    let mut argv = vec![exe, "bench".to_string()];
-    argv.extend(args.iter().cloned());
-    argv.push("--inside".into());
-    let opts = GuestOptions {
-        timeout,
-        stream: true,
-        ..GuestOptions::default()
-    };
-    let out = kernel.run(&argv, &opts)?;
-    if out.status != 0 {
-        return Err(anyhow!(
-            "the benchmark failed in {} (status {})",
-            kernel.describe(),
-            out.status
-        )
-        .into());
-    }
-    Ok(true)
-}
-
-/// Moves this process into a network namespace of its own: everything it creates there
-/// disappears with it, whatever happens. A mount namespace of its own too, with sysfs mounted
-/// again, so `/sys/class/net` shows this namespace's devices (sqm-scripts looks there).
-pub fn private_netns() -> anyhow::Result<()> {
-    // SAFETY: unshare only changes this thread's namespace membership; no memory is involved.
-    if unsafe { libc::unshare(libc::CLONE_NEWNET | libc::CLONE_NEWNS) } != 0 {
-        bail!(
-            "cannot create a private network namespace: {} (benchmarks need root)",
-            std::io::Error::last_os_error()
-        );
-    }
-    let c = |s: &str| std::ffi::CString::new(s).expect("no NUL");
-    let (root, sys, sysfs) = (c("/"), c("/sys"), c("sysfs"));
-    // SAFETY: plain mount(2) calls with valid NUL-terminated strings; the mounts stay in this
-    // process's own mount namespace (made private first, so nothing propagates out).
-    let ok = unsafe {
-        libc::mount(
-            std::ptr::null(),
-            root.as_ptr(),
-            std::ptr::null(),
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        ) == 0
-            && libc::mount(
-                sysfs.as_ptr(),
-                sys.as_ptr(),
-                sysfs.as_ptr(),
-                0,
-                std::ptr::null(),
-            ) == 0
-    };
-    if !ok {
-        bail!(
-            "cannot mount sysfs for the private namespace: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    let runner = SystemRunner::from_env();
-    runner.run(&Cmd::ip(["link", "set", "lo", "up"]))?;
     Ok(())
 }

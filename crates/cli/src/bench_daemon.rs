@@ -79,10 +79,10 @@ pub fn daemon_bench(args: &DaemonBench) -> Result<(), Failure> {
     if args.json {
         argv.push("--json".into());
     }
-    if !args.inside && crate::bench::rerun_in_real_kernel(&argv, Duration::from_secs(7200))? {
+    if !args.inside && crate::kernel::rerun_in_real_kernel(&argv, Duration::from_secs(7200))? {
         return Ok(());
     }
-    crate::bench::private_netns()?;
+    crate::kernel::private_netns()?;
     let runner = SystemRunner::from_env();
     for a in [
         "link add wan0 type veth peer name peer0",

@@ -1,7 +1,7 @@
 //! `unbloat daemon` and `unbloat reload`: the always-on service (unbloat-daemon) and the
 //! command that asks it to read its config again.
 
-use crate::shape::DEFAULT_CONFIG;
+use crate::flags::DEFAULT_CONFIG;
 use crate::{invalid, Failure};
 use anyhow::anyhow;
 use clap::Args;
@@ -20,7 +20,7 @@ pub struct DaemonArgs {
     /// Serve Prometheus metrics on this address (off unless given; e.g. 127.0.0.1:9723).
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics: Option<SocketAddr>,
-    /// Serve the web page on this address (off unless given; e.g. 127.0.0.1:9724). Changes need
+    /// Serve the web page on this address (off unless given; e.g. 127.0.0.1:8723). Changes need
     /// the token the daemon prints at start and writes to web-token in its run directory; bind
     /// to 127.0.0.1 unless other machines must reach it.
     #[arg(long, value_name = "HOST:PORT")]

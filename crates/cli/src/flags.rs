@@ -14,6 +14,9 @@ use unbloat_shaper::options::{parse_rtt, Isolation, Qdisc, ShapeOptions};
 use unbloat_shaper::plan::{AckFilter, Diffserv};
 use unbloat_units::{Rate, Size, Time};
 
+/// The config file `start --config` and the daemon read when none is named.
+pub const DEFAULT_CONFIG: &str = "/etc/unbloat/unbloat.toml";
+
 #[derive(Debug, Clone, Default, Args)]
 #[command(
     next_help_heading = "Rates (in bits, with a unit: 78mbit, 19950kbit, 20M, 20Mbit/s; no unit \

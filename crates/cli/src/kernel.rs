@@ -3,9 +3,11 @@
 //! suite and the lab reach cake, fq_codel and netem on machines whose kernel lacks them.
 
 use crate::Failure;
+use anyhow::{anyhow, bail};
 use clap::Args;
 use std::time::Duration;
-use unbloat_system::kernel::{GuestOptions, Kernel};
+use unbloat_system::kernel::{in_guest, GuestOptions, Kernel};
+use unbloat_system::runner::{Cmd, Runner, SystemRunner};
 
 /// The qdiscs every part of unbloat may need.
 pub const ALL_QDISCS: &[&str] = &["cake", "fq_codel", "htb", "netem", "sfq", "ingress"];
@@ -32,5 +34,82 @@ pub fn run(args: &KernelArgs) -> Result<(), Failure> {
     if out.status != 0 {
         std::process::exit(out.status);
     }
+    Ok(())
+}
+
+/// When this kernel lacks a qdisc: runs `unbloat bench ARGS --inside` in User-Mode Linux, its
+/// output streamed, and returns true (done there); false when the caller should go on here.
+pub fn rerun_in_real_kernel(args: &[String], timeout: Duration) -> Result<bool, Failure> {
+    if in_guest() {
+        return Ok(false);
+    }
+    let kernel = Kernel::detect(ALL_QDISCS)?;
+    if kernel == Kernel::Host {
+        return Ok(false);
+    }
+    eprintln!(
+        "unbloat: the host kernel lacks cake or fq_codel; benchmarking in {}",
+        kernel.describe()
+    );
+    let exe = std::env::current_exe()?.display().to_string();
+    let mut argv = vec![exe, "bench".to_string()];
+    argv.extend(args.iter().cloned());
+    argv.push("--inside".into());
+    let opts = GuestOptions {
+        timeout,
+        stream: true,
+        ..GuestOptions::default()
+    };
+    let out = kernel.run(&argv, &opts)?;
+    if out.status != 0 {
+        return Err(anyhow!(
+            "the benchmark failed in {} (status {})",
+            kernel.describe(),
+            out.status
+        )
+        .into());
+    }
+    Ok(true)
+}
+
+/// Moves this process into a network namespace of its own: everything it creates there
+/// disappears with it, whatever happens. A mount namespace of its own too, with sysfs mounted
+/// again, so `/sys/class/net` shows this namespace's devices (sqm-scripts looks there).
+pub fn private_netns() -> anyhow::Result<()> {
+    // SAFETY: unshare only changes this thread's namespace membership; no memory is involved.
+    if unsafe { libc::unshare(libc::CLONE_NEWNET | libc::CLONE_NEWNS) } != 0 {
+        bail!(
+            "cannot create a private network namespace: {} (benchmarks need root)",
+            std::io::Error::last_os_error()
+        );
+    }
+    let c = |s: &str| std::ffi::CString::new(s).expect("no NUL");
+    let (root, sys, sysfs) = (c("/"), c("/sys"), c("sysfs"));
+    // SAFETY: plain mount(2) calls with valid NUL-terminated strings; the mounts stay in this
+    // process's own mount namespace (made private first, so nothing propagates out).
+    let ok = unsafe {
+        libc::mount(
+            std::ptr::null(),
+            root.as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) == 0
+            && libc::mount(
+                sysfs.as_ptr(),
+                sys.as_ptr(),
+                sysfs.as_ptr(),
+                0,
+                std::ptr::null(),
+            ) == 0
+    };
+    if !ok {
+        bail!(
+            "cannot mount sysfs for the private namespace: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    let runner = SystemRunner::from_env();
+    runner.run(&Cmd::ip(["link", "set", "lo", "up"]))?;
     Ok(())
 }

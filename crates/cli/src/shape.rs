@@ -21,7 +21,7 @@ use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::StateDir;
 use unbloat_units::{IfName, Rate};
 
-pub const DEFAULT_CONFIG: &str = "/etc/unbloat/unbloat.toml";
+use crate::flags::DEFAULT_CONFIG;
 
 #[derive(Debug, Args)]
 pub struct PlanArgs {

@@ -2,7 +2,10 @@
 
 use std::process::Command;
 
-const UNIT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../packaging/systemd/unbloat.service");
+const UNIT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../packaging/systemd/unbloat.service"
+);
 
 /// `systemd-analyze verify` on the shipped unit, changed by `edit` (with `ExecStart` pointed at
 /// this build, since verify checks the program exists; the man pages come with the package): its

@@ -459,9 +459,9 @@ fn cake_items<'a>(sides: &[Side<'a>]) -> Vec<(String, &'a CakeStats)> {
 #[rustfmt::skip]
 static TIN_METRICS: &[Metric<CakeTin>] = &[
     counter("unbloat_cake_tin_sent_bytes_total", |t| int(t.sent_bytes),
-        "Bytes the tin sent."),
+        "Bytes that entered the tin (cake counts its per-tin \"sent\" at enqueue: dropped packets are in it)."),
     counter("unbloat_cake_tin_sent_packets_total", |t| int(t.sent_packets),
-        "Packets the tin sent."),
+        "Packets that entered the tin (cake counts its per-tin \"sent\" at enqueue: dropped packets are in it)."),
     counter("unbloat_cake_tin_drops_total", |t| int(t.drops),
         "Packets the tin dropped (AQM and overflow)."),
     counter("unbloat_cake_tin_ecn_marks_total", |t| int(t.ecn_mark),

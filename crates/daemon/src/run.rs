@@ -142,10 +142,21 @@ pub fn run(opts: &Options) -> Result<(), DaemonError> {
         sd_notify::NotifyState::Ready,
         sd_notify::NotifyState::Status(&format!("keeping {names} shaped")),
     ]);
+    // What start-up achieved, per interface: "keeping wan0 shaped" must not follow a failure.
+    let health: Vec<String> = keeper
+        .names()
+        .iter()
+        .map(|n| match keeper.health().get(n) {
+            Some(crate::keeper::Health::Shaped) => format!("{n} shaped"),
+            Some(crate::keeper::Health::Failed(_)) => format!("{n} FAILED (see above)"),
+            _ => format!("{n} waiting for its device"),
+        })
+        .collect();
     say::info(&format!(
-        "keeping {names} shaped as {} says (pid {})",
+        "keeping {names} as {} says (pid {}): {}",
         opts.config.display(),
-        std::process::id()
+        std::process::id(),
+        health.join(", ")
     ));
 
     let result = serve_loop(&mut keeper, &rx, opts, &counters, &servers);

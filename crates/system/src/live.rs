@@ -58,15 +58,12 @@ pub fn read(
     let mut next = || it.next().unwrap_or_default();
     let (qdisc, filter, filter_ingress) = (next(), next(), next());
     let class = if classes { next() } else { String::new() };
-    let ifb = match ifb {
-        Some(name) => Some(IfbTexts {
-            name: name.clone(),
-            qdisc: next(),
-            filter: next(),
-            class: if classes { next() } else { String::new() },
-        }),
-        None => None,
-    };
+    let ifb = ifb.map(|name| IfbTexts {
+        name: name.clone(),
+        qdisc: next(),
+        filter: next(),
+        class: if classes { next() } else { String::new() },
+    });
     Ok(LiveTexts {
         qdisc,
         class,

@@ -216,3 +216,39 @@ async fn a_bad_value_is_its_fields_error_and_nothing_is_written_or_reloaded() {
         .contains("down = \"30mbit\""));
     assert_eq!(f.reloads.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn the_toml_editor_is_checked_the_same_way_and_check_writes_nothing() {
+    let f = fixture("toml");
+    let bad = json!({"text": "[interface.wan0]\ndown = \"20mbit\"\nflowz = 3\n"}).to_string();
+    let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), bad)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["errors"][0]["key"], "flowz", "{body}");
+    assert_eq!(v["errors"][0]["line"], 3, "{body}");
+
+    let good = "[interface.wan0]\ndown = \"40mbit\"\n";
+    let check = json!({"text": good, "check": true}).to_string();
+    let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), check)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (v["ok"].as_bool(), v["applied"].as_bool()),
+        (Some(true), Some(false))
+    );
+    assert!(
+        v["plans"][0]["summary"][0]
+            .as_str()
+            .unwrap()
+            .contains("40mbit"),
+        "{body}"
+    );
+    assert_eq!(std::fs::read_to_string(&f.config).unwrap(), FILE);
+    assert_eq!(f.reloads.load(Ordering::SeqCst), 0);
+
+    let apply = json!({ "text": good }).to_string();
+    let (status, _) = call(&f.app, post("/api/config", Some(TOKEN), apply)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(std::fs::read_to_string(&f.config).unwrap(), good);
+    assert_eq!(f.reloads.load(Ordering::SeqCst), 1);
+}

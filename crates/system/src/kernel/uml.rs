@@ -318,9 +318,9 @@ mod tests {
         let s = init_script(&plan);
         assert!(s.starts_with("#!/bin/sh\n"));
         assert!(s.contains("D=/tmp/unbloat-uml-1\n"));
-        assert!(
-            s.contains("modprobe -a -d \"$D\" sch_cake sch_htb ipv6 veth ifb dummy 8021q tcp_bbr tun")
-        );
+        assert!(s.contains(
+            "modprobe -a -d \"$D\" sch_cake sch_htb ipv6 veth ifb dummy 8021q tcp_bbr tun"
+        ));
         assert!(s.contains("export GREETING='it'\\''s $HOME'\n"));
         assert!(s.contains(
             "( cd '/work/my project' && exec tc qdisc add dev lo root cake '; rm -rf /' )"
