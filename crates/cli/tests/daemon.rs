@@ -17,9 +17,8 @@
 
 mod common;
 
-use common::{must, Netns, UNBLOAT};
+use common::{in_ns, must, udp_flood, wait_until, Netns, UNBLOAT};
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixDatagram;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -31,21 +30,6 @@ use unbloat_system::rtnl::{Rtnl, TC_H_INGRESS, TC_H_ROOT};
 const CYCLES: u32 = 100;
 
 const CONFIG: &str = "[interface.wan0]\ndown = \"20mbit\"\nup = \"5mbit\"\n";
-
-/// Runs `f` in a thread that entered the namespace: an rtnetlink socket belongs to the namespace
-/// of the thread that opens it, and polling it costs no process (50-100 ms each in UML).
-fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let path = format!("/run/netns/{ns}");
-    std::thread::spawn(move || {
-        let file = std::fs::File::open(&path).expect("the namespace's file");
-        // SAFETY: a valid descriptor of a network namespace; only this thread moves.
-        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
-        f()
-    })
-    .join()
-    .expect("the thread in the namespace")
-}
 
 /// The device's index when it has cake at the root, an ingress qdisc, and (for `ifb`) the IFB
 /// has cake too.
@@ -65,17 +49,6 @@ fn shaped(rtnl: &Rtnl, dev: &str, ifb: Option<&str>) -> Option<u32> {
         }
     };
     (root && (ifb.is_none() || ingress) && ifb_ok).then_some(link.index)
-}
-
-fn wait_until(limit: Duration, mut ok: impl FnMut() -> bool) -> Option<Duration> {
-    let t0 = Instant::now();
-    while t0.elapsed() < limit {
-        if ok() {
-            return Some(t0.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    None
 }
 
 struct Daemon {
@@ -123,10 +96,6 @@ impl Drop for Daemon {
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
-}
-
-fn tc(ns: &Netns, args: &str) -> String {
-    common::text(&ns.sh(&format!("tc {args}")))
 }
 
 real_kernel_test! {
@@ -250,7 +219,7 @@ real_kernel_test! {
         assert!(!ns.run_dir.join("shaped/wan0.json").exists(), "the removed WAN's record stayed");
         drop(daemon);
         // Ending the daemon leaves the shaping.
-        assert!(tc(&ns, "qdisc show dev ppp0").contains("cake"));
+        assert!(ns.tc("qdisc show dev ppp0").contains("cake"));
     }
 }
 
@@ -302,7 +271,7 @@ real_kernel_test! {
         });
         assert!(ready.is_some(), "the daemon did not shape wan0");
         let handle = |ns: &Netns| {
-            let q = tc(ns, "qdisc show dev ifb4wan0");
+            let q = ns.tc("qdisc show dev ifb4wan0");
             q.split_whitespace().nth(2).unwrap_or_default().to_string()
         };
         let before = handle(&ns);
@@ -313,7 +282,7 @@ real_kernel_test! {
         assert!(out.status.success(), "{}", common::text(&out));
         let answer: serde_json::Value = serde_json::from_slice(&out.stdout).expect("reload --json");
         assert_eq!(answer["changed"], serde_json::json!(["wan0"]), "{answer}");
-        let q = tc(&ns, "qdisc show dev ifb4wan0");
+        let q = ns.tc("qdisc show dev ifb4wan0");
         assert!(q.contains("bandwidth 30Mbit"), "{q}");
         assert_eq!(handle(&ns), before, "the reload replaced the cake instead of changing it");
 
@@ -338,8 +307,8 @@ real_kernel_test! {
         std::fs::write(&config, CONFIG.replace("5mbit", "6mbit")).unwrap();
         let reload = unit_command("ExecReload", &path, Some(daemon.child.id()));
         assert!(Command::new(&reload[0]).args(&reload[1..]).status().unwrap().success(), "{reload:?}");
-        let hup = wait_until(Duration::from_secs(10), || tc(&ns, "qdisc show dev wan0").contains("bandwidth 6Mbit"));
-        assert!(hup.is_some(), "SIGHUP did not reload: {}", tc(&ns, "qdisc show dev wan0"));
+        let hup = wait_until(Duration::from_secs(10), || ns.tc("qdisc show dev wan0").contains("bandwidth 6Mbit"));
+        assert!(hup.is_some(), "SIGHUP did not reload: {}", ns.tc("qdisc show dev wan0"));
 
         // kill -9 at random moments of a change, then a restart: shaped as the file says.
         daemon.kill9();
@@ -358,8 +327,8 @@ real_kernel_test! {
             let _d = Daemon::start(&ns, &[&path], &[]);
             let want = format!("bandwidth {down}Mbit");
             let back = wait_until(Duration::from_secs(20), || {
-                tc(&ns, "qdisc show dev ifb4wan0").contains(&want)
-                    && tc(&ns, "qdisc show dev wan0").contains("bandwidth 6Mbit")
+                ns.tc("qdisc show dev ifb4wan0").contains(&want)
+                    && ns.tc("qdisc show dev wan0").contains("bandwidth 6Mbit")
             });
             assert!(back.is_some(), "round {round}: not shaped as configured after kill -9 and a restart:\n{}", ns.snapshot());
         }
@@ -390,14 +359,7 @@ real_kernel_test! {
     /// UDP flood through cake's upload, Prometheus's API has the tin's drop counter risen.
     fn prometheus_scrapes_a_tin_drop_counter_that_rose_under_load() needs ["cake", "ingress", "ifb", "mirred", "u32"] {
         let ns = Netns::new();
-        let far = format!("{}-far", ns.name);
-        must(&format!("ip netns add {far}"));
-        ns.must("ip link add wan0 type veth peer name peer0");
-        ns.must(&format!("ip link set peer0 netns {far}"));
-        ns.must("ip addr add 10.9.0.1/24 dev wan0");
-        ns.must("ip link set wan0 up");
-        must(&format!("ip -n {far} addr add 10.9.0.2/24 dev peer0"));
-        must(&format!("ip -n {far} link set peer0 up"));
+        let _far = ns.wan_to_far_end();
         std::fs::create_dir_all(&ns.run_dir).unwrap();
         let config = ns.run_dir.join("unbloat.toml");
         std::fs::write(&config, CONFIG).unwrap();
@@ -464,24 +426,10 @@ real_kernel_test! {
         let before = query(DROPS).unwrap();
 
         // 40 Mbit/s of UDP into cake's 5 Mbit/s for 4 s.
-        in_ns(&name, || {
-            let sock = std::net::UdpSocket::bind("10.9.0.1:0").unwrap();
-            let payload = [0u8; 1200];
-            let t0 = Instant::now();
-            let mut sent = 0u64;
-            while t0.elapsed() < Duration::from_secs(4) {
-                let due = (t0.elapsed().as_secs_f64() * 40e6 / 8.0 / 1200.0) as u64;
-                while sent < due {
-                    let _ = sock.send_to(&payload, "10.9.0.2:9");
-                    sent += 1;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        });
+        in_ns(&name, || udp_flood(40e6, Duration::from_secs(4)));
         let rose = wait_until(Duration::from_secs(15), || query(DROPS).is_some_and(|v| v > before + 100.0));
         let _ = prom.kill();
         let _ = prom.wait();
-        must(&format!("ip netns del {far}"));
         assert!(rose.is_some(), "the drop counter in Prometheus did not rise: {before} then {:?}", query(DROPS));
     }
 }

@@ -14,10 +14,9 @@
 
 mod common;
 
-use common::{must, Netns, UNBLOAT};
+use common::{in_ns, udp_flood, wait_until, Netns, UNBLOAT};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -33,31 +32,6 @@ fn shots_dir() -> PathBuf {
         env!("CARGO_MANIFEST_DIR"),
         "/../../target/test-reports/web"
     ))
-}
-
-/// Runs `f` in a thread that entered the namespace (threads it starts are in it too).
-fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let path = format!("/run/netns/{ns}");
-    std::thread::spawn(move || {
-        let file = std::fs::File::open(&path).expect("the namespace's file");
-        // SAFETY: a valid descriptor of a network namespace; only this thread moves.
-        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
-        f()
-    })
-    .join()
-    .expect("the thread in the namespace")
-}
-
-fn wait_until(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
-    let t0 = Instant::now();
-    while t0.elapsed() < limit {
-        if ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
 }
 
 /// A child ended with SIGTERM when the test ends, however it ends.
@@ -83,10 +57,6 @@ fn start_in(ns: &Netns, argv: &[&str], log: &str) -> Running {
         .spawn()
         .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
     Running(child)
-}
-
-fn tc(ns: &Netns, args: &str) -> String {
-    common::text(&ns.sh(&format!("tc {args}")))
 }
 
 /// The WAN's shaping as tc shows it (settings, no counters), read from the calling thread's
@@ -158,21 +128,14 @@ real_kernel_test! {
                 "{program} is missing: scripts/install-deps installs Debian's {package}");
         }
         let ns = Netns::new();
-        let far = format!("{}-far", ns.name);
-        must(&format!("ip netns add {far}"));
-        ns.must("ip link add wan0 type veth peer name peer0");
-        ns.must(&format!("ip link set peer0 netns {far}"));
-        ns.must("ip addr add 10.9.0.1/24 dev wan0");
-        ns.must("ip link set wan0 up");
-        must(&format!("ip -n {far} addr add 10.9.0.2/24 dev peer0"));
-        must(&format!("ip -n {far} link set peer0 up"));
+        let _far = ns.wan_to_far_end();
         std::fs::create_dir_all(&ns.run_dir).unwrap();
         let config = ns.run_dir.join("unbloat.toml");
         std::fs::write(&config, CONFIG).unwrap();
         let _daemon = start_in(&ns, &[UNBLOAT, "daemon", "--config", config.to_str().unwrap(), "--web", WEB], "daemon.log");
         let up = in_ns(&ns.name.clone(), || wait_until(Duration::from_secs(30), || std::net::TcpStream::connect(WEB).is_ok()));
-        assert!(up, "the daemon's web page did not open");
-        assert!(wait_until(Duration::from_secs(30), || tc(&ns, "qdisc show dev ifb4wan0").contains("bandwidth 20Mbit")),
+        assert!(up.is_some(), "the daemon's web page did not open");
+        assert!(wait_until(Duration::from_secs(30), || ns.tc("qdisc show dev ifb4wan0").contains("bandwidth 20Mbit")).is_some(),
             "the daemon did not shape wan0");
         let token = std::fs::read_to_string(ns.run_dir.join("web-token")).expect("the token file").trim().to_string();
         let log = std::fs::read_to_string(ns.run_dir.join("daemon.log")).unwrap();
@@ -181,7 +144,7 @@ real_kernel_test! {
         let _driver = start_in(&ns, &["chromedriver", &format!("--port={DRIVER_PORT}")], "chromedriver.log");
         let driver = format!("127.0.0.1:{DRIVER_PORT}");
         let d2 = driver.clone();
-        assert!(in_ns(&ns.name.clone(), move || wait_until(Duration::from_secs(30), || std::net::TcpStream::connect(&d2).is_ok())),
+        assert!(in_ns(&ns.name.clone(), move || wait_until(Duration::from_secs(30), || std::net::TcpStream::connect(&d2).is_ok()).is_some()),
             "chromedriver did not start: {}", std::fs::read_to_string(ns.run_dir.join("chromedriver.log")).unwrap_or_default());
         let kernel_before = ns.snapshot();
         eprintln!("daemon and chromedriver up after {:.1?}", t0.elapsed());
@@ -225,21 +188,8 @@ real_kernel_test! {
                 // 1. The graphs move under a UDP flood through the upload's cake (6 Mbit/s into
                 // 2 Mbit/s: its queue fills, delays rise, it drops).
                 until(&c, "two samples drawn", r#"return document.querySelector('svg[data-chart="wan0/up/rate"] path.line') !== null;"#, Duration::from_secs(20)).await;
-                let flood = std::thread::spawn(|| {
-                    // Started from a thread in the namespace: this thread is in it too.
-                    let sock = std::net::UdpSocket::bind("10.9.0.1:0").unwrap();
-                    let payload = [0u8; 1200];
-                    let t0 = Instant::now();
-                    let mut sent = 0u64;
-                    while t0.elapsed() < Duration::from_secs(8) {
-                        let due = (t0.elapsed().as_secs_f64() * 6e6 / 8.0 / 1200.0) as u64;
-                        while sent < due {
-                            let _ = sock.send_to(&payload, "10.9.0.2:9");
-                            sent += 1;
-                        }
-                        std::thread::sleep(Duration::from_millis(2));
-                    }
-                });
+                // Started from a thread in the namespace: this thread is in it too.
+                let flood = std::thread::spawn(|| udp_flood(6e6, Duration::from_secs(8)));
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 let first = c.execute(GRAPHS, vec![]).await.unwrap();
                 tokio::time::sleep(Duration::from_millis(2500)).await;
@@ -282,13 +232,12 @@ real_kernel_test! {
             });
         });
         // The good value changed the download's rate and nothing else.
-        let q = tc(&ns, "qdisc show dev ifb4wan0");
+        let q = ns.tc("qdisc show dev ifb4wan0");
         assert!(q.contains("bandwidth 30Mbit"), "{q}");
         let file = std::fs::read_to_string(&config).unwrap();
         assert_eq!(file, CONFIG.replace("20mbit", "30mbit"));
         assert_eq!(ns.snapshot(), kernel_before.replace("bandwidth 20Mbit", "bandwidth 30Mbit"),
             "only the download's bandwidth changed");
-        must(&format!("ip netns del {far}"));
         eprintln!("done in {:.1?}; screenshots in {}", t0.elapsed(), shots_dir().display());
     }
 }

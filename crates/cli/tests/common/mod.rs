@@ -2,9 +2,11 @@
 //! veth, running the built `unbloat` in it, and snapshots of a device to prove "unchanged".
 #![allow(dead_code)]
 
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 pub const UNBLOAT: &str = env!("CARGO_BIN_EXE_unbloat");
 
@@ -102,6 +104,25 @@ impl Netns {
         self.unbloat_env(args, &[])
     }
 
+    /// `tc ARGS` in the namespace: what it printed.
+    pub fn tc(&self, args: &str) -> String {
+        text(&self.sh(&format!("tc {args}")))
+    }
+
+    /// `wan0` here (10.9.0.1/24) and its peer `peer0` (10.9.0.2/24) in a namespace of its own,
+    /// the far end of a flood ([`udp_flood`]), removed when the returned guard drops.
+    pub fn wan_to_far_end(&self) -> FarEnd {
+        let far = FarEnd(format!("{}-far", self.name));
+        must(&format!("ip netns add {}", far.0));
+        self.must("ip link add wan0 type veth peer name peer0");
+        self.must(&format!("ip link set peer0 netns {}", far.0));
+        self.must("ip addr add 10.9.0.1/24 dev wan0");
+        self.must("ip link set wan0 up");
+        must(&format!("ip -n {} addr add 10.9.0.2/24 dev peer0", far.0));
+        must(&format!("ip -n {} link set peer0 up", far.0));
+        far
+    }
+
     /// Everything that could change when shaping: qdiscs, filters of every device, the devices.
     pub fn snapshot(&self) -> String {
         // One shell in the namespace runs every `tc`: in User-Mode Linux each process costs tens
@@ -142,6 +163,60 @@ impl Drop for Netns {
         let _ = sh(&format!("ip netns del {}", self.name));
         let _ = std::fs::remove_dir_all(&self.run_dir);
     }
+}
+
+/// The far end's namespace of [`Netns::wan_to_far_end`], deleted on drop.
+pub struct FarEnd(pub String);
+
+impl Drop for FarEnd {
+    fn drop(&mut self) {
+        let _ = sh(&format!("ip netns del {}", self.0));
+    }
+}
+
+/// UDP at `bits_per_sec` from wan0's 10.9.0.1 to the far end's discard port for `span`, paced
+/// every millisecond. Call it from a thread in the namespace ([`in_ns`]).
+pub fn udp_flood(bits_per_sec: f64, span: Duration) {
+    let sock = std::net::UdpSocket::bind("10.9.0.1:0").unwrap();
+    let payload = [0u8; 1200];
+    let t0 = Instant::now();
+    let mut sent = 0u64;
+    while t0.elapsed() < span {
+        let due = (t0.elapsed().as_secs_f64() * bits_per_sec / 8.0 / 1200.0) as u64;
+        while sent < due {
+            let _ = sock.send_to(&payload, "10.9.0.2:9");
+            sent += 1;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Runs `f` in a thread that entered the namespace `ns` (threads it starts are in it too): an
+/// rtnetlink or any other socket belongs to the namespace of the thread that opens it, and it
+/// costs no process (50-100 ms each in User-Mode Linux).
+pub fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let path = format!("/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let file = std::fs::File::open(&path).expect("the namespace's file");
+        // SAFETY: a valid descriptor of a network namespace; only this thread moves.
+        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+        f()
+    })
+    .join()
+    .expect("the thread in the namespace")
+}
+
+/// How long until `ok` held, looking every 2 ms; `None` if it did not within `limit`.
+pub fn wait_until(limit: Duration, mut ok: impl FnMut() -> bool) -> Option<Duration> {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if ok() {
+            return Some(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    None
 }
 
 pub fn text(out: &Output) -> String {
