@@ -728,8 +728,8 @@ mod tests {
         use crate::control::Answer;
         use crate::keeper::Refusal;
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("unbloat-webcfg-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let scratch = crate::web::scratch::Scratch::new("webcfg");
+        let dir = scratch.path();
         let path = dir.join("unbloat.toml");
         std::fs::write(&path, FILE).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
@@ -775,10 +775,9 @@ mod tests {
             "the file keeps its mode"
         );
         assert_eq!(
-            std::fs::read_dir(&dir).unwrap().count(),
+            std::fs::read_dir(dir).unwrap().count(),
             1,
             "no temporary file left"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

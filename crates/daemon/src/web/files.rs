@@ -182,13 +182,9 @@ pub fn outputs(dir: &Path) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn tree() -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "unbloat-files-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
+    fn tree() -> crate::web::scratch::Scratch {
+        let scratch = crate::web::scratch::Scratch::new("files");
+        let dir = scratch.path();
         std::fs::create_dir_all(dir.join("base/lab1")).unwrap();
         std::fs::create_dir_all(dir.join("base/2026/lab2")).unwrap();
         std::fs::write(dir.join("base/lab1/index.html"), "one").unwrap();
@@ -196,13 +192,13 @@ mod tests {
         std::fs::write(dir.join("base/2026/lab2/index.html"), "two").unwrap();
         std::fs::write(dir.join("secret"), "no").unwrap();
         std::os::unix::fs::symlink(dir.join("secret"), dir.join("base/lab1/link")).unwrap();
-        dir
+        scratch
     }
 
     #[test]
     fn only_files_under_the_directory_resolve() {
-        let dir = tree();
-        let base = dir.join("base");
+        let scratch = tree();
+        let base = scratch.path().join("base");
         assert!(resolve(&base, "lab1/a.svg")
             .unwrap()
             .ends_with("lab1/a.svg"));
@@ -213,12 +209,12 @@ mod tests {
         assert_eq!(resolve(&base, "/etc/passwd"), Err(Refused::Outside));
         assert_eq!(resolve(&base, "lab1/link"), Err(Refused::Outside));
         assert_eq!(resolve(&base, "lab1/nothing"), Err(Refused::NotFound));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn reports_are_the_directories_with_an_index() {
-        let dir = tree();
+        let scratch = tree();
+        let dir = scratch.path();
         let mut names: Vec<String> = reports(&dir.join("base"))
             .into_iter()
             .map(|r| r.name)
@@ -226,6 +222,5 @@ mod tests {
         names.sort();
         assert_eq!(names, ["2026/lab2", "lab1"]);
         assert_eq!(outputs(&dir.join("base/lab1")), ["index.html", "a.svg"]);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

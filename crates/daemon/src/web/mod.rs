@@ -27,6 +27,8 @@ mod files;
 mod live;
 mod runs;
 #[cfg(test)]
+pub(crate) mod scratch;
+#[cfg(test)]
 mod tests;
 mod token;
 

@@ -346,15 +346,14 @@ open(my $f, ">", "$out/index.html") or die; print $f "<h1>report</h1>\n"; close 
 open($f, ">", "$out/plot.svg") or die; print $f "<svg/>\n"; close $f;
 "#;
 
-    fn runs() -> (Runs, PathBuf) {
-        let dir = std::env::temp_dir().join(format!("unbloat-runs-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+    fn runs() -> (Runs, crate::web::scratch::Scratch) {
+        let scratch = crate::web::scratch::Scratch::new("runs");
+        let dir = scratch.path();
         let exe = dir.join("fake-unbloat");
         std::fs::write(&exe, FAKE).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-        (Runs::new(exe, dir.join("runs")), dir)
+        (Runs::new(exe, dir.join("runs")), scratch)
     }
 
     fn req(server: &str) -> RunRequest {
@@ -381,7 +380,7 @@ open($f, ">", "$out/plot.svg") or die; print $f "<svg/>\n"; close $f;
 
     #[test]
     fn a_run_streams_its_lines_lists_its_files_and_runs_alone() {
-        let (runs, dir) = runs();
+        let (runs, _scratch) = runs();
         let first = runs.start(&req("slow")).unwrap();
         assert_eq!(first.state, RunState::Running);
         let again = runs.start(&req("far.example"));
@@ -415,7 +414,6 @@ open($f, ">", "$out/plot.svg") or die; print $f "<svg/>\n"; close $f;
         let stopped = wait_done(&runs);
         assert_eq!((stopped.state, stopped.exit_code), (RunState::Failed, None));
         assert_eq!(runs.list().len(), 3);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

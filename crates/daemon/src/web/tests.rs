@@ -20,21 +20,16 @@ const FILE: &str = "[interface.wan0]\ndown = \"20mbit\"\nup = \"5mbit\"\n";
 
 struct Fixture {
     app: Router,
-    dir: PathBuf,
+    /// Kept for its drop: the directory goes when the test ends.
+    _dir: crate::web::scratch::Scratch,
     config: PathBuf,
     /// Reloads the keeper was asked for.
     reloads: Arc<AtomicUsize>,
 }
 
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 fn fixture(name: &str) -> Fixture {
-    let dir = std::env::temp_dir().join(format!("unbloat-web-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = crate::web::scratch::Scratch::new(&format!("web-{name}"));
+    let dir = scratch.path();
     std::fs::create_dir_all(dir.join("run/runs/1-test")).unwrap();
     std::fs::create_dir_all(dir.join("reports/lab1")).unwrap();
     std::fs::write(dir.join("run/runs/1-test/index.html"), "<h1>run</h1>").unwrap();
@@ -64,7 +59,7 @@ fn fixture(name: &str) -> Fixture {
     };
     Fixture {
         app: router(setup, Token::from_text(TOKEN)),
-        dir,
+        _dir: scratch,
         config,
         reloads,
     }

@@ -100,14 +100,13 @@ mod tests {
 
     #[test]
     fn the_file_is_root_only_and_replaced() {
-        let dir = std::env::temp_dir().join(format!("unbloat-token-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let scratch = crate::web::scratch::Scratch::new("token");
+        let dir = scratch.path();
         let t = Token::from_text("abc");
-        let path = t.write(&dir).unwrap();
-        Token::from_text("def").write(&dir).unwrap();
+        let path = t.write(dir).unwrap();
+        Token::from_text("def").write(dir).unwrap();
         let meta = std::fs::metadata(&path).unwrap();
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "def\n");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
