@@ -7,7 +7,7 @@
 //! same link (piece_of_cake.qos, simple.qos) when its source is found (`--sqm-scripts DIR`), and
 //! the same tc commands run one process at a time. `set-rate` is also timed as the library call
 //! autorate makes (no process), over many changes. Medians of `--runs`.
-use crate::kernel::{private_netns, rerun_in_real_kernel};
+use crate::kernel::{private_netns, rerun_in_real_kernel, ALL_QDISCS};
 use crate::Failure;
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
@@ -95,6 +95,7 @@ fn far_ends_bench(args: &FarEndsBench) -> Result<(), Failure> {
 
 fn start_bench(args: &StartBench) -> Result<(), Failure> {
     let mut argv = vec![
+        "bench".to_string(),
         "start".to_string(),
         "--runs".into(),
         args.runs.to_string(),
@@ -108,7 +109,7 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
         argv.push("--sqm-scripts".into());
         argv.push(std::path::absolute(dir)?.display().to_string());
     }
-    if !args.inside && rerun_in_real_kernel(&argv, Duration::from_secs(600))? {
+    if !args.inside && rerun_in_real_kernel(ALL_QDISCS, &argv, Duration::from_secs(600))? {
         return Ok(());
     }
     private_netns()?;

@@ -70,6 +70,7 @@ struct Report {
 
 pub fn daemon_bench(args: &DaemonBench) -> Result<(), Failure> {
     let mut argv = vec![
+        "bench".to_string(),
         "daemon".to_string(),
         "--scrapes".into(),
         args.scrapes.to_string(),
@@ -79,7 +80,13 @@ pub fn daemon_bench(args: &DaemonBench) -> Result<(), Failure> {
     if args.json {
         argv.push("--json".into());
     }
-    if !args.inside && crate::kernel::rerun_in_real_kernel(&argv, Duration::from_secs(7200))? {
+    if !args.inside
+        && crate::kernel::rerun_in_real_kernel(
+            crate::kernel::ALL_QDISCS,
+            &argv,
+            Duration::from_secs(7200),
+        )?
+    {
         return Ok(());
     }
     crate::kernel::private_netns()?;
@@ -368,8 +375,7 @@ fn which(name: &str) -> Option<std::path::PathBuf> {
 
 fn kernel_name() -> String {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let uml = std::path::Path::new("/proc/sys/kernel/osrelease").exists()
-        && unbloat_system::kernel::in_guest();
+    let uml = unbloat_system::kernel::in_guest();
     format!(
         "{}Linux {}",
         if uml { "User-Mode " } else { "" },

@@ -3,6 +3,7 @@
 //! grid of shaped runs finds for the same bound.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::anyhow;
 use clap::Args;
@@ -51,7 +52,11 @@ pub fn bench_tune(args: &TuneBenchArgs) -> Result<(), Failure> {
         if args.json {
             tail.push("--json".into());
         }
-        if crate::hosts::in_kernel(&tail, 120)?.is_some() {
+        if crate::kernel::rerun_in_real_kernel(
+            crate::hosts::NEEDS,
+            &tail,
+            Duration::from_secs(120 * 60),
+        )? {
             return Ok(());
         }
     }

@@ -3,14 +3,14 @@
 //! plots; the benchmark repeats the fairness runs and reports medians, and measures what cake's
 //! NAT lookup costs. Both boot User-Mode Linux when this kernel lacks cake, and re-run there.
 
+use crate::kernel::rerun_in_real_kernel;
 use crate::Failure;
-use anyhow::{anyhow, Context};
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
 use unbloat_lab::hosts::{self, Family, NatCost, Outcome, Scenario, Setup, Tools};
 use unbloat_lab::workdir::WorkDir;
-use unbloat_system::kernel::{in_guest, GuestOptions, Kernel};
 use unbloat_units::Rate;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -99,35 +99,8 @@ pub struct FairBenchArgs {
     pub inside: bool,
 }
 
-const NEEDS: &[&str] = &["cake", "htb", "netem", "ingress"];
-
-/// Re-runs this command inside a kernel with cake when this one lacks it; Some(()) if it did.
-pub(crate) fn in_kernel(argv_tail: &[String], minutes: u64) -> Result<Option<()>, Failure> {
-    if in_guest() {
-        return Ok(None);
-    }
-    let kernel = Kernel::detect(NEEDS)?;
-    if kernel == Kernel::Host {
-        return Ok(None);
-    }
-    eprintln!(
-        "unbloat: this kernel lacks cake; running in {}",
-        kernel.describe()
-    );
-    let mut argv = vec![std::env::current_exe()?.display().to_string()];
-    argv.extend(argv_tail.iter().cloned());
-    argv.push("--inside".into());
-    let opts = GuestOptions {
-        timeout: Duration::from_secs(60 * minutes),
-        stream: true,
-        ..GuestOptions::default()
-    };
-    let out = kernel.run(&argv, &opts)?;
-    if out.status != 0 {
-        return Err(anyhow!("failed in {} (status {})", kernel.describe(), out.status).into());
-    }
-    Ok(Some(()))
-}
+/// What lab-hosts and bench fair and tune need of the kernel.
+pub(crate) const NEEDS: &[&str] = &["cake", "htb", "netem", "ingress"];
 
 /// The programs and a fresh work directory; the directory goes with the returned guard, on
 /// success, error or panic alike.
@@ -223,7 +196,7 @@ pub fn lab_hosts(args: &LabHostsArgs) -> Result<(), Failure> {
                 std::path::absolute(d)?.display().to_string(),
             ]);
         }
-        if in_kernel(&tail, 30)?.is_some() {
+        if rerun_in_real_kernel(NEEDS, &tail, Duration::from_secs(30 * 60))? {
             return Ok(());
         }
     }
@@ -326,7 +299,7 @@ pub fn bench_fair(args: &FairBenchArgs) -> Result<(), Failure> {
                 std::path::absolute(d)?.display().to_string(),
             ]);
         }
-        if in_kernel(&tail, 90)?.is_some() {
+        if rerun_in_real_kernel(NEEDS, &tail, Duration::from_secs(90 * 60))? {
             return Ok(());
         }
     }

@@ -37,22 +37,27 @@ pub fn run(args: &KernelArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// When this kernel lacks a qdisc: runs `unbloat bench ARGS --inside` in User-Mode Linux, its
-/// output streamed, and returns true (done there); false when the caller should go on here.
-pub fn rerun_in_real_kernel(args: &[String], timeout: Duration) -> Result<bool, Failure> {
+/// When this kernel lacks one of `needs`: runs `unbloat ARGS --inside` in User-Mode Linux, its
+/// output streamed, and returns true (done there); false when the caller should go on here (this
+/// kernel has them, or it is the guest already).
+pub fn rerun_in_real_kernel(
+    needs: &[&str],
+    args: &[String],
+    timeout: Duration,
+) -> Result<bool, Failure> {
     if in_guest() {
         return Ok(false);
     }
-    let kernel = Kernel::detect(ALL_QDISCS)?;
+    let kernel = Kernel::detect(needs)?;
     if kernel == Kernel::Host {
         return Ok(false);
     }
     eprintln!(
-        "unbloat: the host kernel lacks cake or fq_codel; benchmarking in {}",
+        "unbloat: this kernel lacks one of {}; running in {}",
+        needs.join(", "),
         kernel.describe()
     );
-    let exe = std::env::current_exe()?.display().to_string();
-    let mut argv = vec![exe, "bench".to_string()];
+    let mut argv = vec![std::env::current_exe()?.display().to_string()];
     argv.extend(args.iter().cloned());
     argv.push("--inside".into());
     let opts = GuestOptions {
@@ -62,12 +67,7 @@ pub fn rerun_in_real_kernel(args: &[String], timeout: Duration) -> Result<bool, 
     };
     let out = kernel.run(&argv, &opts)?;
     if out.status != 0 {
-        return Err(anyhow!(
-            "the benchmark failed in {} (status {})",
-            kernel.describe(),
-            out.status
-        )
-        .into());
+        return Err(anyhow!("failed in {} (status {})", kernel.describe(), out.status).into());
     }
     Ok(true)
 }
