@@ -57,12 +57,7 @@ impl DaemonStatus {
             self.pid, self.config, self.reapplies, self.failures, self.link_events
         );
         for (name, h) in &self.interfaces {
-            let what = match h {
-                Health::Shaped => "shaped as configured".to_string(),
-                Health::Waiting => "no such device; shaped when it appears".to_string(),
-                Health::Failed(why) => format!("FAILED: {why}"),
-            };
-            out.push_str(&format!("  {name}: {what}\n"));
+            out.push_str(&format!("  {name}: {}\n", h.describe()));
         }
         for (what, addr) in [("metrics", &self.metrics), ("web page", &self.web)] {
             if let Some(a) = addr {

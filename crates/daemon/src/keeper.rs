@@ -87,6 +87,17 @@ pub enum Health {
     Failed(String),
 }
 
+impl Health {
+    /// In words, for `unbloat status` and the daemon's log.
+    pub fn describe(&self) -> String {
+        match self {
+            Health::Shaped => "shaped as configured".to_string(),
+            Health::Waiting => "no such device; shaped when it appears".to_string(),
+            Health::Failed(why) => format!("FAILED: {why}"),
+        }
+    }
+}
+
 /// Why a reload was refused; the running setup stays.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refusal {

@@ -23,7 +23,7 @@ use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::{now_unix, StateDir};
 
 use crate::control::{self, Answer, DaemonStatus, Request};
-use crate::keeper::{decide, Keeper};
+use crate::keeper::{decide, Health, Keeper};
 use crate::metrics::DaemonCounters;
 use crate::say;
 
@@ -146,10 +146,9 @@ pub fn run(opts: &Options) -> Result<(), DaemonError> {
     let health: Vec<String> = keeper
         .names()
         .iter()
-        .map(|n| match keeper.health().get(n) {
-            Some(crate::keeper::Health::Shaped) => format!("{n} shaped"),
-            Some(crate::keeper::Health::Failed(_)) => format!("{n} FAILED (see above)"),
-            _ => format!("{n} waiting for its device"),
+        .map(|n| {
+            let h = keeper.health().get(n).cloned().unwrap_or(Health::Waiting);
+            format!("{n} {}", h.describe())
         })
         .collect();
     say::info(&format!(
@@ -255,11 +254,7 @@ fn status(
             .names()
             .into_iter()
             .map(|n| {
-                let h = keeper
-                    .health()
-                    .get(&n)
-                    .cloned()
-                    .unwrap_or(crate::keeper::Health::Waiting);
+                let h = keeper.health().get(&n).cloned().unwrap_or(Health::Waiting);
                 (n, h)
             })
             .collect(),
