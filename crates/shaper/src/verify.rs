@@ -345,7 +345,7 @@ impl Mismatches {
         let kernel = |r: Rate| {
             let stored = Rate::from_bytes_per_sec(r.bytes_per_sec());
             match live.source {
-                Source::Json => stored,
+                Source::Json | Source::Netlink => stored,
                 Source::Text => tc_text_rate(stored),
             }
         };

@@ -510,12 +510,6 @@ impl<'r> Shaper<'r> {
         Ok(())
     }
 
-    /// What the kernel holds for a plan's devices, parsed, in one `tc` process: classes only
-    /// where the plan has HTB (the daemon's metrics read this every scrape).
-    pub fn read_plan(&self, plan: &Plan) -> Result<LiveState, ApplyError> {
-        self.live(&Rtnl::open()?, plan)
-    }
-
     /// What the kernel holds for a plan's devices, parsed.
     pub(crate) fn live(&self, rtnl: &Rtnl, plan: &Plan) -> Result<LiveState, ApplyError> {
         let texts = self.read_live_with(

@@ -31,3 +31,4 @@ pub mod rtnl;
 pub mod runner;
 pub mod snapshot;
 pub mod state;
+pub mod tcnl;

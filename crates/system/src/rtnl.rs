@@ -32,7 +32,10 @@
 //!   again, up to [`DUMP_ATTEMPTS`] times.
 
 pub mod events;
+mod tc_dump;
 mod wire;
+
+pub use tc_dump::{TcObjects, INGRESS_FILTERS};
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -179,6 +182,8 @@ enum Op<'a> {
     Delete(u32),
     ListQdiscs(u32),
     ChangeCake(u32, u64),
+    /// A dump of qdiscs, classes or filters with their statistics (see [`tc_dump`]).
+    DumpTc(TcObjects, u32),
 }
 
 /// How a request failed, before it is told which operation it was.
@@ -377,6 +382,11 @@ impl Rtnl {
             .map_err(|f| self.fail(op, f))
     }
 
+    /// The name of the device with this index, or None when there is none.
+    pub fn link_name(&self, index: u32) -> Result<Option<String>, RtnlError> {
+        Ok(self.link_at(index)?.map(|l| l.name))
+    }
+
     /// The device with this index, or None when there is none.
     fn link_at(&self, index: u32) -> Result<Option<Link>, RtnlError> {
         let mut msg = LinkMessage::default();
@@ -523,6 +533,7 @@ impl Rtnl {
             Op::SetUp(index) => format!("set {} up", device(index)),
             Op::Delete(index) => format!("delete {}", device(index)),
             Op::ListQdiscs(index) => format!("list the qdiscs of {}", device(index)),
+            Op::DumpTc(what, index) => format!("read the {what} of {}", device(index)),
             Op::ChangeCake(index, rate) => format!(
                 "change cake's bandwidth on {} to {rate} bytes/s",
                 device(index)

@@ -1,7 +1,7 @@
 //! What the page's graphs draw, read fresh at each poll: every shaped interface as the kernel
-//! reports it, with the same reads as a Prometheus scrape (one `tc -batch` per interface through
-//! [`Shaper::read_plan`], the records of the run directory naming the interfaces) and the same
-//! tin names ([`crate::metrics::tin_label`]).
+//! reports it, with the same reads as a Prometheus scrape (over rtnetlink, [`tcnl::read_plan`],
+//! the records of the run directory naming the interfaces) and the same tin names
+//! ([`crate::metrics::tin_label`]).
 //!
 //! The kernel's counters are sent as they are (totals since the qdisc was created); the page
 //! turns two polls into rates. Delays are cake's own per-tin estimates (peak, average, and the
@@ -10,9 +10,9 @@
 use serde::Serialize;
 use unbloat_shaper::plan::{Plan, RootQdisc};
 use unbloat_shaper::tcjson::{DeviceState, LiveState};
-use unbloat_system::apply::Shaper;
-use unbloat_system::runner::SystemRunner;
+use unbloat_system::rtnl::Rtnl;
 use unbloat_system::state::{now_unix, StateDir};
+use unbloat_system::tcnl;
 
 use crate::metrics::{tin_label, Sample};
 
@@ -67,15 +67,17 @@ pub struct LiveTin {
 /// Every interface the run directory's records name, read from the kernel now. An interface
 /// that cannot be read keeps its place with the reason.
 pub fn read(state: &StateDir) -> Live {
-    let runner = SystemRunner::from_env();
-    let shaper = Shaper::new(&runner, state.clone());
+    let rtnl = Rtnl::open();
     let mut interfaces = vec![];
     for name in state.list().unwrap_or_default() {
         let Ok(Some(record)) = state.load(&name) else {
             continue;
         };
         let before = now_ms();
-        let read = shaper.read_plan(&record.plan);
+        let read = match &rtnl {
+            Ok(rtnl) => tcnl::read_plan(rtnl, &record.plan).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
         let unix_ms = before + (now_ms().saturating_sub(before)) / 2;
         let iface = match read {
             Ok(live) => of_sample(
@@ -90,7 +92,7 @@ pub fn read(state: &StateDir) -> Live {
                 iface: name,
                 unix_ms,
                 sides: vec![],
-                error: Some(e.to_string()),
+                error: Some(e),
             },
         };
         interfaces.push(iface);

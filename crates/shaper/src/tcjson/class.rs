@@ -28,6 +28,8 @@ pub enum Source {
     Json,
     /// tc's text: rates as tc printed them ([`tc_text_rate`]).
     Text,
+    /// Read over rtnetlink (unbloat-system's `tcnl`): exact, as the kernel holds them.
+    Netlink,
 }
 
 /// Counters of a class (`-s`).
