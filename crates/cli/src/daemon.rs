@@ -25,6 +25,10 @@ pub struct DaemonArgs {
     /// to 127.0.0.1 unless other machines must reach it.
     #[arg(long, value_name = "HOST:PORT")]
     pub web: Option<SocketAddr>,
+    /// A name the web page may be reached by, besides its IP addresses and localhost (e.g.
+    /// router.lan); repeat for more. Other names are refused, which stops DNS rebinding.
+    #[arg(long = "web-host", value_name = "NAME", requires = "web")]
+    pub web_hosts: Vec<String>,
     /// Lab reports (`unbloat lab --out` directories) the web page lists and serves read-only.
     #[arg(long, value_name = "DIR", requires = "web")]
     pub reports: Option<PathBuf>,
@@ -55,6 +59,7 @@ pub fn daemon(args: &DaemonArgs) -> Result<(), Failure> {
         web: args.web,
         reports: args.reports.clone(),
         check_every: Duration::from_secs(args.check_every),
+        web_hosts: args.web_hosts.clone(),
     };
     unbloat_daemon::run::run(&opts).map_err(|e| match e {
         DaemonError::Config(_) => invalid(e),

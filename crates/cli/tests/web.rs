@@ -132,7 +132,7 @@ real_kernel_test! {
         std::fs::create_dir_all(&ns.run_dir).unwrap();
         let config = ns.run_dir.join("unbloat.toml");
         std::fs::write(&config, CONFIG).unwrap();
-        let _daemon = start_in(&ns, &[UNBLOAT, "daemon", "--config", config.to_str().unwrap(), "--web", WEB], "daemon.log");
+        let daemon = start_in(&ns, &[UNBLOAT, "daemon", "--config", config.to_str().unwrap(), "--web", WEB], "daemon.log");
         let up = in_ns(&ns.name.clone(), || wait_until(Duration::from_secs(30), || std::net::TcpStream::connect(WEB).is_ok()));
         assert!(up.is_some(), "the daemon's web page did not open");
         assert!(wait_until(Duration::from_secs(30), || ns.tc("qdisc show dev ifb4wan0").contains("bandwidth 20Mbit")).is_some(),
@@ -238,6 +238,9 @@ real_kernel_test! {
         assert_eq!(file, CONFIG.replace("20mbit", "30mbit"));
         assert_eq!(ns.snapshot(), kernel_before.replace("bandwidth 20Mbit", "bandwidth 30Mbit"),
             "only the download's bandwidth changed");
+        // SIGTERM: the daemon ends cleanly, and its token goes with it.
+        drop(daemon);
+        assert!(!ns.run_dir.join("web-token").exists(), "the token file outlived the daemon");
         eprintln!("done in {:.1?}; screenshots in {}", t0.elapsed(), shots_dir().display());
     }
 }

@@ -37,6 +37,8 @@ pub struct Options {
     pub reports: Option<PathBuf>,
     /// How often every interface is checked without an event.
     pub check_every: Duration,
+    /// Names besides IP addresses and `localhost` the web page answers to (`--web-host`).
+    pub web_hosts: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +132,7 @@ pub fn run(opts: &Options) -> Result<(), DaemonError> {
             ask: Arc::new(move |request| keeper.ask(request)),
             exe: std::env::current_exe()
                 .map_err(io("finding this program (for test and tune runs)"))?,
+            hosts: opts.web_hosts.clone(),
         };
         servers.web = Some(crate::web::start(addr, setup).map_err(io(format!(
             "serving the web page on {addr} (is the port taken? --web HOST:PORT)"
@@ -161,6 +164,10 @@ pub fn run(opts: &Options) -> Result<(), DaemonError> {
     let result = serve_loop(&mut keeper, &rx, opts, &counters, &servers);
     notify(&[sd_notify::NotifyState::Stopping]);
     let _ = std::fs::remove_file(control::socket_path(state.path()));
+    if opts.web.is_some() {
+        // The token dies with the server it opened; a new start makes a new one.
+        let _ = std::fs::remove_file(state.path().join(crate::web::TOKEN_FILE));
+    }
     result
 }
 

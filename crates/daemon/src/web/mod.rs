@@ -14,7 +14,9 @@
 //! | `GET /runs/ID/FILE`, `GET /reports/DIR/FILE` | the runs' and reports' files, read-only ([`files`]) |
 //!
 //! Reading needs nothing; every other method needs `Authorization: Bearer TOKEN` ([`token`]), or
-//! gets 401 before its body is even read. Bodies over [`MAX_BODY`] get 413. The server binds
+//! gets 401 before its body is even read. Bodies over [`MAX_BODY`] get 413. A request whose
+//! `Host` is a name other than `localhost` or one given with `--web-host` gets 421, reads too
+//! ([`host`]: DNS rebinding). The server binds
 //! where `--web` says (the flag's help says 127.0.0.1): the token, not the address, is what
 //! guards changes.
 //!
@@ -24,6 +26,7 @@
 
 mod config;
 mod files;
+mod host;
 mod live;
 mod runs;
 #[cfg(test)]
@@ -47,7 +50,7 @@ use serde::Serialize;
 use unbloat_system::state::StateDir;
 
 use crate::control::{Answer, DaemonStatus, Request};
-pub use token::Token;
+pub use token::{Token, TOKEN_FILE};
 
 /// The largest request body taken (a whole config from the TOML editor fits many times).
 pub const MAX_BODY: usize = 64 * 1024;
@@ -68,6 +71,8 @@ pub struct Setup {
     pub ask: Ask,
     /// The binary started for test and tune runs (this one).
     pub exe: PathBuf,
+    /// Names besides IP addresses and `localhost` the page answers to (`--web-host`).
+    pub hosts: Vec<String>,
 }
 
 struct App {
@@ -118,6 +123,7 @@ pub fn router(setup: Setup, token: Token) -> Router {
         .route("/runs/{*path}", get(run_file))
         .route("/reports/{*path}", get(report_file))
         .layer(middleware::from_fn_with_state(app.clone(), guard))
+        .layer(middleware::from_fn_with_state(app.clone(), host::guard))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(app)
 }

@@ -56,6 +56,7 @@ fn fixture(name: &str) -> Fixture {
         reports: Some(dir.join("reports")),
         ask,
         exe: PathBuf::from("/bin/false"),
+        hosts: vec!["router.lan".into()],
     };
     Fixture {
         app: router(setup, Token::from_text(TOKEN)),
@@ -246,4 +247,35 @@ async fn the_toml_editor_is_checked_the_same_way_and_check_writes_nothing() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(std::fs::read_to_string(&f.config).unwrap(), good);
     assert_eq!(f.reloads.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_foreign_host_name_is_refused_even_for_reads() {
+    let f = fixture("host");
+    let with_host = |host: &str| {
+        HttpRequest::get("/api/config")
+            .header(header::HOST, host)
+            .body(Body::empty())
+            .unwrap()
+    };
+    let (status, body) = call(&f.app, with_host("rebind.evil.example:8723")).await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{body}");
+    assert!(body.contains("--web-host rebind.evil.example"), "{body}");
+    assert!(!body.contains("20mbit"), "{body}");
+    for ok in [
+        "127.0.0.1:8723",
+        "localhost:8723",
+        "[::1]:8723",
+        "router.lan:8723",
+    ] {
+        let (status, body) = call(&f.app, with_host(ok)).await;
+        assert_eq!(status, StatusCode::OK, "{ok}: {body}");
+    }
+    // A change from a foreign name is refused before the token is even looked at.
+    let mut req = post("/api/config", Some(TOKEN), change("30mbit"));
+    req.headers_mut()
+        .insert(header::HOST, "rebind.evil.example".parse().unwrap());
+    assert_eq!(call(&f.app, req).await.0, StatusCode::MISDIRECTED_REQUEST);
+    assert_eq!(f.reloads.load(Ordering::SeqCst), 0);
+    assert_eq!(std::fs::read_to_string(&f.config).unwrap(), FILE);
 }

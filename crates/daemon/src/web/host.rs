@@ -1,0 +1,86 @@
+//! Which `Host` the page answers to: an IP address, `localhost`, or a name the user allowed
+//! (`--web-host NAME`). Anything else gets 421 before any route runs.
+//!
+//! Why: the token guards changes, but reads need none, and a page on 127.0.0.1 is readable by
+//! any web site through DNS rebinding: the attacker's name first resolves to their server, then
+//! to 127.0.0.1, and the browser, which judges by name, lets their script read our answers. The
+//! browser still sends the attacker's name as `Host`, which is what this refuses. A request
+//! without `Host` (HTTP/1.0, a test) did not come from a browser and is let through.
+
+use std::net::IpAddr;
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use std::sync::Arc;
+
+use super::{App, ErrorBody};
+
+pub(super) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .map(|h| h.to_str().unwrap_or("(not text)").to_string());
+    match host {
+        Some(h) if !allowed(&h, &app.setup.hosts) => (
+            StatusCode::MISDIRECTED_REQUEST,
+            Json(ErrorBody {
+                error: format!(
+                    "this page answers to its IP address and localhost, not {h:?}; to reach it \
+                     by that name, start the daemon with --web-host {}",
+                    name(&h)
+                ),
+            }),
+        )
+            .into_response(),
+        _ => next.run(req).await,
+    }
+}
+
+/// `Host` without its port (`[::1]:8723` is `::1`).
+fn name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    host.rsplit_once(':').map_or(host, |(name, _)| name)
+}
+
+fn allowed(host: &str, extra: &[String]) -> bool {
+    let n = name(host).trim_end_matches('.');
+    n.parse::<IpAddr>().is_ok()
+        || n.eq_ignore_ascii_case("localhost")
+        || extra.iter().any(|e| e.eq_ignore_ascii_case(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_and_localhost_pass_and_other_names_only_when_allowed() {
+        let none: &[String] = &[];
+        for ok in [
+            "127.0.0.1:8723",
+            "[::1]:8723",
+            "localhost:8723",
+            "LOCALHOST",
+            "10.0.0.1",
+        ] {
+            assert!(allowed(ok, none), "{ok}");
+        }
+        for bad in [
+            "evil.example:8723",
+            "127.0.0.1.evil.example",
+            "localhost.evil",
+            "",
+        ] {
+            assert!(!allowed(bad, none), "{bad}");
+        }
+        let router = ["router.lan".to_string()];
+        assert!(allowed("Router.LAN:8723", &router));
+        assert!(allowed("router.lan.", &router));
+        assert!(!allowed("evil.example", &router));
+    }
+}
