@@ -25,6 +25,7 @@
 //! of this binary, as if typed in a shell.
 
 mod config;
+mod fields;
 mod files;
 mod host;
 mod live;
