@@ -61,7 +61,8 @@ pub struct TuneArgs {
     /// link's rate is added: no shaper keeps less).
     #[arg(long, value_name = "TIME", default_value = "10ms")]
     pub bound: Time,
-    /// The longest the run may take (the searches get the steps that fit; at least 3 each way).
+    /// The longest the run may take: at least 2m10s (1m50s with --no-sweep), what the phases
+    /// with 3 search steps each way and one both-ways check need; longer runs search more steps.
     #[arg(long, value_name = "TIME", default_value = "3m", value_parser = parse_duration)]
     pub max_time: Duration,
     /// The link's framing preset, when you know it (the sweep then only confirms ATM or not).
@@ -201,7 +202,7 @@ struct Terminal;
 
 impl Report for Terminal {
     fn phase(&mut self, number: usize, name: &str, detail: &str) {
-        eprintln!("unbloat tune [{number}/5] {name}: {detail}");
+        eprintln!("unbloat tune [{number}/6] {name}: {detail}");
     }
 }
 
@@ -221,8 +222,15 @@ pub fn tune(args: &TuneArgs) -> Result<(), Failure> {
             args.bound
         )));
     }
-    if args.max_time < Duration::from_secs(60) || args.max_time > Duration::from_secs(3600) {
-        return Err(invalid(anyhow!("--max-time: between 1m and 60m")));
+    let floor = unbloat_tune::run::min_time(args.no_sweep);
+    if args.max_time < floor || args.max_time > Duration::from_secs(3600) {
+        return Err(invalid(anyhow!(
+            "--max-time {}: between {} and 60m{}: the idle and capacity phases, {}3 search steps each way and one both-ways check take that long",
+            fmt_duration(args.max_time),
+            fmt_duration(floor),
+            if args.no_sweep { "" } else { " (with --no-sweep less)" },
+            if args.no_sweep { "" } else { "the framing sweep, " },
+        )));
     }
     let out = args
         .out
@@ -280,4 +288,14 @@ pub fn tune(args: &TuneArgs) -> Result<(), Failure> {
         println!("{}", serde_json::to_string_pretty(&tuned)?);
     }
     Ok(())
+}
+
+/// `2m10s`, `3m`, `45s`: how `--max-time` is written.
+fn fmt_duration(d: Duration) -> String {
+    let (m, s) = (d.as_secs() / 60, d.as_secs() % 60);
+    match (m, s) {
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) => format!("{m}m{s}s"),
+    }
 }

@@ -458,3 +458,21 @@ fn the_help_states_the_rule() {
     assert!(help.contains("--i-mean-it"), "{help}");
     assert!(help.contains("0 turns a direction off"), "{help}");
 }
+
+/// tune's `--max-time` below what its phases need is refused before anything is touched, with
+/// the floor named (with and without the framing sweep); an hour is the most.
+#[test]
+fn a_tune_max_time_below_its_phases_is_refused_with_the_floor() {
+    let base = ["tune", "eth0", "--server", "http://127.0.0.1:9/"];
+    for (extra, floor) in [
+        (&["--max-time", "1m"][..], "between 2m10s and 60m"),
+        (&["--max-time", "100s", "--no-sweep"][..], "between 1m50s and 60m"),
+        (&["--max-time", "61m"][..], "between 2m10s and 60m"),
+    ] {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let out = unbloat(&args);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains(floor), "{args:?}: {said}");
+    }
+}

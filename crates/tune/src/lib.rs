@@ -6,6 +6,7 @@
 //!   itself is `unbloat_measure::sweep`, run by [`sweep_phase`].
 //! - [`search`]: the rate search per direction, a pure state machine fed with each step's
 //!   steady-state latency and goodput.
+//! - [`both_ways`]: the pair of rates the searches found, checked with both directions loaded.
 //! - [`run`]: the phases in order against the user's far end, shaping through a [`shaping::Shaping`]
 //!   the caller provides; [`interrupt`] puts the old shaping back on Ctrl-C at any moment.
 //! - [`output`]: the config file, the JSON and the HTML report with its plots.
@@ -13,6 +14,7 @@
 //! Dependencies go one way: tune uses shaper (plans), measure (tests) and report (summaries,
 //! plots); the CLI uses tune, and the lab runs the `unbloat tune` binary.
 
+pub mod both_ways;
 pub mod framing;
 pub mod interrupt;
 pub mod output;

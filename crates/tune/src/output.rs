@@ -90,7 +90,7 @@ fn html(iface: &str, t: &Tuned, note: &str) -> String {
          <tr><td>line rate (under the framing below)</td><td>{}</td><td>{}</td></tr>\
          <tr><td>steady-state p99 bound</td><td>{:.1} ms</td><td>{:.1} ms</td></tr>\
          <tr><td><b>chosen rate</b></td><td><b>{}</b></td><td><b>{}</b></td></tr></table>\
-         <p>Idle round trip: {} ms. Framing: {}. {:.0} s in all; {}.</p>\
+         {}<p>Idle round trip: {} ms. Framing: {}. {:.0} s in all; {}.</p>\
          <img src=\"tradeoff-down.svg\" alt=\"download trade-off\"><img src=\"tradeoff-up.svg\" alt=\"upload trade-off\">{sweep_img}\
          </body></html>\n",
         escape(note),
@@ -102,11 +102,43 @@ fn html(iface: &str, t: &Tuned, note: &str) -> String {
         t.bound_up_ms,
         rate(t.down),
         rate(t.up),
+        both_ways_table(t),
         t.idle_rtt_ms.map_or("?".into(), |v| format!("{v:.1}")),
         escape(&framing),
         t.seconds,
         escape(&t.ending),
     )
+}
+
+/// The both-ways checks: each pair of rates under rrul, its steady p99 beside its start-up peak.
+fn both_ways_table(t: &Tuned) -> String {
+    if t.both_ways.is_empty() {
+        return String::new();
+    }
+    let rows: String = t
+        .both_ways
+        .iter()
+        .map(|s| {
+            format!(
+                "<tr><td>{}</td><td>{}</td><td>{:.1} ms</td><td>{} ms</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                s.down,
+                s.up,
+                s.steady_p99_ms,
+                s.startup_peak_ms.map_or("?".into(), |v| format!("{v:.1}")),
+                readable(s.goodput_down),
+                readable(s.goodput_up),
+                if s.pass { "within the bound" } else { "over the bound" }
+            )
+        })
+        .collect();
+    format!(
+        "<h2>Both ways at once (rrul)</h2><table><tr><th>down</th><th>up</th><th>steady p99</th>\
+         <th>start-up peak</th><th>goodput down</th><th>goodput up</th><th></th></tr>{rows}</table>"
+    )
+}
+
+fn readable(r: Rate) -> String {
+    unbloat_report::format::rate(Some(r.bits_per_sec() as f64))
 }
 
 /// Shaped rate (x) against the steady p99 (top panel, the bound dashed) and goodput (bottom),
@@ -271,6 +303,7 @@ mod tests {
                 step(20_500, 90.0, false),
             ],
             steps_up: vec![],
+            both_ways: vec![],
             down: Some(Rate::from_kbit(20_000)),
             up: None,
             options: ShapeOptions {

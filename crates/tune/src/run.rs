@@ -7,12 +7,15 @@
 //! 3. framing (the size sweep, [`crate::framing`]);
 //! 4. rate search per direction ([`crate::search`]), download first with the upload shaped at
 //!    [`OTHER_PERCENT`] of its capacity so its ACKs never queue, then upload at the download's
-//!    result.
+//!    result;
+//! 5. both ways at once ([`crate::both_ways`]): the pair under rrul, backed off while it breaks
+//!    the bound.
 //!
 //! What callers can rely on: whatever happens (an error, the far end gone, [`Stop`] raised),
 //! [`run`] ends with the shaping that was there before put back, unless it succeeded and
 //! `apply` was asked. The searches get the steps that fit in what `max_time` leaves after the
-//! fixed phases (at least 3 per direction).
+//! fixed phases and one both-ways check (at least 3 per direction); [`min_time`] is the least
+//! `max_time` that holds all of that, which the CLI requires.
 
 use std::time::{Duration, Instant};
 
@@ -26,6 +29,7 @@ use unbloat_shaper::linklayer::LinkLayer;
 use unbloat_shaper::options::ShapeOptions;
 use unbloat_units::Rate;
 
+use crate::both_ways::{self, BothStep, Measured};
 use crate::interrupt::{Shared, Stop};
 use crate::search::{Next, Outcome as SearchOutcome, Search, Step};
 use crate::shaping::Shaping;
@@ -44,6 +48,26 @@ pub const STEP_LOAD: Duration = Duration::from_secs(8);
 const STEP_OVERHEAD: Duration = Duration::from_secs(2);
 /// Probes every 50 ms: 100 samples in a step's 5 s steady state, enough for its p99.
 const PROBE_INTERVAL: Duration = Duration::from_millis(50);
+/// The idle phase's test.
+const IDLE: Duration = Duration::from_secs(3);
+/// The framing sweep, as [`crate::sweep_phase`] runs it.
+const SWEEP: Duration = Duration::from_secs(20);
+/// The fewest search steps per direction.
+const MIN_STEPS: usize = 3;
+/// Shaping changes, connection set-ups and the put-back, beyond the phases' own time (measured:
+/// a 1-minute budget took 114 s in User-Mode Linux before the both-ways phase, for 103 s of
+/// phases).
+const MARGIN: Duration = Duration::from_secs(15);
+
+/// The least `--max-time` that holds every phase with [`MIN_STEPS`] steps each way and one
+/// both-ways check: 2m10s with the framing sweep, 1m50s without.
+pub fn min_time(skip_sweep: bool) -> Duration {
+    let step = STEP_LOAD + STEP_OVERHEAD;
+    let sweep = if skip_sweep { Duration::ZERO } else { SWEEP };
+    let need = IDLE + 2 * step + sweep + step * (2 * MIN_STEPS as u32) + step + MARGIN;
+    // Whole ten seconds, so the message reads 2m10s rather than 2m8s.
+    Duration::from_secs(need.as_secs().div_ceil(10) * 10)
+}
 
 /// What the user asked of the run.
 #[derive(Debug, Clone)]
@@ -80,6 +104,9 @@ pub struct Tuned {
     pub bound_up_ms: f64,
     pub steps_down: Vec<Step>,
     pub steps_up: Vec<Step>,
+    /// The both-ways checks of the pair the searches found (empty when a direction has no rate).
+    #[serde(default)]
+    pub both_ways: Vec<BothStep>,
     pub down: Option<Rate>,
     pub up: Option<Rate>,
     /// The options to shape with: link options and the rates found.
@@ -141,7 +168,7 @@ fn phases(
     let budget = Budget::new(s.max_time, started);
     report.phase(1, "idle", "measuring the idle round trip (3 s)");
     lock(shaping).unshape().map_err(TuneError::Shaping)?;
-    let idle = test(s, "ping", Duration::from_secs(3), stop)?;
+    let idle = test(s, "ping", IDLE, stop)?;
     let idle_rtt_ms = idle.idle_latency_ms.or_else(|| loaded_median(&idle));
     report.phase(1, "idle", &format!("{} ms", fmt_opt(idle_rtt_ms)));
 
@@ -180,7 +207,10 @@ fn phases(
         "capacity",
         &format!(
             "download {} goodput, line {}; upload {} goodput, line {}",
-            capacity_down.goodput, capacity_down.line, capacity_up.goodput, capacity_up.line
+            readable(capacity_down.goodput),
+            readable(capacity_down.line),
+            readable(capacity_up.goodput),
+            readable(capacity_up.line)
         ),
     );
 
@@ -220,6 +250,53 @@ fn phases(
     })?;
     let steps_up = search.steps().to_vec();
 
+    let (mut down, mut up) = (down, up);
+    let mut both = vec![];
+    if let (Some(d), Some(u)) = (down, up) {
+        let bound = bound_down_ms.max(bound_up_ms);
+        report.phase(
+            6,
+            "both ways",
+            &format!("{d} down and {u} up under rrul ({} s)", STEP_LOAD.as_secs()),
+        );
+        both = both_ways::check(d, u, bound, |d, u| {
+            lock(shaping)
+                .shape(&with(d, u))
+                .map_err(TuneError::Shaping)?;
+            let sum = test(s, "rrul", STEP_LOAD, stop)?;
+            let p = primary(&sum);
+            let m = Measured {
+                steady_p99_ms: p.and_then(|p| p.steady_induced_p99_ms).unwrap_or(f64::NAN),
+                startup_peak_ms: p.and_then(|p| p.startup_peak_induced_ms),
+                goodput_down: goodput(&sum, true).unwrap_or(Rate::ZERO),
+                goodput_up: goodput(&sum, false).unwrap_or(Rate::ZERO),
+            };
+            report.phase(
+                6,
+                "both ways",
+                &format!(
+                    "{d} down, {u} up: steady p99 +{:.1} ms ({}), start-up peak +{} ms",
+                    m.steady_p99_ms,
+                    if m.steady_p99_ms <= bound {
+                        "within the bound"
+                    } else {
+                        "over the bound"
+                    },
+                    fmt_opt(m.startup_peak_ms)
+                ),
+            );
+            Ok(m)
+        })?;
+        let last = both.last().expect("check runs at least once");
+        if !last.pass {
+            report.phase(6, "both ways", &format!(
+                "still over the {bound:.1} ms bound after {} back-offs: keeping {} down, {} up (raise --bound, or shape lower by hand)",
+                both.len() - 1, last.down, last.up
+            ));
+        }
+        (down, up) = (Some(last.down), Some(last.up));
+    }
+
     let options = ShapeOptions {
         down,
         up,
@@ -235,6 +312,7 @@ fn phases(
         bound_up_ms,
         steps_down,
         steps_up,
+        both_ways: both,
         down,
         up,
         options,
@@ -360,6 +438,11 @@ fn goodput(s: &Summary, down: bool) -> Result<Rate, TuneError> {
     }
 }
 
+/// A rate for the progress lines: "37.2 Mbit/s", not the exact `37220337bit`.
+fn readable(r: Rate) -> String {
+    unbloat_report::format::rate(Some(r.bits_per_sec() as f64))
+}
+
 fn fmt_opt(v: Option<f64>) -> String {
     v.map_or("?".into(), |v| format!("{v:.1}"))
 }
@@ -375,12 +458,15 @@ impl Budget {
         Budget { max, started }
     }
 
-    /// Steps per direction that fit the time left (called after the fixed phases), at least 3
-    /// and at most 8.
+    /// Steps per direction that fit the time left (called after the fixed phases) once one
+    /// both-ways check is set aside, at least [`MIN_STEPS`] and at most 8.
     fn steps_per_direction(&self) -> usize {
-        let left = self.max.saturating_sub(self.started.elapsed());
         let per_step = STEP_LOAD + STEP_OVERHEAD;
-        ((left.as_secs_f64() / per_step.as_secs_f64() / 2.0) as usize).clamp(3, 8)
+        let left = self
+            .max
+            .saturating_sub(self.started.elapsed())
+            .saturating_sub(per_step);
+        ((left.as_secs_f64() / per_step.as_secs_f64() / 2.0) as usize).clamp(MIN_STEPS, 8)
     }
 }
 
@@ -393,6 +479,12 @@ mod tests {
     fn the_bound_grows_by_two_packets_at_low_rates_only() {
         assert!((bound_at(10.0, Rate::from_kbit(768)) - (10.0 + 31.5)).abs() < 0.2);
         assert!(bound_at(10.0, Rate::from_mbit(80)) < 10.31);
+    }
+
+    #[test]
+    fn the_time_floor_holds_every_phase() {
+        assert_eq!(min_time(false), Duration::from_secs(130));
+        assert_eq!(min_time(true), Duration::from_secs(110));
     }
 
     #[test]
