@@ -364,10 +364,15 @@ fn search_one(
                     phase,
                     name,
                     &format!(
-                    "{rate}: steady p99 +{p99:.1} ms ({}), start-up peak +{} ms, goodput {good}",
-                    if last.pass { "within the bound" } else { "over the bound" },
-                    fmt_opt(peak)
-                ),
+                        "{rate}: steady p99 +{p99:.1} ms ({}), start-up peak +{} ms, goodput {}",
+                        if last.pass {
+                            "within the bound"
+                        } else {
+                            "over the bound"
+                        },
+                        fmt_opt(peak),
+                        readable(good)
+                    ),
                 );
             }
         }
