@@ -17,7 +17,7 @@ use unbloat_system::state::{ShapedState, StateDir};
 use unbloat_tune::interrupt::{self, Shared};
 use unbloat_tune::run::{self, Report, Settings};
 use unbloat_tune::shaping::Shaping;
-use unbloat_units::{IfName, Time};
+use unbloat_units::{IfName, Rate, Time};
 
 use crate::shape::with_fairness;
 use crate::{invalid, Failure};
@@ -238,7 +238,16 @@ pub fn tune(args: &TuneArgs) -> Result<(), Failure> {
         .unwrap_or_else(|| PathBuf::from(format!("tune-{iface}")));
     let runner = SystemRunner::from_env();
     let state = StateDir::from_env();
-    Shaper::new(&runner, state.clone()).check_interface(iface.as_str())?;
+    let shaper = Shaper::new(&runner, state.clone());
+    shaper.check_interface(iface.as_str())?;
+    // A qdisc someone else put there would be measured as the link and then refused at the first
+    // search step, minutes later: refused now. The rates only give the plan its shape.
+    let sample = ShapeOptions {
+        down: Some(Rate::from_mbit(10)),
+        up: Some(Rate::from_mbit(10)),
+        ..args.link_options()
+    };
+    shaper.check_free(&with_fairness(iface.clone(), &sample)?.plan)?;
     let prior = state.load(iface.as_str())?;
     let shaping: Shared = Arc::new(Mutex::new(Box::new(CliShaping {
         iface: iface.clone(),

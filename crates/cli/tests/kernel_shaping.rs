@@ -365,6 +365,12 @@ real_kernel_test! {
         assert_eq!(ns.snapshot(), before);
         let status = ns.unbloat(&["status", "eth0"]);
         assert!(text(&status).contains("something other than unbloat"), "{}", text(&status));
+        // tune refuses it before measuring anything (the far end need not even exist).
+        let out = ns.unbloat(&["tune", "eth0", "--server", "http://192.0.2.1:9/", "--no-sweep"]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains("root qdisc (htb 1:"), "{}", text(&out));
+        assert!(!text(&out).contains("saturates"), "tune started: {}", text(&out));
+        assert_eq!(ns.snapshot(), before);
 
         // Someone's ingress qdisc stays when unbloat shapes egress only, and after stop.
         ns.must("tc qdisc del dev eth0 root");

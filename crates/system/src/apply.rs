@@ -242,6 +242,21 @@ impl<'r> Shaper<'r> {
         self.link(&Rtnl::open()?, iface).map(|_| ())
     }
 
+    /// Refuses, without changing anything, what `start` would refuse on a device unbloat has no
+    /// record of: a root or ingress qdisc someone else put there, an IFB of the plan's name it did
+    /// not create. For commands that spend minutes before their first change (tune measures the
+    /// unshaped link first, through whatever qdisc is there).
+    pub fn check_free(&self, plan: &Plan) -> Result<(), ApplyError> {
+        let rtnl = Rtnl::open()?;
+        let link = self.link(&rtnl, plan.wan.as_str())?;
+        if self.state.load(plan.wan.as_str())?.is_some() {
+            return Ok(());
+        }
+        let ifb = ifb_of(Some(plan));
+        let before = Snapshot::take(&rtnl, &link, ifb.as_ref().map(IfName::as_str))?;
+        refuse_foreign(plan, &before)
+    }
+
     pub fn start(&self, reqs: &[Request]) -> Result<Vec<Outcome>, ApplyError> {
         let (_lock, rtnl) = self.begin()?;
         let mut outcomes = vec![Outcome::Unchanged; reqs.len()];
