@@ -121,13 +121,22 @@ fn exhaustive(
     let bound = 10.0;
     let (down_line, up_line) = (profile.down, profile.up);
     let up_other = up_line.percent(OTHER_PERCENT);
+    // Progress: the grid is 13 rates each way of a test each, minutes in all.
+    let said = |way: &str, r: Rate, p99: &Result<f64, _>| match p99 {
+        Ok(p) => eprintln!("  grid: {way} {r}: steady p99 +{p:.1} ms"),
+        Err(e) => eprintln!("  grid: {way} {r}: {e}"),
+    };
     row.down_best = best_on_grid(down_line, bound_at(bound, down_line), |r| {
-        lab.p99_at(r, up_other, &link, "download")
+        let p99 = lab.p99_at(r, up_other, &link, "download");
+        said("download", r, &p99);
+        p99
     })
     .map_err(|e| anyhow!(e))?;
     let down_at = row.down_best.unwrap_or(down_line.percent(OTHER_PERCENT));
     row.up_best = best_on_grid(up_line, bound_at(bound, up_line), |r| {
-        lab.p99_at(down_at, r, &link, "upload")
+        let p99 = lab.p99_at(down_at, r, &link, "upload");
+        said("upload", r, &p99);
+        p99
     })
     .map_err(|e| anyhow!(e))?;
     lab.unbloat_json(&["stop", "wan0", "--json"])

@@ -47,6 +47,7 @@ pub mod strategy;
 pub mod table;
 pub mod theory;
 pub mod topology;
+pub mod trace;
 pub mod tune_lab;
 pub mod workdir;
 

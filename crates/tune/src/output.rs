@@ -127,7 +127,12 @@ fn both_ways_table(t: &Tuned) -> String {
                 s.startup_peak_ms.map_or("?".into(), |v| format!("{v:.1}")),
                 readable(s.goodput_down),
                 readable(s.goodput_up),
-                if s.pass { "within the bound" } else { "over the bound" }
+                match (s.pass, s.chosen) {
+                    (true, true) => "within the bound: kept",
+                    (true, false) => "within the bound",
+                    (false, true) => "over the bound: kept (backing off did not help)",
+                    (false, false) => "over the bound",
+                }
             )
         })
         .collect();
