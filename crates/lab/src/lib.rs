@@ -48,6 +48,7 @@ pub mod table;
 pub mod theory;
 pub mod topology;
 pub mod trace;
+pub mod trace_player;
 pub mod tune_lab;
 pub mod workdir;
 

@@ -1,0 +1,193 @@
+//! The modem's bottleneck following a [`RateTrace`] (issue 16's variable links): the rate of its
+//! HTB class and of its netem leaf changed at every window where the trace's rate changes.
+//!
+//! One `tc -force -batch -` process in the modem's namespace takes the changes on its standard
+//! input, a line per change, for the whole run: a process per change would cost 50-100 ms in
+//! User-Mode Linux, longer than a window. tc reads its input line by line and carries out each
+//! line as it comes. `-force` keeps it going past a failed line; what it says on standard error is
+//! collected and reported by [`TracePlayer::stop`].
+//!
+//! The changed lines mirror [`crate::topology::modem_commands`]: same class, same leaf, same
+//! limit; only the rate differs (PTM's 64/65 included, [`modem_rate`]). A byte-limited FIFO
+//! (`bfifo`) does not serialise, so only its class changes.
+
+use std::io::{Read, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use unbloat_units::Rate;
+
+use crate::profile::{Fifo, LinkProfile};
+use crate::topology::{modem_rate, LiveTopology, Node};
+use crate::trace::RateTrace;
+
+/// The traces of a run: the downlink (the modem's `cpe0`) and the uplink (`isp0`); a direction
+/// without one keeps the profile's fixed rate.
+#[derive(Debug, Clone, Default)]
+pub struct Traces {
+    pub down: Option<RateTrace>,
+    pub up: Option<RateTrace>,
+}
+
+/// A running player; [`TracePlayer::stop`] ends it and says how it went.
+pub struct TracePlayer {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<std::io::Result<usize>>>,
+    child: Child,
+    stderr: Option<JoinHandle<String>>,
+}
+
+/// The tc lines that set `dev`'s bottleneck to `line` (the line rate; the modem's own rate is
+/// derived from it as at build time).
+pub fn change_lines(profile: &LinkProfile, dev: &str, line: Rate) -> Vec<String> {
+    let r = format!("{}bit", modem_rate(profile, line).bits_per_sec());
+    let mut lines = vec![format!(
+        "class change dev {dev} parent 1: classid 1:1 htb rate {r} ceil {r}"
+    )];
+    if let Fifo::Packets(n) = profile.fifo() {
+        lines.push(format!(
+            "qdisc change dev {dev} parent 1:1 handle 10: netem limit {n} rate {r}"
+        ));
+    }
+    lines
+}
+
+impl TracePlayer {
+    /// Starts playing `traces` on `live`'s modem from now.
+    pub fn start(
+        live: &LiveTopology,
+        profile: &LinkProfile,
+        traces: Traces,
+    ) -> std::io::Result<TracePlayer> {
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &live.topo.ns(Node::Modem)])
+            .args(["tc", "-force", "-batch", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let stdin = child.stdin.take().expect("piped");
+        let mut err = child.stderr.take().expect("piped");
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let profile = profile.clone();
+        let thread = std::thread::spawn(move || play(stdin, &profile, &traces, &flag));
+        Ok(TracePlayer {
+            stop,
+            thread: Some(thread),
+            child,
+            stderr: Some(stderr),
+        })
+    }
+
+    /// Stops the player (the modem keeps the rate it has now): how many changes were sent, or
+    /// what went wrong (a failed write, or what tc said about a line).
+    pub fn stop(mut self) -> Result<usize, String> {
+        self.stop.store(true, Ordering::SeqCst);
+        let sent = match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(Ok(n))) => n,
+            Some(Ok(Err(e))) => return Err(format!("writing to tc: {e}")),
+            _ => return Err("the trace player's thread failed".into()),
+        };
+        // Its standard input is closed with the thread: tc ends.
+        let status = self.child.wait().map_err(|e| e.to_string())?;
+        let said = self
+            .stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        if !said.trim().is_empty() || !status.success() {
+            return Err(format!("tc ({status}): {}", said.trim()));
+        }
+        Ok(sent)
+    }
+}
+
+impl Drop for TracePlayer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes a change at each window where a trace's rate differs from the last one sent, until
+/// `stop`; the number of changes.
+fn play(
+    mut tc: ChildStdin,
+    profile: &LinkProfile,
+    traces: &Traces,
+    stop: &AtomicBool,
+) -> std::io::Result<usize> {
+    let ways: Vec<(&str, &RateTrace)> = [("cpe0", &traces.down), ("isp0", &traces.up)]
+        .into_iter()
+        .filter_map(|(dev, t)| t.as_ref().map(|t| (dev, t)))
+        .collect();
+    let Some(tick) = ways.iter().map(|(_, t)| t.window).min() else {
+        return Ok(0);
+    };
+    let started = Instant::now();
+    let mut last: Vec<Option<Rate>> = vec![None; ways.len()];
+    let mut sent = 0;
+    let mut n: u32 = 0;
+    while !stop.load(Ordering::SeqCst) {
+        let at = started.elapsed();
+        let mut batch = String::new();
+        for (i, (dev, trace)) in ways.iter().enumerate() {
+            let rate = trace.at(at);
+            if last[i] != Some(rate) {
+                for line in change_lines(profile, dev, rate) {
+                    batch += &line;
+                    batch.push('\n');
+                }
+                last[i] = Some(rate);
+                sent += 1;
+            }
+        }
+        if !batch.is_empty() {
+            tc.write_all(batch.as_bytes())?;
+            tc.flush()?;
+        }
+        // The next window's start, not `tick` from now: no drift over a long trace.
+        n += 1;
+        let next = tick * n;
+        if let Some(wait) = next.checked_sub(started.elapsed()) {
+            std::thread::sleep(wait.min(Duration::from_secs(1)));
+        }
+    }
+    Ok(sent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_mirror_the_modems_build_commands() {
+        let adsl = LinkProfile::shipped("adsl").unwrap();
+        assert_eq!(
+            change_lines(&adsl, "cpe0", Rate::from_mbit(5)),
+            vec![
+                "class change dev cpe0 parent 1: classid 1:1 htb rate 5000000bit ceil 5000000bit",
+                "qdisc change dev cpe0 parent 1:1 handle 10: netem limit 1000 rate 5000000bit",
+            ]
+        );
+        // PTM: the modem runs at 64/65 of the line, as when it was built.
+        let vdsl = LinkProfile::shipped("vdsl2").unwrap();
+        let lines = change_lines(&vdsl, "isp0", Rate::from_mbit(65));
+        assert!(
+            lines[0].contains("rate 64000000bit ceil 64000000bit"),
+            "{lines:?}"
+        );
+    }
+}
