@@ -46,7 +46,7 @@ impl RateTrace {
     /// skipped (mahimahi itself has none, hand-written traces may).
     pub fn from_mahimahi(text: &str, window: Duration) -> Result<RateTrace, TraceError> {
         let window_ms = window.as_millis() as u64;
-        if !(1..=10_000).contains(&window_ms) || window.subsec_micros() % 1000 != 0 {
+        if !(1..=10_000).contains(&window_ms) || !window.subsec_micros().is_multiple_of(1000) {
             return Err(TraceError::Window(window));
         }
         let mut stamps = Vec::new();
