@@ -572,7 +572,24 @@ fn run_strategy(
     } else {
         (script::set_up(&live, strategy, profile, sqm_scripts)?, None)
     };
-    let (results, busy) = measure(&mut live, &strategy.name(), far_end, test_args, dir, exe)?;
+    // A variable link: the modem follows the profile's traces from the test's start, the same
+    // way for every strategy.
+    let player = match &profile.traces {
+        t if t.down.is_some() || t.up.is_some() => Some(
+            crate::trace_player::TracePlayer::start(&live, profile, t.clone())
+                .map_err(io("cannot start the trace player for", dir))?,
+        ),
+        _ => None,
+    };
+    let measured = measure(&mut live, &strategy.name(), far_end, test_args, dir, exe);
+    if let Some(p) = player {
+        p.stop().map_err(|e| LabError::Script {
+            strategy: strategy.name(),
+            how: "the trace player".into(),
+            stderr: e,
+        })?;
+    }
+    let (results, busy) = measured?;
     live.teardown()?;
     Ok((results, busy, shown, tuned))
 }

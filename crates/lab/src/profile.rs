@@ -46,6 +46,9 @@ use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::spec::{parse_iface, Spec};
 use unbloat_units::{Rate, Size, Time};
 
+use crate::trace::RateTrace;
+use crate::trace_player::Traces;
+
 /// The profiles shipped with unbloat, by name, as embedded TOML text.
 pub const SHIPPED: &[(&str, &str)] = &[
     ("dsl-2002", include_str!("../profiles/dsl-2002.toml")),
@@ -148,6 +151,16 @@ pub struct LinkProfile {
     /// what the link section implies (absent: unbloat exactly as shipped).
     #[serde(default)]
     pub unbloat: Option<ShapeOptions>,
+    /// A variable link: mahimahi traces the modem's rate follows each way during every
+    /// strategy's test (paths relative to the profile's file). `down`/`up` stay the link's
+    /// nominal rates (calibration, the strategies' rates).
+    #[serde(default)]
+    pub down_trace: Option<PathBuf>,
+    #[serde(default)]
+    pub up_trace: Option<PathBuf>,
+    /// The traces, read when the profile is loaded from its file.
+    #[serde(skip)]
+    pub traces: Traces,
 }
 
 /// Why a profile could not be loaded.
@@ -166,6 +179,9 @@ pub enum ProfileError {
     #[error("link profile {origin}: {message}")]
     Invalid { origin: String, message: String },
 }
+
+/// The window a trace's packet-delivery opportunities are counted over (see [`RateTrace`]).
+pub const TRACE_WINDOW: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The names of the shipped profiles, in table order.
 pub fn shipped_names() -> Vec<&'static str> {
@@ -218,13 +234,34 @@ impl LinkProfile {
         }
     }
 
-    /// A user's profile file.
+    /// A user's profile file, with the traces it names (relative to its directory).
     pub fn from_file(path: &Path) -> Result<LinkProfile, ProfileError> {
         let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        LinkProfile::from_toml(&text, &path.display().to_string())
+        let origin = path.display().to_string();
+        let mut profile = LinkProfile::from_toml(&text, &origin)?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let read = |file: &Option<PathBuf>| -> Result<Option<RateTrace>, ProfileError> {
+            let Some(file) = file else { return Ok(None) };
+            let at = base.join(file);
+            let text = std::fs::read_to_string(&at).map_err(|source| ProfileError::Read {
+                path: at.clone(),
+                source,
+            })?;
+            RateTrace::from_mahimahi(&text, TRACE_WINDOW)
+                .map(Some)
+                .map_err(|e| ProfileError::Invalid {
+                    origin: origin.clone(),
+                    message: format!("trace {}: {e}", at.display()),
+                })
+        };
+        profile.traces = Traces {
+            down: read(&profile.down_trace)?,
+            up: read(&profile.up_trace)?,
+        };
+        Ok(profile)
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -517,5 +554,32 @@ mod tests {
         );
         let err = LinkProfile::load("/nonexistent/x.toml").unwrap_err();
         assert!(matches!(err, ProfileError::Read { .. }), "{err}");
+    }
+
+    #[test]
+    fn traces_are_read_beside_the_profile_file_and_bad_ones_are_named() {
+        let dir = crate::workdir::WorkDir::new("profile-traces").unwrap();
+        std::fs::create_dir_all(dir.0.join("traces")).unwrap();
+        // One packet per ms: 12 Mbit/s down.
+        std::fs::write(dir.0.join("traces/lte.down"), "1\n").unwrap();
+        std::fs::write(dir.0.join("traces/bad.up"), "5\n3\n").unwrap();
+        let profile = |up_trace: &str| {
+            format!(
+                "name = \"lte\"\ndescription = \"x\"\ndown = \"12mbit\"\nup = \"2mbit\"\n\
+                 down_trace = \"traces/lte.down\"\n{up_trace}[link]\npreset = \"ethernet\"\n"
+            )
+        };
+        let path = dir.0.join("lte.toml");
+        std::fs::write(&path, profile("")).unwrap();
+        let p = LinkProfile::from_file(&path).unwrap();
+        assert_eq!(p.traces.down.as_ref().unwrap().mean(), Rate::from_mbit(12));
+        assert!(p.traces.up.is_none());
+
+        std::fs::write(&path, profile("up_trace = \"traces/bad.up\"\n")).unwrap();
+        let e = LinkProfile::from_file(&path).unwrap_err().to_string();
+        assert!(e.contains("bad.up") && e.contains("line 2"), "{e}");
+        std::fs::write(&path, profile("up_trace = \"traces/missing.up\"\n")).unwrap();
+        let e = LinkProfile::from_file(&path).unwrap_err().to_string();
+        assert!(e.contains("missing.up"), "{e}");
     }
 }

@@ -26,7 +26,7 @@ use crate::trace::RateTrace;
 
 /// The traces of a run: the downlink (the modem's `cpe0`) and the uplink (`isp0`); a direction
 /// without one keeps the profile's fixed rate.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Traces {
     pub down: Option<RateTrace>,
     pub up: Option<RateTrace>,
