@@ -1,0 +1,282 @@
+//! One direction's shaper rate, moved by what the link shows.
+//!
+//! Each delay sample's delta (over its reflector's baseline) goes into a short window; bloat is
+//! [`Settings::detect`] delayed samples out of the last [`Settings::window`]. At each tick, with
+//! the rate the interface achieved since the last one:
+//! - **bloat**: down to the achieved rate times a factor from 0.99 (delta just over the
+//!   threshold) to 0.75 (delta at 4x it), so the cut follows what the link really carried, not
+//!   the rate that was too high; then the window starts afresh, and no other cut comes within
+//!   [`Settings::bloat_refractory`];
+//! - **loaded and clean** (achieved over [`Settings::high_load`] of the rate): up by up to 4 %,
+//!   less as the delta nears the threshold;
+//! - **light load**: back towards the base rate by 1 % at most every [`Settings::decay_every`]:
+//!   an idle link is not probed for capacity it may no longer have.
+//!
+//! Rates stay within min..max. With no delay sample for [`Settings::stall_after`] (every
+//! reflector gone), the rate falls back to base and [`Move::Stalled`] says so.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use serde::Serialize;
+use unbloat_units::Rate;
+
+/// The rates a direction may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Bounds {
+    pub min: Rate,
+    pub base: Rate,
+    pub max: Rate,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Settings {
+    /// A sample this far over its baseline counts as delayed.
+    pub delay_threshold_ms: f64,
+    pub window: usize,
+    pub detect: usize,
+    pub high_load: f64,
+    pub bloat_refractory: Duration,
+    pub decay_every: Duration,
+    pub stall_after: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            delay_threshold_ms: 15.0,
+            window: 6,
+            detect: 3,
+            high_load: 0.75,
+            bloat_refractory: Duration::from_millis(300),
+            decay_every: Duration::from_secs(1),
+            stall_after: Duration::from_secs(2),
+        }
+    }
+}
+
+/// What a tick did, for the log.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "move", rename_all = "snake_case")]
+pub enum Move {
+    Hold,
+    Bloat { achieved: Rate },
+    Up,
+    Decay,
+    Stalled,
+}
+
+#[derive(Debug, Clone)]
+pub struct Direction {
+    pub bounds: Bounds,
+    settings: Settings,
+    rate: Rate,
+    delayed: VecDeque<bool>,
+    /// An average of the recent deltas, for how hard to move.
+    avg_delta_ms: f64,
+    last_sample: Option<Duration>,
+    last_cut: Option<Duration>,
+    last_decay: Duration,
+}
+
+impl Direction {
+    pub fn new(bounds: Bounds, settings: Settings) -> Direction {
+        Direction {
+            bounds,
+            settings,
+            rate: bounds.base,
+            delayed: VecDeque::new(),
+            avg_delta_ms: 0.0,
+            last_sample: None,
+            last_cut: None,
+            last_decay: Duration::ZERO,
+        }
+    }
+
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+
+    /// A delay sample's delta over its reflector's baseline, at `now`.
+    pub fn sample(&mut self, now: Duration, delta_ms: f64) {
+        self.delayed
+            .push_back(delta_ms > self.settings.delay_threshold_ms);
+        while self.delayed.len() > self.settings.window {
+            self.delayed.pop_front();
+        }
+        self.avg_delta_ms += 0.1 * (delta_ms - self.avg_delta_ms);
+        self.last_sample = Some(now);
+    }
+
+    fn bloated(&self) -> bool {
+        self.delayed.iter().filter(|d| **d).count() >= self.settings.detect
+    }
+
+    /// The new rate at `now`, given what the interface carried since the last tick.
+    pub fn tick(&mut self, now: Duration, achieved: Rate) -> Move {
+        let s = &self.settings;
+        let b = self.bounds;
+        let stalled = self
+            .last_sample
+            .is_none_or(|t| now.saturating_sub(t) > s.stall_after)
+            && now > s.stall_after;
+        if stalled {
+            self.rate = b.base;
+            return Move::Stalled;
+        }
+        let thr = s.delay_threshold_ms;
+        let clamp = |r: Rate| r.max(b.min).min(b.max);
+        let cut_allowed = self
+            .last_cut
+            .is_none_or(|t| now.saturating_sub(t) >= s.bloat_refractory);
+        if self.bloated() {
+            if !cut_allowed {
+                return Move::Hold;
+            }
+            // 0 at the threshold, 1 at four times it.
+            let depth = ((self.avg_delta_ms - thr) / (3.0 * thr)).clamp(0.0, 1.0);
+            let factor = 0.99 - depth * (0.99 - 0.75);
+            let from = achieved.min(self.rate);
+            self.rate = clamp(scale(from, factor));
+            self.delayed.clear();
+            self.last_cut = Some(now);
+            return Move::Bloat { achieved };
+        }
+        let load = achieved.bits_per_sec() as f64 / self.rate.bits_per_sec().max(1) as f64;
+        if load > s.high_load {
+            let room = (1.0 - self.avg_delta_ms.max(0.0) / thr).clamp(0.0, 1.0);
+            let up = clamp(scale(self.rate, 1.0 + 0.04 * room));
+            if up == self.rate {
+                return Move::Hold;
+            }
+            self.rate = up;
+            return Move::Up;
+        }
+        if now.saturating_sub(self.last_decay) >= s.decay_every && self.rate != b.base {
+            self.last_decay = now;
+            self.rate = if self.rate > b.base {
+                scale(self.rate, 0.99).max(b.base)
+            } else {
+                scale(self.rate, 1.01).min(b.base)
+            };
+            return Move::Decay;
+        }
+        Move::Hold
+    }
+}
+
+fn scale(r: Rate, f: f64) -> Rate {
+    Rate::from_bits_per_sec((r.bits_per_sec() as f64 * f).round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    fn dir() -> Direction {
+        Direction::new(
+            Bounds {
+                min: Rate::from_mbit(2),
+                base: Rate::from_mbit(10),
+                max: Rate::from_mbit(50),
+            },
+            Settings::default(),
+        )
+    }
+
+    /// `n` samples of `delta`, 50 ms apart from `t`; the time after them.
+    fn feed(d: &mut Direction, t: u64, n: u64, delta: f64) -> u64 {
+        for i in 0..n {
+            d.sample(MS(t + i * 50), delta);
+        }
+        t + n * 50
+    }
+
+    #[test]
+    fn a_loaded_clean_link_climbs_and_stops_at_max() {
+        let mut d = dir();
+        let mut t = 0;
+        for _ in 0..200 {
+            t = feed(&mut d, t, 4, 1.0);
+            let full = d.rate();
+            d.tick(MS(t), full);
+        }
+        assert_eq!(d.rate(), Rate::from_mbit(50));
+        assert_eq!(d.tick(MS(t + 10), Rate::from_mbit(50)), Move::Hold);
+    }
+
+    #[test]
+    fn bloat_cuts_below_what_the_link_carried_then_waits_out_the_refractory_period() {
+        let mut d = dir();
+        let t = feed(&mut d, 0, 6, 40.0);
+        let achieved = Rate::from_mbit(8);
+        assert_eq!(d.tick(MS(t), achieved), Move::Bloat { achieved });
+        assert!(d.rate() < achieved, "{}", d.rate());
+        assert!(d.rate() >= Rate::from_mbit(6), "{}", d.rate());
+        let after = d.rate();
+        // Bloat again at once: held until the refractory period ends.
+        let t = feed(&mut d, t, 6, 40.0);
+        assert_eq!(d.tick(MS(t - 100), achieved), Move::Hold);
+        assert_eq!(d.rate(), after);
+        assert!(matches!(d.tick(MS(t + 300), achieved), Move::Bloat { .. }));
+        assert!(d.rate() < after);
+    }
+
+    #[test]
+    fn never_below_min_nor_above_max() {
+        let mut d = dir();
+        let mut t = 0;
+        for _ in 0..50 {
+            t = feed(&mut d, t, 6, 200.0);
+            d.tick(MS(t + 400), Rate::from_kbit(100));
+            t += 400;
+        }
+        assert_eq!(d.rate(), Rate::from_mbit(2));
+    }
+
+    #[test]
+    fn light_load_decays_towards_base_once_a_second() {
+        let mut d = dir();
+        let mut t = 0;
+        for _ in 0..100 {
+            t = feed(&mut d, t, 4, 0.0);
+            let r = d.rate();
+            d.tick(MS(t), r);
+        }
+        let high = d.rate();
+        assert!(high > Rate::from_mbit(10));
+        let t = feed(&mut d, t, 4, 0.0);
+        assert_eq!(d.tick(MS(t + 1_000), Rate::ZERO), Move::Decay);
+        assert!(d.rate() < high);
+        assert_eq!(d.tick(MS(t + 1_100), Rate::ZERO), Move::Hold);
+    }
+
+    #[test]
+    fn no_samples_for_two_seconds_falls_back_to_base() {
+        let mut d = dir();
+        let t = feed(&mut d, 0, 6, 40.0);
+        d.tick(MS(t), Rate::from_mbit(4));
+        assert!(d.rate() < Rate::from_mbit(10));
+        assert_eq!(d.tick(MS(t + 2_500), Rate::ZERO), Move::Stalled);
+        assert_eq!(d.rate(), Rate::from_mbit(10));
+    }
+
+    proptest::proptest! {
+        /// Whatever the link does, the rate stays within min..max.
+        #[test]
+        fn the_rate_stays_within_its_bounds(
+            steps in proptest::collection::vec((0.0f64..300.0, 0u64..100_000_000, 1u64..2_000), 1..300)
+        ) {
+            let mut d = dir();
+            let mut t = 0;
+            for (delta, achieved, gap) in steps {
+                t += gap;
+                d.sample(MS(t), delta);
+                d.tick(MS(t), Rate::from_bits_per_sec(achieved));
+                proptest::prop_assert!(d.rate() >= d.bounds.min && d.rate() <= d.bounds.max, "{}", d.rate());
+            }
+        }
+    }
+}
