@@ -7,6 +7,11 @@
 //! line as it comes. `-force` keeps it going past a failed line; what it says on standard error is
 //! collected and reported by [`TracePlayer::stop`].
 //!
+//! A window without delivery opportunities (LTE has outages of a few hundred ms) is played at
+//! one packet per window ([`floor`]: 120 kbit/s at 100 ms). HTB refuses a zero rate, and netem
+//! fixes each packet's send time when the packet arrives, so a rate near zero would hold the
+//! queue long after the outage ended.
+//!
 //! The changed lines mirror [`crate::topology::modem_commands`]: same class, same leaf, same
 //! limit; only the rate differs (PTM's 64/65 included, [`modem_rate`]). A byte-limited FIFO
 //! (`bfifo`) does not serialise, so only its class changes.
@@ -38,6 +43,12 @@ pub struct TracePlayer {
     thread: Option<JoinHandle<std::io::Result<usize>>>,
     child: Child,
     stderr: Option<JoinHandle<String>>,
+}
+
+/// The least rate played: one full packet per window.
+pub fn floor(window: Duration) -> Rate {
+    let bits = crate::trace::MAHIMAHI_PACKET_BYTES * 8;
+    Rate::from_bits_per_sec((bits as f64 / window.as_secs_f64().max(1e-3)) as u64)
 }
 
 /// The tc lines that set `dev`'s bottleneck to `line` (the line rate; the modem's own rate is
@@ -144,7 +155,7 @@ fn play(
         let at = started.elapsed();
         let mut batch = String::new();
         for (i, (dev, trace)) in ways.iter().enumerate() {
-            let rate = trace.at(at);
+            let rate = trace.at(at).max(floor(trace.window));
             if last[i] != Some(rate) {
                 for line in change_lines(profile, dev, rate) {
                     batch += &line;
