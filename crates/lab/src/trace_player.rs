@@ -201,4 +201,10 @@ mod tests {
             "{lines:?}"
         );
     }
+
+    #[test]
+    fn an_outage_is_played_at_one_packet_per_window() {
+        assert_eq!(floor(Duration::from_millis(100)), Rate::from_kbit(120));
+        assert_eq!(floor(Duration::from_secs(1)), Rate::from_kbit(12));
+    }
 }
