@@ -307,7 +307,17 @@ pub fn modem_commands(profile: &LinkProfile) -> Vec<Cmd> {
             "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &r,
             "ceil", &r,
         ]));
+        // A direction that follows a trace leaves the pace to HTB alone: netem fixes each packet's
+        // send time when it arrives, so a queue built at a low rate would drain at that rate
+        // long after the trace's rate rose (see crate::trace_player).
+        let traced = match dev {
+            "cpe0" => profile.traces.down.is_some(),
+            _ => profile.traces.up.is_some(),
+        };
         let leaf = match profile.fifo() {
+            Fifo::Packets(n) if traced => ["netem", "limit", &n.to_string()]
+                .map(String::from)
+                .to_vec(),
             Fifo::Packets(n) => ["netem", "limit", &n.to_string(), "rate", &r]
                 .map(String::from)
                 .to_vec(),

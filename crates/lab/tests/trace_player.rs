@@ -14,19 +14,21 @@ use unbloat_units::Rate;
 
 unbloat_system::real_kernel_test! {
     fn the_modem_follows_a_step_trace() needs ["htb", "netem", "pfifo"] {
-        let profile = LinkProfile::shipped("vdsl2-novlan").expect("profile");
+        let (high, low) = (Rate::from_mbit(20), Rate::from_mbit(5));
+        let step = RateTrace::steps(
+            Duration::from_millis(100),
+            &[(high, Duration::from_secs(6)), (low, Duration::from_secs(6))],
+        );
+        // As a profile with `down_trace` has it: the modem is built for the trace.
+        let mut profile = LinkProfile::shipped("vdsl2-novlan").expect("profile");
+        profile.traces = Traces { down: Some(step), up: None };
         let runner = SystemRunner::from_env();
         let mut live = LiveTopology::build(Topology::new(&profile), &runner).expect("build");
         let server = live.topo.server_addr().to_string();
         live.spawn(Node::Server, &["iperf3".into(), "-s".into(), "-B".into(), server.clone()], Stdio::null(), Stdio::null())
             .expect("iperf3 -s");
         std::thread::sleep(Duration::from_millis(500));
-        let (high, low) = (Rate::from_mbit(20), Rate::from_mbit(5));
-        let step = RateTrace::steps(
-            Duration::from_millis(100),
-            &[(high, Duration::from_secs(6)), (low, Duration::from_secs(6))],
-        );
-        let player = TracePlayer::start(&live, &profile, Traces { down: Some(step), up: None })
+        let player = TracePlayer::start(&live, &profile, profile.traces.clone())
             .expect("the player starts");
         let out = live
             .run_in(Node::Lan, &Cmd::new("iperf3").args(["-c", &server, "-R", "-t", "12", "-i", "1", "-J"]))
