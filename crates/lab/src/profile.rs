@@ -46,8 +46,7 @@ use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::spec::{parse_iface, Spec};
 use unbloat_units::{Rate, Size, Time};
 
-use crate::trace::RateTrace;
-use crate::trace_player::Traces;
+use crate::trace::{RateTrace, Traces};
 
 /// The profiles shipped with unbloat, by name, as embedded TOML text.
 pub const SHIPPED: &[(&str, &str)] = &[

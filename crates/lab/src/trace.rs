@@ -27,6 +27,14 @@ pub struct RateTrace {
     pub rates: Vec<Rate>,
 }
 
+/// The traces of a run: the downlink (the modem's `cpe0`) and the uplink (`isp0`); a direction
+/// without one keeps the profile's fixed rate.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Traces {
+    pub down: Option<RateTrace>,
+    pub up: Option<RateTrace>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TraceError {
     #[error("line {line}: {text:?} is not a millisecond timestamp")]

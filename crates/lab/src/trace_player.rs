@@ -28,15 +28,8 @@ use unbloat_units::Rate;
 
 use crate::profile::LinkProfile;
 use crate::topology::{modem_rate, LiveTopology, Node};
+pub use crate::trace::Traces;
 use crate::trace::RateTrace;
-
-/// The traces of a run: the downlink (the modem's `cpe0`) and the uplink (`isp0`); a direction
-/// without one keeps the profile's fixed rate.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Traces {
-    pub down: Option<RateTrace>,
-    pub up: Option<RateTrace>,
-}
 
 /// A running player; [`TracePlayer::stop`] ends it and says how it went.
 pub struct TracePlayer {

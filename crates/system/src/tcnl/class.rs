@@ -21,6 +21,7 @@ const TCA_STATS_APP: u16 = 4;
 pub(super) fn class(h: &Header, a: &Attrs) -> Result<Class, String> {
     let kind = a.string(TCA_KIND).ok_or("no TCA_KIND")?;
     let stats2 = a.nested(TCA_STATS2, "TCA_STATS2")?;
+    // The same counters as a qdisc's, under the names the class model gives them.
     let stats = stats2.as_ref().and_then(counters).map(|c| ClassStats {
         bytes: c.bytes,
         packets: c.packets,

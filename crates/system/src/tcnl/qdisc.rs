@@ -40,15 +40,7 @@ pub(super) fn qdisc(h: &Header, a: &Attrs) -> Result<Qdisc, String> {
     let kind = a.string(TCA_KIND).ok_or("no TCA_KIND")?;
     let handle = handle(h.handle);
     let stats2 = a.nested(TCA_STATS2, "TCA_STATS2")?;
-    let stats = stats2.as_ref().and_then(counters).map(|c| QdiscStats {
-        bytes: c.bytes,
-        packets: c.packets,
-        drops: c.drops,
-        overlimits: c.overlimits,
-        requeues: c.requeues,
-        backlog: c.backlog,
-        qlen: c.qlen,
-    });
+    let stats = stats2.as_ref().and_then(counters);
     // tc reads the kind's statistics from TCA_STATS2's TCA_STATS_APP, or the old TCA_XSTATS.
     let xstats = stats2
         .as_ref()
@@ -75,22 +67,12 @@ pub(super) fn handle(h: u32) -> Handle {
     Handle::new((h >> 16) as u16, h as u16)
 }
 
-/// What `print_tcstats2_attr` shows (qdiscs and classes alike).
-pub(super) struct Counters {
-    pub bytes: u64,
-    pub packets: u64,
-    pub drops: u64,
-    pub overlimits: u64,
-    pub requeues: u64,
-    pub backlog: u64,
-    pub qlen: u64,
-}
-
 /// `TCA_STATS_BASIC` (`struct gnet_stats_basic`: u64 bytes, u32 packets; the 64-bit packet
 /// count `TCA_STATS_PKT64` wins when non-zero, as tc reads it) and `TCA_STATS_QUEUE` (`struct
 /// gnet_stats_queue`: qlen, backlog, drops, requeues, overlimits). None without the basic
 /// counters: tc then prints no `bytes`, which is how the JSON reader tells "no statistics".
-pub(super) fn counters(s: &Attrs) -> Option<Counters> {
+/// Classes and actions have the same counters: they read them from this too.
+pub(super) fn counters(s: &Attrs) -> Option<QdiscStats> {
     let basic = s.get(TCA_STATS_BASIC)?;
     let queue = s.get(TCA_STATS_QUEUE).unwrap_or_default();
     let q = |at| u64::from(u32_at(queue, at).unwrap_or(0));
@@ -98,7 +80,7 @@ pub(super) fn counters(s: &Attrs) -> Option<Counters> {
         Some(p) if p != 0 => p,
         _ => u64::from(u32_at(basic, 8).unwrap_or(0)),
     };
-    Some(Counters {
+    Some(QdiscStats {
         bytes: u64_at(basic, 0).unwrap_or(0),
         packets,
         qlen: q(0),
