@@ -28,8 +28,8 @@ use unbloat_units::Rate;
 
 use crate::profile::LinkProfile;
 use crate::topology::{modem_rate, LiveTopology, Node};
-pub use crate::trace::Traces;
 use crate::trace::RateTrace;
+pub use crate::trace::Traces;
 
 /// A running player; [`TracePlayer::stop`] ends it and says how it went.
 pub struct TracePlayer {

@@ -5,10 +5,10 @@
 //! 1. idle baseline (a `ping` test): the RTT and its jitter;
 //! 2. unshaped capacity per direction (`download`, then `upload`), converted to the line's rate;
 //! 3. framing (the size sweep, [`crate::framing`]);
-//! 4. rate search per direction ([`crate::search`]), download first with the upload shaped at
-//!    [`OTHER_PERCENT`] of its capacity so its ACKs never queue, then upload at the download's
-//!    result;
-//! 5. both ways at once ([`crate::both_ways`]): the pair under rrul, backed off while it breaks
+//! 4. rate search for the download ([`crate::search`]), with the upload shaped at
+//!    [`OTHER_PERCENT`] of its capacity so its ACKs never queue;
+//! 5. the same for the upload, at the download's result;
+//! 6. both ways at once ([`crate::both_ways`]): the pair under rrul, backed off while it breaks
 //!    the bound.
 //!
 //! What callers can rely on: whatever happens (an error, the far end gone, [`Stop`] raised),
@@ -290,9 +290,17 @@ fn phases(
         })?;
         let kept = both.iter().find(|s| s.chosen).expect("one pair is chosen");
         if !kept.pass {
+            let why = if both.last().is_some_and(|l| l.chosen) {
+                format!("after {} back-offs", both.len() - 1)
+            } else {
+                format!(
+                    "and backing off further did not lower it by {:.0} %",
+                    both_ways::MIN_GAIN * 100.0
+                )
+            };
             report.phase(6, "both ways", &format!(
-                "over the {bound:.1} ms bound with both directions loaded, and backing off further did not lower it by {:.0} %: keeping {} down, {} up (on a slow link this is the packets' own time on the wire; raise --bound to accept it)",
-                both_ways::MIN_GAIN * 100.0, kept.down, kept.up
+                "over the {bound:.1} ms bound with both directions loaded, {why}: keeping {} down, {} up (on a slow link this is the packets' own time on the wire; raise --bound to accept it)",
+                kept.down, kept.up
             ));
         }
         (down, up) = (Some(kept.down), Some(kept.up));
