@@ -84,6 +84,13 @@ pub struct Link {
     pub up: bool,
 }
 
+/// The bytes a device received and sent since it was created (`IFLA_STATS64`; `ip -s link`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LinkBytes {
+    pub rx: u64,
+    pub tx: u64,
+}
+
 impl Link {
     /// An IFB device: the only kind of device unbloat ever deletes.
     pub fn is_ifb(&self) -> bool {
@@ -253,6 +260,32 @@ impl Rtnl {
         let mut msg = LinkMessage::default();
         msg.attributes.push(LinkAttribute::IfName(name.to_string()));
         self.find_link(Op::FindLink(name), msg)
+    }
+
+    /// The byte counters of the device called `name` (None when there is none): one
+    /// `RTM_GETLINK`, what `unbloat autorate` reads several times a second for the achieved rates.
+    pub fn link_bytes(&self, name: &str) -> Result<Option<LinkBytes>, RtnlError> {
+        let mut msg = LinkMessage::default();
+        msg.attributes.push(LinkAttribute::IfName(name.to_string()));
+        let mut found = None;
+        let result = self.exchange(
+            RouteNetlinkMessage::GetLink(msg),
+            0,
+            &mut |kind, payload| {
+                if kind == wire::RTM_NEWLINK {
+                    found = wire::link_bytes(payload)?;
+                }
+                Ok(())
+            },
+        );
+        match result {
+            Ok(_) => Ok(found),
+            Err(Failure::Kernel {
+                errno: libc::ENODEV,
+                ..
+            }) => Ok(None),
+            Err(f) => Err(self.fail(Op::FindLink(name), f)),
+        }
     }
 
     /// `ip link add name NAME type ifb`. Fails if the name is taken (`EEXIST`), never replaces.

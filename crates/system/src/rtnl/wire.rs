@@ -34,6 +34,9 @@ const TCMSG_LEN: usize = 20;
 /// nested in the latter, `IFLA_INFO_KIND` (`enum { IFLA_INFO_UNSPEC, IFLA_INFO_KIND, ... }`).
 const IFLA_IFNAME: u16 = 3;
 const IFLA_LINKINFO: u16 = 18;
+/// `IFLA_STATS64`: `struct rtnl_link_stats64` (if_link.h), whose first four u64s are rx_packets,
+/// tx_packets, rx_bytes, tx_bytes.
+const IFLA_STATS64: u16 = 23;
 const IFLA_INFO_KIND: u16 = 1;
 
 /// `TCA_KIND`, `TCA_OPTIONS`, `TCA_STAB` (rtnetlink.h `enum { TCA_UNSPEC, TCA_KIND, ... }`).
@@ -165,6 +168,25 @@ fn ack_message(flags: u16, tlvs: &[u8]) -> Option<String> {
         .find(|nla| nla.kind() == NLMSGERR_ATTR_MSG)
         .map(|nla| c_string(nla.value()))
         .filter(|m| !m.is_empty())
+}
+
+/// A device's byte counters from an `RTM_NEWLINK` payload, when it carries `IFLA_STATS64`.
+pub(super) fn link_bytes(payload: &[u8]) -> Result<Option<super::LinkBytes>, String> {
+    for nla in attributes(payload, IFINFOMSG_LEN, "RTM_NEWLINK")? {
+        if nla.kind() == IFLA_STATS64 {
+            let v = nla.value();
+            let word = |i: usize| {
+                v.get(i * 8..i * 8 + 8)
+                    .map(|b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))
+                    .ok_or_else(|| format!("IFLA_STATS64 of {} bytes", v.len()))
+            };
+            return Ok(Some(super::LinkBytes {
+                rx: word(2)?,
+                tx: word(3)?,
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// A device from an `RTM_NEWLINK` payload (`struct ifinfomsg` and its attributes).
