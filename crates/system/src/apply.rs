@@ -23,7 +23,10 @@
 
 mod commands;
 mod rate;
+mod session;
 mod stop;
+
+pub use session::RateSession;
 
 use commands::{failing_command, link_step, tc_message};
 pub use commands::{script_commands, script_commands_one_by_one};

@@ -117,7 +117,7 @@ pub fn pieces(plan: &Plan, live: &LiveState) -> (Option<Found>, Option<Found>) {
             ingress: None,
         };
         let m = verify(&only, live);
-        if m.is_empty() {
+        if rate_moved_only(&m) {
             Found::Ours
         } else if !live.wan.is_shaped() {
             Found::Gone
@@ -132,7 +132,7 @@ pub fn pieces(plan: &Plan, live: &LiveState) -> (Option<Found>, Option<Found>) {
             ingress: Some(i.clone()),
         };
         let m = verify(&only, live);
-        if m.is_empty() {
+        if rate_moved_only(&m) {
             Found::Ours
         } else if live.wan.ingress().is_none() {
             // The redirect is gone with the ingress qdisc; an IFB left behind is unbloat's
@@ -143,6 +143,14 @@ pub fn pieces(plan: &Plan, live: &LiveState) -> (Option<Found>, Option<Found>) {
         }
     });
     (egress, ingress)
+}
+
+/// Nothing differs, or only cake's rate: a cake whose every other setting is unbloat's is still
+/// unbloat's, its rate moved by `unbloat autorate` a step ahead of the record (a crash between
+/// the two; see [`crate::apply::RateSession`]) or by another controller a user runs on it
+/// (cake-autorate changes only the bandwidth).
+fn rate_moved_only(m: &[unbloat_shaper::verify::Mismatch]) -> bool {
+    m.iter().all(|m| m.what == "bandwidth")
 }
 
 fn join(m: &[unbloat_shaper::verify::Mismatch]) -> String {

@@ -148,6 +148,29 @@ impl StateDir {
         write_atomic(&self.records(), &format!("{}.json", state.iface), &text)
     }
 
+    /// [`StateDir::save`] without the syncs, for a rate session's many changes a second
+    /// ([`crate::apply::RateSession`]): renamed into place, so a crash of the process leaves
+    /// the old record or the new one whole.
+    pub fn save_unsynced(&self, state: &ShapedState) -> Result<(), StateError> {
+        let text = serde_json::to_string_pretty(state).expect("a record is plain data") + "\n";
+        let dir = self.records();
+        let name = format!("{}.json", state.iface);
+        let tmp = dir.join(format!("{name}.tmp"));
+        let write = || -> std::io::Result<()> {
+            let _ = std::fs::remove_file(&tmp);
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)?;
+            file.write_all(text.as_bytes())?;
+            drop(file);
+            std::fs::rename(&tmp, dir.join(&name))
+        };
+        write().map_err(|source| io("write", &dir.join(&name), source))
+    }
+
     pub fn remove(&self, iface: &str) -> Result<(), StateError> {
         remove_file(&self.records(), &format!("{iface}.json"))
     }

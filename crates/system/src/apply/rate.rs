@@ -112,7 +112,7 @@ impl Shaper<'_> {
 
 /// When the only difference between two plans is cake's bandwidth at either root: the devices and
 /// their new rates in bytes per second (cake stores bytes per second: net/sched/sch_cake.c).
-fn bandwidth_only(a: &Plan, b: &Plan) -> Option<Vec<(IfName, u64)>> {
+pub(super) fn bandwidth_only(a: &Plan, b: &Plan) -> Option<Vec<(IfName, u64)>> {
     let pairs = [
         (a.egress.as_ref(), b.egress.as_ref()),
         (
