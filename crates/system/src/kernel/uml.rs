@@ -259,6 +259,9 @@ pub(crate) fn init_script(plan: &InitPlan) -> String {
         "# `ip netns` keeps its names under /run/netns; a tmpfs keeps the host's /run untouched.\n";
     s += "mount -t tmpfs tmpfs /run && mkdir -p /run/netns\n";
     s += "[ -c /dev/null ] || mount -t devtmpfs devtmpfs /dev\n";
+    s += "# bash's process substitution (cake-autorate's) needs /dev/fd, which a devtmpfs lacks.\n";
+    s += "[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd\n";
+    s += "for n in 0:stdin 1:stdout 2:stderr; do [ -e /dev/${n#*:} ] || ln -s /proc/self/fd/${n%:*} /dev/${n#*:}; done\n";
     let mods: Vec<String> = plan
         .modules
         .iter()
