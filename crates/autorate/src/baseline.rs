@@ -71,9 +71,13 @@ impl Health {
     /// Silent for [`DEADLINE`] (counted from its start when it never answered), or missing
     /// [`MAX_MISSES`] of its last answers.
     pub fn is_bad(&self, now: Duration) -> bool {
+        self.silent(now) || self.recent.iter().filter(|a| !**a).count() >= MAX_MISSES
+    }
+
+    /// No answer for [`DEADLINE`] (counted from its start when it never answered).
+    pub fn silent(&self, now: Duration) -> bool {
         let since = self.last_answer.unwrap_or(self.started);
         now.saturating_sub(since) > DEADLINE
-            || self.recent.iter().filter(|a| !**a).count() >= MAX_MISSES
     }
 }
 

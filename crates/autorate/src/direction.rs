@@ -5,10 +5,15 @@
 //! the rate the interface achieved since the last one:
 //! - **bloat**: down to the achieved rate times a factor from 0.99 (delta just over the
 //!   threshold) to 0.75 (delta at 4x it), so the cut follows what the link really carried, not
-//!   the rate that was too high; then the window starts afresh, and no other cut comes within
-//!   [`Settings::bloat_refractory`];
+//!   the rate that was too high (a link whose rate halved is caught in one cut); a direction
+//!   that carried under [`Settings::blame_load`] of its rate is cut from its rate instead, as
+//!   cake-autorate does, since what it carried says nothing of the link; then the window starts
+//!   afresh, and no other cut comes within [`Settings::bloat_refractory`];
 //! - **loaded and clean** (achieved over [`Settings::high_load`] of the rate): up by up to 4 %,
-//!   less as the delta nears the threshold;
+//!   less as the delta nears the threshold; and by at most 1 % once within 10 % of the rate the
+//!   link carried at the last bloat, for [`Settings::memory`] after it: the climb back is fast,
+//!   the probe past the point where the queue last built is slow (CUBIC's shape, in steps), so
+//!   the sawtooth's peaks overshoot less;
 //! - **light load**: back towards the base rate by 1 % at most every [`Settings::decay_every`]:
 //!   an idle link is not probed for capacity it may no longer have.
 //!
@@ -36,7 +41,11 @@ pub struct Settings {
     pub window: usize,
     pub detect: usize,
     pub high_load: f64,
+    /// Under this share of its rate, what a direction carried is not the link's measure.
+    pub blame_load: f64,
     pub bloat_refractory: Duration,
+    /// How long the rate carried at a bloat slows the climb past it.
+    pub memory: Duration,
     pub decay_every: Duration,
     pub stall_after: Duration,
 }
@@ -48,7 +57,9 @@ impl Default for Settings {
             window: 6,
             detect: 3,
             high_load: 0.75,
+            blame_load: 0.3,
             bloat_refractory: Duration::from_millis(300),
+            memory: Duration::from_secs(10),
             decay_every: Duration::from_secs(1),
             stall_after: Duration::from_secs(2),
         }
@@ -66,16 +77,30 @@ pub enum Move {
     Stalled,
 }
 
+impl Move {
+    /// The move's name in the log.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Move::Hold => "hold",
+            Move::Bloat { .. } => "bloat",
+            Move::Up => "up",
+            Move::Decay => "decay",
+            Move::Stalled => "stalled",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Direction {
     pub bounds: Bounds,
     settings: Settings,
     rate: Rate,
-    delayed: VecDeque<bool>,
-    /// An average of the recent deltas, for how hard to move.
-    avg_delta_ms: f64,
+    /// The last [`Settings::window`] deltas (0 for a sample that is not this direction's).
+    deltas: VecDeque<f64>,
     last_sample: Option<Duration>,
     last_cut: Option<Duration>,
+    /// What the link carried at the last bloat.
+    bloat_at: Option<Rate>,
     last_decay: Duration,
 }
 
@@ -85,10 +110,10 @@ impl Direction {
             bounds,
             settings,
             rate: bounds.base,
-            delayed: VecDeque::new(),
-            avg_delta_ms: 0.0,
+            deltas: VecDeque::new(),
             last_sample: None,
             last_cut: None,
+            bloat_at: None,
             last_decay: Duration::ZERO,
         }
     }
@@ -97,19 +122,41 @@ impl Direction {
         self.rate
     }
 
+    /// The recent deltas' average, in milliseconds.
+    /// The window's mean delta: how hard to cut, how freely to climb (cake-autorate's
+    /// `avg_owd_delta`).
+    pub fn avg_delta_ms(&self) -> f64 {
+        self.deltas.iter().sum::<f64>() / self.deltas.len().max(1) as f64
+    }
+
+    fn push(&mut self, delta_ms: f64) {
+        self.deltas.push_back(delta_ms.max(0.0));
+        while self.deltas.len() > self.settings.window {
+            self.deltas.pop_front();
+        }
+    }
+
+    /// How long without a sample before falling back to base (longer while probing is slow).
+    pub fn set_stall_after(&mut self, after: Duration) {
+        self.settings.stall_after = after;
+    }
+
+    /// A sample that says nothing about this direction's delay (a round trip while only the
+    /// other direction is loaded): counted as clean, and as a sign the reflectors answer.
+    pub fn heard(&mut self, now: Duration) {
+        self.push(0.0);
+        self.last_sample = Some(now);
+    }
+
     /// A delay sample's delta over its reflector's baseline, at `now`.
     pub fn sample(&mut self, now: Duration, delta_ms: f64) {
-        self.delayed
-            .push_back(delta_ms > self.settings.delay_threshold_ms);
-        while self.delayed.len() > self.settings.window {
-            self.delayed.pop_front();
-        }
-        self.avg_delta_ms += 0.1 * (delta_ms - self.avg_delta_ms);
+        self.push(delta_ms);
         self.last_sample = Some(now);
     }
 
     fn bloated(&self) -> bool {
-        self.delayed.iter().filter(|d| **d).count() >= self.settings.detect
+        let thr = self.settings.delay_threshold_ms;
+        self.deltas.iter().filter(|d| **d > thr).count() >= self.settings.detect
     }
 
     /// The new rate at `now`, given what the interface carried since the last tick.
@@ -134,18 +181,31 @@ impl Direction {
                 return Move::Hold;
             }
             // 0 at the threshold, 1 at four times it.
-            let depth = ((self.avg_delta_ms - thr) / (3.0 * thr)).clamp(0.0, 1.0);
+            let depth = ((self.avg_delta_ms() - thr) / (3.0 * thr)).clamp(0.0, 1.0);
             let factor = 0.99 - depth * (0.99 - 0.75);
-            let from = achieved.min(self.rate);
+            let load = achieved.bits_per_sec() as f64 / self.rate.bits_per_sec().max(1) as f64;
+            let from = if load >= s.blame_load {
+                achieved.min(self.rate)
+            } else {
+                self.rate
+            };
             self.rate = clamp(scale(from, factor));
-            self.delayed.clear();
+            self.bloat_at = Some(from);
+            self.deltas.clear();
             self.last_cut = Some(now);
             return Move::Bloat { achieved };
         }
         let load = achieved.bits_per_sec() as f64 / self.rate.bits_per_sec().max(1) as f64;
         if load > s.high_load {
-            let room = (1.0 - self.avg_delta_ms.max(0.0) / thr).clamp(0.0, 1.0);
-            let up = clamp(scale(self.rate, 1.0 + 0.04 * room));
+            let room = (1.0 - self.avg_delta_ms() / thr).clamp(0.0, 1.0);
+            let recent = self
+                .last_cut
+                .is_some_and(|t| now.saturating_sub(t) < s.memory);
+            let near = self.bloat_at.filter(|_| recent).is_some_and(|at| {
+                self.rate.bits_per_sec() as f64 >= at.bits_per_sec() as f64 * 0.9
+            });
+            let step = if near { 0.01 } else { 0.04 };
+            let up = clamp(scale(self.rate, 1.0 + step * room));
             if up == self.rate {
                 return Move::Hold;
             }
@@ -222,6 +282,26 @@ mod tests {
         assert_eq!(d.rate(), after);
         assert!(matches!(d.tick(MS(t + 300), achieved), Move::Bloat { .. }));
         assert!(d.rate() < after);
+    }
+
+    #[test]
+    fn the_climb_slows_near_where_the_last_bloat_was() {
+        let mut d = dir();
+        let t = feed(&mut d, 0, 6, 40.0);
+        d.tick(MS(t), Rate::from_mbit(10));
+        let cut = d.rate();
+        // Clean and loaded: fast while well under the 10 Mbit/s it carried, slow near it.
+        let mut t = t + 400;
+        let mut steps = vec![];
+        for _ in 0..10 {
+            t = feed(&mut d, t, 4, 0.0);
+            let before = d.rate();
+            d.tick(MS(t), before);
+            steps.push(d.rate().bits_per_sec() as f64 / before.bits_per_sec() as f64);
+        }
+        assert!(cut < Rate::from_mbit(9), "{cut}");
+        assert!(steps[0] > 1.035, "{steps:?}");
+        assert!(steps.last().is_some_and(|s| *s < 1.011), "{steps:?}");
     }
 
     #[test]

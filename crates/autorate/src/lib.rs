@@ -1,15 +1,24 @@
 //! `unbloat autorate` (issue 16): keep cake's rates just under what a variable link (LTE, 5G,
 //! Starlink, busy cable) carries now, by watching its delay and its load.
 //!
-//! This crate is the controller alone, pure: delay samples and achieved rates in, rates out,
-//! with time passed in rather than read, so every decision can be replayed in a test.
+//! The decisions are pure, with time passed in rather than read, so every one can be replayed
+//! in a test:
 //! - [`baseline`]: each reflector's empty-path delay (down fast, up slowly) and its health;
 //! - [`direction`]: one direction's rate: cut on bloat in proportion to what the link carried,
 //!   raised while loaded and clean, decayed towards base when light, back to base when every
-//!   reflector has gone quiet.
+//!   reflector has gone quiet;
+//! - [`reflectors`]: which reflectors are probed, when, and which replace the bad ones;
+//! - [`controller`]: both directions and the reflectors together, a tick at a time.
 //!
-//! The probes, the interface counters and the rate changes (through `set-rate`'s rtnetlink path,
-//! no process per change) belong to the command that drives it.
+//! The effects are two small modules: [`pinger`] (ICMP echo and timestamp probes through raw
+//! sockets) and [`run`] (the loop, setting rates through a [`run::Link`] the caller provides:
+//! `set-rate`'s in-place rtnetlink change for the CLI, no process per change). [`log`] reads and
+//! plots what a run wrote.
 
 pub mod baseline;
+pub mod controller;
 pub mod direction;
+pub mod log;
+pub mod pinger;
+pub mod reflectors;
+pub mod run;

@@ -41,7 +41,7 @@ pub const ICMP_HEADER: usize = 8;
 pub const MAX_ICMP_PAYLOAD: usize = 1500 - 20 - ICMP_HEADER;
 
 /// RFC 1071 Internet checksum.
-fn checksum(data: &[u8]) -> u16 {
+pub fn checksum(data: &[u8]) -> u16 {
     let mut sum: u32 = 0;
     for chunk in data.chunks(2) {
         let word = u16::from_be_bytes([chunk[0], *chunk.get(1).unwrap_or(&0)]);

@@ -1,0 +1,245 @@
+//! The decision log (`unbloat autorate --log FILE`): one JSON object per line, and its plot.
+//!
+//! Lines, in order: `{"event":"start",...}` with the settings; one line per tick
+//! ([`crate::controller::Tick`]: `t`, then `down` and `up` each with `rate_bps`, `achieved_bps`,
+//! `delta_ms` and `move`, plus `replaced` and `idle` when they happened); `{"event":"stop",...}`
+//! with the run's summary. JSON lines, like cake-autorate's log, so that `jq` and a spreadsheet
+//! read it; [`plot`] draws rates, achieved rates and delays over time, as its plotting tools do.
+
+use serde::Deserialize;
+use unbloat_report::plot::axis::{color, draw_axes, legend, nice_range, Frame, LegendEntry};
+use unbloat_report::plot::svg::{Anchor, Svg};
+
+/// One direction of a tick line, as read back.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct DirLine {
+    pub rate_bps: u64,
+    pub achieved_bps: u64,
+    pub delta_ms: f64,
+    #[serde(rename = "move")]
+    pub moved: String,
+}
+
+/// A tick line, as read back.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct TickLine {
+    pub t: f64,
+    pub down: DirLine,
+    pub up: DirLine,
+}
+
+/// The tick lines of a log; other lines (start, stop, events) are skipped. A line that is not
+/// JSON is an error naming it.
+pub fn read_ticks(text: &str) -> Result<Vec<TickLine>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+        if v.get("down").is_some() && v.get("t").is_some() {
+            out.push(serde_json::from_value(v).map_err(|e| format!("line {}: {e}", i + 1))?);
+        }
+    }
+    Ok(out)
+}
+
+const WIDTH: f64 = 1000.0;
+const HEIGHT: f64 = 720.0;
+const LEFT: f64 = 80.0;
+const LEGEND: f64 = 170.0;
+const TOP: f64 = 50.0;
+const BOTTOM: f64 = 50.0;
+const GAP: f64 = 18.0;
+
+/// Three panels on one time axis: the download's shaper rate and what it carried, the same for
+/// the upload, and each direction's average delay delta; cuts for bloat marked with dots.
+pub fn plot(title: &str, ticks: &[TickLine]) -> String {
+    let mut svg = Svg::new(WIDTH, HEIGHT);
+    svg.text(WIDTH / 2.0, 26.0, 15.0, Anchor::Middle, title);
+    let t_end = ticks.last().map_or(1.0, |t| t.t).max(1.0);
+    let x = nice_range(0.0, t_end, 10);
+    let h = (HEIGHT - TOP - BOTTOM - 2.0 * GAP) / 3.0;
+    let w = WIDTH - LEFT - LEGEND;
+    let frame = |i: f64| Frame {
+        x: LEFT,
+        y: TOP + i * (h + GAP),
+        w,
+        h,
+    };
+    let mbit = |b: u64| b as f64 / 1e6;
+    for (i, (name, side)) in [("download", false), ("upload", true)]
+        .into_iter()
+        .enumerate()
+    {
+        let dir = |t: &TickLine| if side { t.up.clone() } else { t.down.clone() };
+        let top = ticks
+            .iter()
+            .map(|t| mbit(dir(t).rate_bps).max(mbit(dir(t).achieved_bps)))
+            .fold(1.0, f64::max);
+        let f = frame(i as f64);
+        let (xs, ys) = draw_axes(
+            &mut svg,
+            f,
+            x,
+            nice_range(0.0, top, 5),
+            None,
+            &format!("{name} Mbit/s"),
+            false,
+        );
+        let series = |v: &dyn Fn(&TickLine) -> f64| -> Vec<Option<(f64, f64)>> {
+            ticks
+                .iter()
+                .map(|t| Some((xs.px(t.t), ys.px(v(t)))))
+                .collect()
+        };
+        svg.polyline(
+            &series(&|t| mbit(dir(t).achieved_bps)),
+            color(1),
+            1.0,
+            None,
+            "achieved",
+            None,
+        );
+        svg.polyline(
+            &series(&|t| mbit(dir(t).rate_bps)),
+            color(0),
+            1.6,
+            None,
+            "rate",
+            None,
+        );
+        for t in ticks.iter().filter(|t| dir(t).moved == "bloat") {
+            svg.circle(xs.px(t.t), ys.px(mbit(dir(t).rate_bps)), 2.5, color(5));
+        }
+        let entries = [
+            LegendEntry {
+                label: "shaper rate",
+                color: color(0),
+                width: 1.6,
+                dash: None,
+            },
+            LegendEntry {
+                label: "achieved",
+                color: color(1),
+                width: 1.0,
+                dash: None,
+            },
+            LegendEntry {
+                label: "cut for bloat",
+                color: color(5),
+                width: 3.0,
+                dash: None,
+            },
+        ];
+        legend(&mut svg, f.right() + 14.0, f.y + 10.0, None, &entries);
+    }
+    let top = ticks
+        .iter()
+        .map(|t| t.down.delta_ms.max(t.up.delta_ms))
+        .fold(5.0, f64::max);
+    let f = frame(2.0);
+    let (xs, ys) = draw_axes(
+        &mut svg,
+        f,
+        x,
+        nice_range(0.0, top, 5),
+        Some("seconds"),
+        "delay delta ms",
+        true,
+    );
+    for (i, up) in [false, true].into_iter().enumerate() {
+        let pts: Vec<Option<(f64, f64)>> = ticks
+            .iter()
+            .map(|t| {
+                Some((
+                    xs.px(t.t),
+                    ys.px(if up { t.up.delta_ms } else { t.down.delta_ms }),
+                ))
+            })
+            .collect();
+        svg.polyline(
+            &pts,
+            color(i * 2),
+            1.2,
+            None,
+            if up { "delta-up" } else { "delta-down" },
+            None,
+        );
+    }
+    let entries = [
+        LegendEntry {
+            label: "download",
+            color: color(0),
+            width: 1.2,
+            dash: None,
+        },
+        LegendEntry {
+            label: "upload",
+            color: color(2),
+            width: 1.2,
+            dash: None,
+        },
+    ];
+    legend(&mut svg, f.right() + 14.0, f.y + 10.0, None, &entries);
+    svg.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::{DirTick, Tick};
+    use crate::direction::Move;
+    use unbloat_units::Rate;
+
+    #[test]
+    fn tick_lines_read_back_and_plot_with_their_cuts() {
+        let dir = |r, m| DirTick {
+            rate: Rate::from_mbit(r),
+            achieved: Rate::from_mbit(r - 1),
+            delta_ms: 3.0,
+            moved: m,
+        };
+        let ticks: Vec<String> = (0..5)
+            .map(|i| {
+                let m = if i == 3 {
+                    Move::Bloat {
+                        achieved: Rate::from_mbit(9),
+                    }
+                } else {
+                    Move::Up
+                };
+                let t = Tick {
+                    t: i as f64 * 0.2,
+                    down: dir(10 + i, m),
+                    up: dir(5, Move::Hold),
+                    replaced: vec![],
+                    idle: None,
+                };
+                serde_json::to_string(&t).unwrap()
+            })
+            .collect();
+        let text = format!(
+            "{{\"event\":\"start\"}}\n{}\n{{\"event\":\"stop\"}}\n",
+            ticks.join("\n")
+        );
+        let read = read_ticks(&text).unwrap();
+        assert_eq!(read.len(), 5);
+        assert_eq!(
+            read[3].down,
+            DirLine {
+                rate_bps: 13_000_000,
+                achieved_bps: 12_000_000,
+                delta_ms: 3.0,
+                moved: "bloat".into()
+            }
+        );
+        let svg = plot("test", &read);
+        assert!(svg.contains("data-series=\"rate\"") && svg.contains("data-series=\"delta-up\""));
+        assert_eq!(svg.matches("<circle").count(), 1, "one cut for bloat");
+        assert!(read_ticks("{\"t\":1,\"down\":\n")
+            .unwrap_err()
+            .starts_with("line 1"));
+    }
+}
