@@ -5,6 +5,7 @@
 //! `serve`, `plot`) in [`measure`], the emulated network (`lab`) in [`lab`], benchmarks in
 //! [`bench`], and running work in a kernel that has every qdisc in [`kernel`].
 
+mod autorate;
 mod bench;
 mod bench_daemon;
 mod bench_tune;
@@ -38,6 +39,7 @@ Examples:
   unbloat serve                      (on the far end)
   unbloat test far.example.net --profile rrul --out results/
   unbloat tune eth0 --server far.example.net --apply
+  unbloat autorate wwan0 --min 2mbit --base 10mbit --max 50mbit
   unbloat lab                        (the emulated before/after)";
 
 #[derive(Parser)]
@@ -87,9 +89,12 @@ enum Command {
     /// Find the link's framing and shaper rates by measuring it (saturates the link for up to
     /// --max-time; the old shaping is put back unless --apply).
     Tune(tune::TuneArgs),
+    /// Keep cake's rates just under what a variable link (LTE, 5G, Starlink, busy cable)
+    /// carries now, by watching its delay to reflectors and its load, until stopped.
+    Autorate(autorate::AutorateArgs),
     /// Be the far end of `unbloat test`.
     Serve(unbloat_measure::ServeArgs),
-    /// Redraw the plots of a results file.
+    /// Redraw the plots of a results file (or draw an autorate log).
     Plot(unbloat_report::files::PlotArgs),
     /// Build an emulated bloated access network and compare strategies on it.
     Lab(lab::LabCmd),
@@ -158,7 +163,9 @@ fn main() {
         Command::Test(a) => measure::test(&a),
         Command::Tune(a) => tune::tune(&a),
         Command::Serve(a) => unbloat_measure::run_serve(&a).map_err(Failure::from),
-        Command::Plot(a) => unbloat_report::files::run_plot(&a).map_err(Failure::from),
+        Command::Autorate(a) => autorate::autorate(&a),
+        Command::Plot(a) => autorate::plot_log(&a)
+            .unwrap_or_else(|| unbloat_report::files::run_plot(&a).map_err(Failure::from)),
         Command::Lab(a) => lab::lab(&a),
         Command::LabHosts(a) => hosts::lab_hosts(&a),
         Command::Bench(b) => bench::bench(&b),

@@ -1,0 +1,509 @@
+//! `unbloat autorate IFACE`: keeps cake's rates just under what a variable link carries, with
+//! the controller of unbloat-autorate, until stopped.
+//!
+//! The interface is shaped by unbloat with cake at the base rates first (started here when it is
+//! not shaped yet, with this machine's defaults: `unbloat start` before gives it a link layer and
+//! other options). Each change of rate is `set-rate`'s transaction, cake's bandwidth over
+//! rtnetlink: no process. cake's `ingress` mode is pinned from the base rate, since a mode that
+//! flipped at 4 Mbit/s would make a change more than a rate. The achieved rates are the bytes the
+//! IFB sent (download, after the shaper) and the WAN sent (upload), read over rtnetlink.
+//!
+//! SIGINT or SIGTERM (and the end of `--duration`) leave the shaping at the base rates, or
+//! remove it with `--on-exit stop`: never at a stale low rate.
+
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+use anyhow::{anyhow, Context};
+use clap::Args;
+use unbloat_autorate::controller::{Config, Tick};
+use unbloat_autorate::direction::{Bounds, Move};
+use unbloat_autorate::pinger::{Pinger, Probe};
+use unbloat_autorate::run::{self, Link};
+use unbloat_shaper::cake::INGRESS_MODE_FROM;
+use unbloat_shaper::options::{Qdisc, ShapeOptions};
+use unbloat_shaper::plan::{Plan, RootQdisc};
+use unbloat_shaper::spec::{parse_iface, Spec};
+use unbloat_system::apply::{RateSession, Request, Shaper};
+use unbloat_system::planned;
+use unbloat_system::rtnl::Rtnl;
+use unbloat_system::runner::SystemRunner;
+use unbloat_system::state::StateDir;
+use unbloat_units::{IfName, Rate, Time};
+
+use crate::{invalid, Failure};
+
+/// cake-autorate's default reflectors: public anycast resolvers that answer ping.
+pub const DEFAULT_REFLECTORS: &str = "1.1.1.1,1.0.0.1,8.8.8.8,8.8.4.4,9.9.9.9,9.9.9.10,9.9.9.11,\
+94.140.14.15,94.140.14.140,94.140.14.141,94.140.15.15,94.140.15.16,208.67.220.2,208.67.220.123,\
+208.67.220.220,208.67.222.2,208.67.222.123,185.228.168.9,185.228.168.10";
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  unbloat autorate wwan0 --min 2mbit --base 10mbit --max 50mbit
+  unbloat autorate eth0 --down-min 5mbit --down-base 40mbit --down-max 100mbit \\
+      --up-min 1mbit --up-base 8mbit --up-max 20mbit --probe timestamp --log autorate.log
+  unbloat plot autorate.log            (rates, achieved rates and delays over time)")]
+pub struct AutorateArgs {
+    /// The WAN interface (shaped by unbloat with cake, or started here at the base rates).
+    pub iface: String,
+    /// The lowest rate either direction is set to (tc units: 2mbit, 500kbit).
+    #[arg(long, value_name = "RATE", help_heading = "Rates")]
+    pub min: Option<Rate>,
+    /// The rate either direction starts at, returns to when idle or when no reflector answers,
+    /// and is left at on exit.
+    #[arg(long, value_name = "RATE", help_heading = "Rates")]
+    pub base: Option<Rate>,
+    /// The highest rate either direction is set to.
+    #[arg(long, value_name = "RATE", help_heading = "Rates")]
+    pub max: Option<Rate>,
+    /// The download's minimum (over --min).
+    #[arg(long, value_name = "RATE", help_heading = "Rates")]
+    pub down_min: Option<Rate>,
+    /// The download's base (over --base).
+    #[arg(long, value_name = "RATE", help_heading = "Rates")]
+    pub down_base: Option<Rate>,
+    /// The download's maximum (over --max).
+    #[arg(long, value_name = "RATE", help_heading = "Rates")]
+    pub down_max: Option<Rate>,
+    /// The upload's minimum (over --min).
+    #[arg(long, value_name = "RATE", help_heading = "Rates")]
+    pub up_min: Option<Rate>,
+    /// The upload's base (over --base).
+    #[arg(long, value_name = "RATE", help_heading = "Rates")]
+    pub up_base: Option<Rate>,
+    /// The upload's maximum (over --max).
+    #[arg(long, value_name = "RATE", help_heading = "Rates")]
+    pub up_max: Option<Rate>,
+    /// Hosts to measure the delay to (IP addresses, comma-separated), in order of preference;
+    /// default: cake-autorate's public resolvers. More than --pingers leaves spares for the
+    /// ones that stop answering.
+    #[arg(long, value_name = "A,B,..", default_value = DEFAULT_REFLECTORS, value_delimiter = ',', value_parser = parse_reflectors, help_heading = "Probes")]
+    pub reflectors: Vec<IpAddr>,
+    /// How many reflectors are probed at once (each every 0.3 s; every 2 s when the link has
+    /// been idle for 30 s).
+    #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u16).range(1..=32), help_heading = "Probes")]
+    pub pingers: u16,
+    /// auto: ICMP timestamps, a one-way delay each way, from the IPv4 reflectors that answer
+    /// them (Linux hosts and most routers; many public resolvers do not), ICMP echo from the
+    /// others (the round trip, blamed on the loaded direction); echo: echo only; timestamp:
+    /// timestamps only.
+    #[arg(
+        long,
+        value_name = "auto|echo|timestamp",
+        default_value = "auto",
+        help_heading = "Probes"
+    )]
+    pub probe: Probe,
+    /// A sample this far over its reflector's baseline counts as delayed; 3 of the last 6 is
+    /// bloat (cake-autorate uses 30ms one way).
+    #[arg(
+        long,
+        value_name = "TIME",
+        default_value = "15ms",
+        help_heading = "Probes"
+    )]
+    pub threshold: Time,
+    /// On exit (SIGINT, SIGTERM, the end of --duration): leave the shaping at the base rates
+    /// (base) or remove it (stop).
+    #[arg(long, value_name = "base|stop", default_value = "base", value_parser = ["base", "stop"])]
+    pub on_exit: String,
+    /// Stop after this long (a bare number is seconds); default: run until stopped.
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub duration: Option<Time>,
+    /// Write every decision as a JSON line (`unbloat plot FILE` draws it).
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Print the run's summary as JSON on exit.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_reflectors(text: &str) -> Result<IpAddr, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not an IP address (reflectors are addresses, so no DNS lookup can stall the controller)"))
+}
+
+fn parse_duration(text: &str) -> Result<Time, String> {
+    unbloat_units::duration::parse_test_duration(
+        text,
+        Time::from_secs(1)..=Time::from_secs(86_400 * 365),
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Each direction's bounds from `--min/--base/--max` and their per-direction forms.
+fn bounds(a: &AutorateArgs) -> Result<(Bounds, Bounds), String> {
+    let one = |name: &str, min: Option<Rate>, base: Option<Rate>, max: Option<Rate>| {
+        let (Some(min), Some(base), Some(max)) = (min.or(a.min), base.or(a.base), max.or(a.max))
+        else {
+            return Err(format!(
+                "the {name}load needs a minimum, a base and a maximum rate: --min, --base, --max (or --{name}-min, ...)"
+            ));
+        };
+        if !(min.bits_per_sec() > 0 && min <= base && base <= max) {
+            return Err(format!(
+                "the {name}load's rates must be 0 < min <= base <= max, not {min}, {base}, {max}"
+            ));
+        }
+        Ok(Bounds { min, base, max })
+    };
+    Ok((
+        one("down", a.down_min, a.down_base, a.down_max)?,
+        one("up", a.up_min, a.up_base, a.up_max)?,
+    ))
+}
+
+/// The stop signal caught, 0 while none was.
+static CAUGHT: AtomicI32 = AtomicI32::new(0);
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn note_signal(signal: libc::c_int) {
+    CAUGHT.store(signal, Ordering::SeqCst);
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn catch_stop_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: a handler that only stores to atomics; sigaction zeroed, then filled. No
+        // SA_RESTART, so the probes' poll returns and the loop sees the flag at once.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = note_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The shaped interface, as the loop sees it: its counters, and set-rate's fast path held open.
+struct ShapedLink {
+    iface: IfName,
+    ifb: IfName,
+    opts: ShapeOptions,
+    fairness: Option<String>,
+    session: RateSession,
+    rtnl: Rtnl,
+}
+
+impl ShapedLink {
+    fn plan(&self, down: Rate, up: Rate) -> Result<Plan, String> {
+        let opts = ShapeOptions {
+            down: Some(down),
+            up: Some(up),
+            ..self.opts.clone()
+        };
+        let spec = Spec::new(self.iface.clone(), &opts).map_err(|e| e.to_string())?;
+        Ok(Plan::build(&spec))
+    }
+}
+
+impl Link for ShapedLink {
+    fn carried(&mut self) -> Result<(u64, u64), String> {
+        let tx = |dev: &IfName| -> Result<u64, String> {
+            Ok(self
+                .rtnl
+                .link_bytes(dev.as_str())
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("{dev} is gone"))?
+                .tx)
+        };
+        Ok((tx(&self.ifb)?, tx(&self.iface)?))
+    }
+
+    fn set_rates(&mut self, down: Rate, up: Rate) -> Result<(), String> {
+        let plan = self.plan(down, up)?;
+        let opts = ShapeOptions {
+            down: Some(down),
+            up: Some(up),
+            ..self.opts.clone()
+        };
+        let req = Request {
+            plan,
+            options: serde_json::to_value(&opts).unwrap_or_default(),
+            fairness: self.fairness.clone(),
+        };
+        self.session
+            .set(&req)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
+
+pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
+    let iface = parse_iface(&args.iface).map_err(invalid)?;
+    let (down, up) = bounds(args).map_err(|e| invalid(anyhow!(e)))?;
+    if args.probe == Probe::Timestamp && args.reflectors.iter().any(IpAddr::is_ipv6) {
+        return Err(invalid(anyhow!(
+            "--probe timestamp needs IPv4 reflectors: ICMPv6 has no timestamp (--probe auto uses echo for IPv6 ones)"
+        )));
+    }
+    let runner = SystemRunner::from_env();
+    let state = StateDir::from_env();
+    let record = state.load(iface.as_str())?;
+    // The options to shape with: the record's, or this machine's defaults; cake, with its
+    // ingress mode pinned from the base rate.
+    let mut opts: ShapeOptions = match &record {
+        Some(r) => serde_json::from_value(r.options.clone()).context("reading unbloat's record")?,
+        None => ShapeOptions::default(),
+    };
+    if opts.qdisc.unwrap_or_default() != Qdisc::Cake {
+        return Err(invalid(anyhow!(
+            "{iface} is shaped with HTB + fq_codel; autorate needs cake, whose rate changes in place over rtnetlink (`unbloat start {iface} --qdisc cake ...` first)"
+        )));
+    }
+    opts.ingress_keyword
+        .get_or_insert(down.base >= INGRESS_MODE_FROM);
+    // Every rate the run may set must plan: the bounds checked now, not at the first cut.
+    for (d, u) in [(down.min, up.min), (down.max, up.max), (down.base, up.base)] {
+        let o = ShapeOptions {
+            down: Some(d),
+            up: Some(u),
+            ..opts.clone()
+        };
+        let spec = Spec::new(iface.clone(), &o).map_err(invalid)?;
+        planned::checked(spec).map_err(invalid)?;
+    }
+    let pinger = Pinger::open(&args.reflectors).map_err(|e| anyhow!(e))?;
+    let base_opts = ShapeOptions {
+        down: Some(down.base),
+        up: Some(up.base),
+        ..opts.clone()
+    };
+    let shaper = Shaper::new(&runner, StateDir::from_env());
+    let fairness = match &record {
+        Some(r) => {
+            check_cake_both_ways(&iface, &r.plan)?;
+            r.fairness.clone()
+        }
+        None => {
+            let p = planned::with_fairness(&runner, iface.clone(), &base_opts).map_err(invalid)?;
+            check_cake_both_ways(&iface, &p.plan)?;
+            shaper
+                .start(&[p.request()])
+                .with_context(|| format!("cannot shape {iface}"))?;
+            eprintln!("unbloat autorate: {iface} shaped: {}", p.fairness);
+            opts = p.opts;
+            Some(p.fairness)
+        }
+    };
+    // The base rates (and the pinned ingress mode) by an ordinary set-rate, which may need more
+    // than a rate change once; every change after it is a rate alone.
+    let base_opts = ShapeOptions {
+        down: Some(down.base),
+        up: Some(up.base),
+        ..opts.clone()
+    };
+    let base_plan = Plan::build(&Spec::new(iface.clone(), &base_opts).map_err(invalid)?);
+    let ifb = base_plan
+        .ingress
+        .as_ref()
+        .map(|i| i.ifb.clone())
+        .ok_or_else(|| anyhow!("{iface} has no download shaping"))?;
+    shaper
+        .set_rate(&Request {
+            plan: base_plan,
+            options: serde_json::to_value(&base_opts).unwrap_or_default(),
+            fairness: fairness.clone(),
+        })
+        .with_context(|| format!("cannot set {iface} to its base rates"))?;
+    let mut link = ShapedLink {
+        iface: iface.clone(),
+        ifb,
+        opts,
+        fairness,
+        session: shaper
+            .rate_session(&iface)
+            .with_context(|| format!("cannot change the rates of {iface}"))?,
+        rtnl: Rtnl::open().context("rtnetlink")?,
+    };
+    let mut cfg = Config::new(down, up, args.reflectors.clone());
+    cfg.active = usize::from(args.pingers);
+    cfg.probe = args.probe;
+    cfg.settings.delay_threshold_ms = args.threshold.micros() as f64 / 1000.0;
+    let mut log = match &args.log {
+        Some(p) => Some(std::io::BufWriter::new(
+            std::fs::File::create(p)
+                .with_context(|| format!("cannot write the log {}", p.display()))?,
+        )),
+        None => None,
+    };
+    let start = serde_json::json!({
+        "event": "start", "iface": iface.to_string(), "probe": args.probe,
+        "reflectors": args.reflectors, "pingers": args.pingers, "threshold_ms": cfg.settings.delay_threshold_ms,
+        "down": {"min_bps": down.min.bits_per_sec(), "base_bps": down.base.bits_per_sec(), "max_bps": down.max.bits_per_sec()},
+        "up": {"min_bps": up.min.bits_per_sec(), "base_bps": up.base.bits_per_sec(), "max_bps": up.max.bits_per_sec()},
+    });
+    write_line(&mut log, &start)?;
+    eprintln!(
+        "unbloat autorate: {iface}: down {}..{} from {}, up {}..{} from {}; {} of {} reflectors probed ({:?}) every 0.3 s",
+        down.min, down.max, down.base, up.min, up.max, up.base,
+        cfg.active.min(args.reflectors.len()), args.reflectors.len(), args.probe
+    );
+    catch_stop_signals();
+    let mut say = Narrator::default();
+    let mut on_tick = |t: &Tick| {
+        say.tick(t);
+        if let Some(l) = log.as_mut() {
+            let _ = serde_json::to_writer(&mut *l, t);
+            let _ = l.write_all(b"\n");
+        }
+    };
+    let until = args.duration.map(Time::as_duration);
+    let result = run::run(cfg, &mut link, &pinger, &STOP, until, &mut on_tick);
+    // Whatever ended the run, the rates do not stay where the last tick left them.
+    let left = match args.on_exit.as_str() {
+        "stop" => shaper
+            .stop(std::slice::from_ref(&iface))
+            .map(|_| format!("{iface}'s shaping removed"))
+            .map_err(|e| e.to_string()),
+        _ => link.set_rates(down.base, up.base).map(|_| {
+            format!(
+                "{iface} left at its base rates, {} down and {} up",
+                down.base, up.base
+            )
+        }),
+    };
+    let summary = result.map_err(|e| anyhow!("{e}"))?;
+    let left = left.map_err(|e| anyhow!("the run ended, but {e}"))?;
+    let why = match CAUGHT.load(Ordering::SeqCst) {
+        0 => "the time was up".to_string(),
+        s => format!("signal {s}"),
+    };
+    write_line(
+        &mut log,
+        &serde_json::json!({"event": "stop", "why": why, "left": left, "summary": summary}),
+    )?;
+    if let Some(mut l) = log {
+        l.flush()?;
+    }
+    eprintln!(
+        "unbloat autorate: stopped ({why}) after {:.0} s: {} rate changes, {} of {} probes answered, {} reflectors replaced; {left}",
+        summary.seconds, summary.rate_changes, summary.answers, summary.probes, summary.replaced
+    );
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({"iface": iface.to_string(), "summary": summary, "left": left})
+        );
+    }
+    Ok(())
+}
+
+fn write_line(
+    log: &mut Option<std::io::BufWriter<std::fs::File>>,
+    v: &serde_json::Value,
+) -> Result<(), Failure> {
+    if let Some(l) = log.as_mut() {
+        writeln!(l, "{v}")?;
+    }
+    Ok(())
+}
+
+fn check_cake_both_ways(iface: &IfName, plan: &Plan) -> Result<(), Failure> {
+    let cake = |r: &RootQdisc| matches!(r, RootQdisc::Cake(_));
+    let up = plan.egress.as_ref().is_some_and(|s| cake(&s.root));
+    let down = plan.ingress.as_ref().is_some_and(|i| cake(&i.shaping.root));
+    if up && down {
+        Ok(())
+    } else {
+        Err(invalid(anyhow!(
+            "{iface} must be shaped with cake both ways for autorate (it moves both rates)"
+        )))
+    }
+}
+
+/// What the run says on stderr: every stall, recovery and swap of reflectors, and a line every
+/// 10 s with the rates, what the link carried and the delay.
+#[derive(Default)]
+struct Narrator {
+    stalled: bool,
+    last_line: f64,
+}
+
+impl Narrator {
+    fn tick(&mut self, t: &Tick) {
+        for r in &t.replaced {
+            eprintln!(
+                "unbloat autorate: {:.1}s: reflector {} replaced by {} ({})",
+                t.t, r.out, r.replacement, r.why
+            );
+        }
+        if t.stalled() && !self.stalled {
+            eprintln!(
+                "unbloat autorate: {:.1}s: no reflector answered for 2 s: back to the base rates until one does",
+                t.t
+            );
+        } else if !t.stalled() && self.stalled {
+            eprintln!("unbloat autorate: {:.1}s: reflectors answer again", t.t);
+        }
+        self.stalled = t.stalled();
+        match t.idle {
+            Some(true) => eprintln!(
+                "unbloat autorate: {:.1}s: link idle for 30 s: probing every 2 s",
+                t.t
+            ),
+            Some(false) => eprintln!(
+                "unbloat autorate: {:.1}s: link busy: probing every 0.3 s",
+                t.t
+            ),
+            None => {}
+        }
+        if t.t - self.last_line >= 10.0 {
+            self.last_line = t.t;
+            let d = |x: &unbloat_autorate::controller::DirTick| {
+                format!(
+                    "{} (carried {}, delay +{:.1} ms{})",
+                    x.rate,
+                    x.achieved,
+                    x.delta_ms,
+                    if matches!(x.moved, Move::Bloat { .. }) {
+                        ", cut"
+                    } else {
+                        ""
+                    }
+                )
+            };
+            eprintln!(
+                "unbloat autorate: {:.0}s: down {}, up {}",
+                t.t,
+                d(&t.down),
+                d(&t.up)
+            );
+        }
+    }
+}
+
+/// `unbloat plot LOG`: when the file is an autorate log, its plot beside it (`LOG.svg`, or in
+/// `--out DIR`); None when it is not one (a results file).
+pub fn plot_log(args: &unbloat_report::files::PlotArgs) -> Option<Result<(), Failure>> {
+    let text = std::fs::read_to_string(&args.results).ok()?;
+    let first: serde_json::Value = serde_json::from_str(text.lines().next()?).ok()?;
+    if first.get("event")?.as_str()? != "start" || first.get("reflectors").is_none() {
+        return None;
+    }
+    Some((|| {
+        let ticks = unbloat_autorate::log::read_ticks(&text)
+            .map_err(|e| invalid(anyhow!("{}: {e}", args.results.display())))?;
+        let name = args
+            .results
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy();
+        let dir = match &args.out {
+            Some(d) => d.clone(),
+            None => args.results.parent().map(PathBuf::from).unwrap_or_default(),
+        };
+        std::fs::create_dir_all(&dir).ok();
+        let out = dir.join(format!("{name}.svg"));
+        let iface = first.get("iface").and_then(|v| v.as_str()).unwrap_or("?");
+        let svg =
+            unbloat_autorate::log::plot(&format!("unbloat autorate on {iface}: {name}"), &ticks);
+        std::fs::write(&out, svg).with_context(|| format!("cannot write {}", out.display()))?;
+        println!("wrote {}", out.display());
+        Ok(())
+    })())
+}
