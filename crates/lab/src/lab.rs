@@ -67,6 +67,10 @@ pub struct LabArgs {
     /// server for the probes, a stock iperf3 for the load).
     #[arg(long, value_name = "KIND", default_value = "unbloat", value_parser = crate::farend::FarEndKind::parse)]
     pub far_end: crate::farend::FarEndKind,
+    /// cake-autorate's source (the directory with cake-autorate.sh) for the cake-autorate
+    /// strategy; default: shared/peers/cake-autorate above the current directory or the binary.
+    #[arg(long, value_name = "DIR")]
+    pub cake_autorate: Option<PathBuf>,
     /// The `unbloat-tuned` strategy's `unbloat tune --max-time` (its whole tune, before its test).
     #[arg(long, value_name = "D", default_value = "3m", value_parser = parse_lab_duration)]
     pub tune_max_time: Time,
@@ -87,6 +91,7 @@ impl Default for LabArgs {
             profile: crate::profile::DEFAULT_PROFILE.into(),
             strategies: "none,unbloat".into(),
             sqm_scripts: None,
+            cake_autorate: None,
             test: "rrul".into(),
             duration: Time::from_secs(30),
             far_end: crate::farend::FarEndKind::Unbloat,
@@ -120,6 +125,9 @@ pub struct StrategyRun {
     /// `unbloat-tuned`: what tune found, beside the profile's truth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tuned: Option<crate::tune_lab::TuneRow>,
+    /// `unbloat-autorate`, `cake-autorate`: the controller's bounds and what it cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<crate::autorate_lab::ControllerRun>,
 }
 
 /// Everything a lab run produced; also written as `lab.json` in the report directory.
@@ -231,6 +239,8 @@ pub(crate) struct Request {
     strategies: Vec<Strategy>,
     /// sqm-scripts' source, absolute, when a strategy runs it.
     sqm_scripts: Option<PathBuf>,
+    /// cake-autorate's source, absolute, when the cake-autorate strategy runs.
+    cake_autorate: Option<PathBuf>,
 }
 
 /// `--duration` of the lab and its benchmark: the rule of `unbloat test` (a bare number is
@@ -251,6 +261,18 @@ pub(crate) fn validate(args: &LabArgs) -> Result<Request, LabError> {
         .map(script::resolve)
         .collect::<Result<Vec<_>, _>>()?;
     let sqm_scripts = script::sqm_source(&strategies, args.sqm_scripts.as_deref())?;
+    let variable = profile.traces.down.is_some() || profile.traces.up.is_some();
+    if let Some(s) = strategies.iter().find(|s| s.is_variable() && !variable) {
+        return Err(LabError::Strategies(format!(
+            "{s} follows a variable link: give a profile with down_trace or up_trace (--profile FILE.toml)"
+        )));
+    }
+    let cake_autorate = match strategies.contains(&Strategy::CakeAutorate) {
+        false => None,
+        true => Some(crate::autorate_lab::check_cake_autorate(
+            args.cake_autorate.as_deref(),
+        )?),
+    };
     if unbloat_measure::profile::Profile::by_name(&args.test).is_err() {
         return Err(LabError::TestName {
             name: args.test.clone(),
@@ -274,6 +296,7 @@ pub(crate) fn validate(args: &LabArgs) -> Result<Request, LabError> {
         profile,
         strategies,
         sqm_scripts,
+        cake_autorate,
     })
 }
 
@@ -368,6 +391,9 @@ pub fn reexec_argv(args: &LabArgs, out: &Path, unbloat_exe: &Path) -> Vec<String
     if let Some(dir) = &args.sqm_scripts {
         argv.extend(["--sqm-scripts".into(), dir.display().to_string()]);
     }
+    if let Some(dir) = &args.cake_autorate {
+        argv.extend(["--cake-autorate".into(), dir.display().to_string()]);
+    }
     if args.json {
         argv.push("--json".into());
     }
@@ -418,6 +444,7 @@ fn run_in_kernel(
     let args = LabArgs {
         strategies: names.join(","),
         sqm_scripts: req.sqm_scripts.clone(),
+        cake_autorate: req.cake_autorate.clone(),
         ..args.clone()
     };
     let res = kernel
@@ -480,10 +507,10 @@ fn run_here(
             args.test, args.duration
         );
         let dir = out.join(strategy.dir_name());
-        let (results, busy, commands, tuned) = run_strategy(
+        let (results, busy, commands, tuned, controller) = run_strategy(
             profile,
             strategy,
-            req.sqm_scripts.as_deref(),
+            req,
             args.far_end,
             args.tune_max_time,
             &[
@@ -520,11 +547,15 @@ fn run_here(
         if let Some(t) = &tuned {
             notes.push(format!("{strategy}: {}", t.summary()));
         }
+        if let Some(c) = &controller {
+            notes.push(format!("{strategy}: {}", c.summary()));
+        }
         runs.push(StrategyRun {
             row,
             commands,
             results_file,
             tuned,
+            controller,
         });
     }
     let report = LabReport {
@@ -548,7 +579,7 @@ fn run_here(
 fn run_strategy(
     profile: &LinkProfile,
     strategy: &Strategy,
-    sqm_scripts: Option<&Path>,
+    req: &Request,
     far_end: FarEndKind,
     tune_max_time: Time,
     test_args: &[&str],
@@ -558,6 +589,7 @@ fn run_strategy(
     let runner = SystemRunner::from_env();
     let mut live = LiveTopology::build(Topology::new(profile), &runner)?;
     // On any error below, dropping `live` removes the namespaces and what was made in them.
+    let mut controller = None;
     let (shown, tuned) = if *strategy == Strategy::UnbloatTuned {
         // Its files go beside the test's, which `measure` clears first: keep them apart.
         let tune_dir = dir.with_file_name(format!("{}-tune", strategy.dir_name()));
@@ -569,8 +601,23 @@ fn run_strategy(
                     stderr: e.to_string(),
                 })?;
         (shown, Some(row))
+    } else if strategy.is_variable() {
+        let ctl_dir = dir.with_file_name(format!("{}-controller", strategy.dir_name()));
+        let (shown, c) = crate::autorate_lab::set_up(
+            &mut live,
+            strategy,
+            profile,
+            &ctl_dir,
+            exe,
+            req.cake_autorate.as_deref(),
+        )?;
+        controller = c;
+        (shown, None)
     } else {
-        (script::set_up(&live, strategy, profile, sqm_scripts)?, None)
+        (
+            script::set_up(&live, strategy, profile, req.sqm_scripts.as_deref())?,
+            None,
+        )
     };
     // A variable link: the modem follows the profile's traces from the test's start, the same
     // way for every strategy.
@@ -590,16 +637,22 @@ fn run_strategy(
         })?;
     }
     let (results, busy) = measured?;
+    // The test's end stopped the controller with the other processes: what did it cost?
+    let controller = controller
+        .map(|c| c.finish(&dir.join("controller-rates.svg")))
+        .transpose()?;
     live.teardown()?;
-    Ok((results, busy, shown, tuned))
+    Ok((results, busy, shown, tuned, controller))
 }
 
-/// A strategy's run: its results, how busy the CPU was, its setup as shown, what tune found.
+/// A strategy's run: its results, how busy the CPU was, its setup as shown, what tune found,
+/// what a rate controller cost.
 type Ran = (
     Results,
     Option<crate::cpu::CpuUse>,
     Vec<String>,
     Option<crate::tune_lab::TuneRow>,
+    Option<crate::autorate_lab::ControllerRun>,
 );
 
 /// Starts the far end's servers in the server namespace, runs `unbloat test` from the LAN host

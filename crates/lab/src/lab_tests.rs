@@ -222,6 +222,7 @@ fn a_run_measured_the_machine_when_its_calibration_or_a_busiest_second_says_so()
             commands: vec![],
             results_file: "x.json".into(),
             tuned: None,
+            controller: None,
         }
     };
     let report = |calibration: Calibration, peak: f64| LabReport {

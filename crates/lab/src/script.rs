@@ -68,7 +68,14 @@ use crate::topology::{LiveTopology, Node};
 pub const STRATEGIES_HELP: &str = "\
 Strategies to compare, in order, comma-separated: none, wondershaper, sqm-simple, \
 sqm-piece-of-cake, unbloat, unbloat-tuned, sqm-scripts:simple, sqm-scripts:piece_of_cake, \
-script:PATH.
+script:PATH; and on a variable link (a profile with down_trace/up_trace): unbloat-autorate, \
+cake-autorate, unbloat-p10, unbloat-mean.
+
+unbloat-autorate runs `unbloat autorate wan0` in the router for the whole test; cake-autorate \
+runs the real cake-autorate there instead (see --cake-autorate; it needs bash and fping), both \
+on the cake `unbloat start` sets up, with the same min/base/max (the 5th percentile of the \
+traces' one-second rates halved, the 25th, the 95th) and the server's addresses as reflectors. \
+unbloat-p10 and unbloat-mean shape at a fixed rate: the traces' 10th percentile, or their mean.
 
 unbloat shapes at 95 % of the profile's true rates with its true framing. unbloat-tuned knows \
 neither: it runs `unbloat tune wan0 --apply` in the router against unbloat serve first (at most \

@@ -163,7 +163,12 @@ pub fn commands(
                 profile: profile.name.clone(),
                 message,
             })?,
-        Strategy::SqmScripts(_) | Strategy::Script(_) | Strategy::UnbloatTuned => {
+        Strategy::SqmScripts(_)
+        | Strategy::Script(_)
+        | Strategy::UnbloatTuned
+        | Strategy::UnbloatAutorate
+        | Strategy::CakeAutorate
+        | Strategy::UnbloatFixed(_) => {
             return Err(StrategyError {
                 strategy: strategy.clone(),
                 profile: profile.name.clone(),

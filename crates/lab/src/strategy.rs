@@ -12,6 +12,10 @@
 //! - `unbloat-tuned`: `unbloat tune wan0 --apply` run in the router against `unbloat serve`
 //!   first ([`crate::tune_lab::tune_and_apply`]): the lab measures what tune found, not the
 //!   profile's truth.
+//! - For variable links (a profile with traces; [`crate::autorate_lab`]): `unbloat-autorate`
+//!   (`unbloat autorate` in the router during the test), `cake-autorate` (the real
+//!   cake-autorate there instead, on the same cake setup), and `unbloat-p10` / `unbloat-mean`
+//!   (`unbloat start` at a fixed rate: the trace's 10th percentile or its mean).
 //!
 //! A list is comma-separated, so a path cannot contain a comma.
 
@@ -33,6 +37,21 @@ pub enum Strategy {
     SqmScripts(SqmRecipe),
     /// The user's own executable; a relative path is made absolute when the lab checks it.
     Script(PathBuf),
+    /// `unbloat autorate` moving the rates during the test.
+    UnbloatAutorate,
+    /// The real cake-autorate moving the rates during the test.
+    CakeAutorate,
+    /// `unbloat start` at a fixed rate taken from the link's traces.
+    UnbloatFixed(FixedRate),
+}
+
+/// The fixed rate a variable link is shaped at, for comparison with the controllers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FixedRate {
+    /// The 10th percentile of the trace's one-second rates: low latency, most capacity lost.
+    P10,
+    /// The trace's mean rate: what the link carries on average.
+    Mean,
 }
 
 /// The sqm-scripts recipes the lab runs for real: the two it also re-creates.
@@ -104,7 +123,33 @@ impl Strategy {
             Strategy::UnbloatTuned => "unbloat-tuned".into(),
             Strategy::SqmScripts(r) => format!("sqm-scripts:{}", r.name()),
             Strategy::Script(path) => format!("script:{}", path.display()),
+            Strategy::UnbloatAutorate => "unbloat-autorate".into(),
+            Strategy::CakeAutorate => "cake-autorate".into(),
+            Strategy::UnbloatFixed(FixedRate::P10) => "unbloat-p10".into(),
+            Strategy::UnbloatFixed(FixedRate::Mean) => "unbloat-mean".into(),
         }
+    }
+
+    /// The strategies of a variable link, in the order tables show them.
+    pub const VARIABLE: [Strategy; 5] = [
+        Strategy::None,
+        Strategy::UnbloatFixed(FixedRate::P10),
+        Strategy::UnbloatFixed(FixedRate::Mean),
+        Strategy::CakeAutorate,
+        Strategy::UnbloatAutorate,
+    ];
+
+    /// A strategy of [`Strategy::VARIABLE`] but `none`: it needs a profile with traces.
+    pub fn is_variable(&self) -> bool {
+        matches!(
+            self,
+            Strategy::UnbloatAutorate | Strategy::CakeAutorate | Strategy::UnbloatFixed(_)
+        )
+    }
+
+    /// A strategy that runs a rate controller in the router during the test.
+    pub fn is_controller(&self) -> bool {
+        matches!(self, Strategy::UnbloatAutorate | Strategy::CakeAutorate)
     }
 
     /// The report's subdirectory for this strategy's run: its name where that is a plain file
@@ -149,7 +194,11 @@ impl Strategy {
             Strategy::SqmPieceOfCake | Strategy::SqmScripts(SqmRecipe::PieceOfCake) => {
                 &["cake", "ifb", "mirred"]
             }
-            Strategy::Unbloat | Strategy::UnbloatTuned => &["cake", "ifb", "mirred"],
+            Strategy::Unbloat
+            | Strategy::UnbloatTuned
+            | Strategy::UnbloatAutorate
+            | Strategy::CakeAutorate
+            | Strategy::UnbloatFixed(_) => &["cake", "ifb", "mirred"],
             Strategy::Script(_) => &SCRIPT_NEEDS,
         }
     }
@@ -190,12 +239,14 @@ impl FromStr for Strategy {
         Strategy::ALL
             .into_iter()
             .chain([Strategy::UnbloatTuned])
+            .chain(Strategy::VARIABLE)
             .find(|st| st.name() == s)
             .ok_or_else(|| {
                 let names: Vec<_> = Strategy::ALL.iter().map(|s| s.name()).collect();
                 format!(
                     "unknown strategy {s:?}; choose from {}, unbloat-tuned, sqm-scripts:simple, \
-                     sqm-scripts:piece_of_cake, script:PATH",
+                     sqm-scripts:piece_of_cake, script:PATH, and for variable links \
+                     unbloat-autorate, cake-autorate, unbloat-p10, unbloat-mean",
                     names.join(", ")
                 )
             })

@@ -127,6 +127,25 @@ impl RateTrace {
         RateTrace { window, rates }
     }
 
+    /// The same link over windows of `over` (a whole number of windows, at least one), each the
+    /// mean of the windows it covers: a shaper's view, which moves in seconds, not in LTE's
+    /// scheduling bursts.
+    pub fn coarsen(&self, over: Duration) -> RateTrace {
+        let k = (over.as_nanos() / self.window.as_nanos().max(1)).max(1) as usize;
+        let rates = self
+            .rates
+            .chunks(k)
+            .map(|c| {
+                let sum: u128 = c.iter().map(|r| u128::from(r.bits_per_sec())).sum();
+                Rate::from_bits_per_sec((sum / c.len() as u128) as u64)
+            })
+            .collect();
+        RateTrace {
+            window: self.window * k as u32,
+            rates,
+        }
+    }
+
     /// How long the trace runs before it repeats.
     pub fn period(&self) -> Duration {
         self.window * self.rates.len() as u32
@@ -239,5 +258,8 @@ mod tests {
         assert_eq!(r.rates.first(), Some(&Rate::from_mbit(2)));
         assert_eq!(r.rates.last(), Some(&Rate::from_mbit(20)));
         assert_eq!(r.rates[1], Rate::from_mbit(4));
+        let c = s.coarsen(Duration::from_secs(1));
+        assert_eq!(c.rates, vec![Rate::from_mbit(20), Rate::from_mbit(10)]);
+        assert_eq!(c.window, Duration::from_secs(1));
     }
 }
