@@ -28,6 +28,11 @@ test: deps build
 deb: deps build
 	scripts/deb
 
+# A statically linked binary for a router (docs/install.md): target/TARGET/release/unbloat.
+TARGET ?= x86_64-unknown-linux-musl
+static:
+	scripts/static $(TARGET)
+
 bench: deps build
 	$(BIN) bench start
 
