@@ -2,7 +2,7 @@
 CARGO ?= cargo
 BIN := target/release/unbloat
 
-.PHONY: all deps build lab test bench clean
+.PHONY: all deps build lab test bench deb static clean
 
 all: build
 
@@ -23,6 +23,15 @@ lab: deps build
 test: deps build
 	$(CARGO) test --release --locked --workspace --exclude unbloat -- --test-threads=1
 	$(CARGO) test --release --locked -p unbloat -- --test-threads=2
+
+# The Debian package (docs/install.md): target/debian/unbloat_VERSION-1_ARCH.deb.
+deb: deps build
+	scripts/deb
+
+# A statically linked binary for a router (docs/install.md): target/TARGET/release/unbloat.
+TARGET ?= x86_64-unknown-linux-musl
+static:
+	scripts/static $(TARGET)
 
 bench: deps build
 	$(BIN) bench start

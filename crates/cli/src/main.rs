@@ -3,13 +3,15 @@
 //! shaping (`plan`, `start`, `stop`, `status`, `config check`) in [`shape`], `config import-sqm`
 //! in [`import`], measuring (`test`,
 //! `serve`, `plot`) in [`measure`], the emulated network (`lab`) in [`lab`], benchmarks in
-//! [`bench`], and running work in a kernel that has every qdisc in [`kernel`].
+//! [`bench`], running work in a kernel that has every qdisc in [`kernel`], and the man pages and
+//! shell completions generated from this very definition in [`docs`].
 
 mod autorate;
 mod bench;
 mod bench_daemon;
 mod bench_tune;
 mod daemon;
+mod docs;
 mod flags;
 mod hosts;
 mod import;
@@ -19,7 +21,7 @@ mod measure;
 mod shape;
 mod tune;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 const EXIT_CODES: &str = "\
 Exit status:
@@ -104,6 +106,18 @@ enum Command {
     /// Benchmarks of unbloat itself (start, status) and of its measurements.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Print the shell completion script for bash, zsh or fish.
+    #[command(
+        long_about = "Print the shell completion script for bash, zsh or fish on stdout. \
+The Debian package installs all three; elsewhere, for example:\n\n  \
+unbloat completions bash > /usr/share/bash-completion/completions/unbloat\n  \
+unbloat completions zsh > /usr/local/share/zsh/site-functions/_unbloat\n  \
+unbloat completions fish > /usr/share/fish/vendor_completions.d/unbloat.fish"
+    )]
+    Completions(docs::CompletionsArgs),
+    /// Write the man pages (unbloat.8 and one per subcommand) into a directory.
+    #[command(hide = true)]
+    Man(docs::ManArgs),
     /// Run a command in a kernel that has every qdisc (the host's, or User-Mode Linux).
     #[command(hide = true)]
     Kernel(kernel::KernelArgs),
@@ -169,6 +183,8 @@ fn main() {
         Command::Lab(a) => lab::lab(&a),
         Command::LabHosts(a) => hosts::lab_hosts(&a),
         Command::Bench(b) => bench::bench(&b),
+        Command::Completions(a) => docs::completions(&a, Cli::command()),
+        Command::Man(a) => docs::man(&a, Cli::command()),
         Command::Kernel(a) => kernel::run(&a),
     };
     if let Err(f) = result {

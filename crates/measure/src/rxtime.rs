@@ -65,7 +65,8 @@ pub fn recv<S: AsRawFd>(sock: &S, buf: &mut [u8]) -> io::Result<Received> {
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = size_of_val(&control);
+    // size_t in glibc's msghdr, socklen_t in musl's (the static build for routers).
+    msg.msg_controllen = size_of_val(&control) as _;
     // SAFETY: msg points at live buffers of the sizes it states, for the duration of the call.
     let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, 0) };
     if n < 0 {

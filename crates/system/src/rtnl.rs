@@ -627,9 +627,11 @@ fn timeout_in_words(e: io::Error) -> Failure {
 
 fn set_receive_timeout(socket: &Socket, timeout: Duration) -> io::Result<()> {
     use std::os::fd::AsRawFd;
+    // The fields' own types (`as _`): the libc crate deprecates naming time_t and suseconds_t
+    // on musl (the static build), whose widths it has yet to change.
     let tv = libc::timeval {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_usec: timeout.subsec_micros() as libc::suseconds_t,
+        tv_sec: timeout.as_secs() as _,
+        tv_usec: timeout.subsec_micros() as _,
     };
     // SAFETY: a valid socket descriptor and a timeval that outlives the call, with its size.
     let rc = unsafe {
