@@ -116,6 +116,9 @@ pub struct ControllerRun {
     pub wall_s: f64,
     /// Rate changes it made (its log's).
     pub rate_changes: u64,
+    /// When the trace began to play, in seconds after the controller started (its log's clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_start_s: Option<f64>,
 }
 
 impl ControllerRun {
@@ -255,6 +258,7 @@ pub fn set_up(
     .collect();
     let err = std::fs::File::create(dir.join("stderr.txt")).map_err(io("cannot write", dir))?;
     let pid = live.spawn(Node::Router, &wrapped, Stdio::null(), Stdio::from(err))?;
+    let started = Instant::now();
     // A controller that refuses its options exits at once: say so now, not after the test.
     std::thread::sleep(Duration::from_secs(3));
     if !live.is_running(pid) {
@@ -270,7 +274,7 @@ pub fn set_up(
         Some(Controller {
             strategy: strategy.clone(),
             cgroup,
-            started: Instant::now(),
+            started,
             dir: dir.to_path_buf(),
             bounds: b,
         }),
@@ -387,8 +391,9 @@ pub fn locate_cake_autorate() -> Option<PathBuf> {
 impl Controller {
     /// After the test (whose end stopped the controller): its CPU time, its rate changes, its
     /// plot (unbloat's log drawn to `plot`); an error when it did not run for the whole test.
-    pub fn finish(self, plot: &Path) -> Result<ControllerRun, LabError> {
+    pub fn finish(self, plot: &Path, trace: Option<Instant>) -> Result<ControllerRun, LabError> {
         let wall_s = self.started.elapsed().as_secs_f64();
+        let trace_start_s = trace.map(|t| t.saturating_duration_since(self.started).as_secs_f64());
         let cpu_s = self
             .cgroup
             .cpu_seconds()
@@ -434,6 +439,7 @@ impl Controller {
             cpu_s,
             wall_s,
             rate_changes,
+            trace_start_s,
         })
     }
 }

@@ -621,6 +621,7 @@ fn run_strategy(
     };
     // A variable link: the modem follows the profile's traces from the test's start, the same
     // way for every strategy.
+    let trace_started = std::time::Instant::now();
     let player = match &profile.traces {
         t if t.down.is_some() || t.up.is_some() => Some(
             crate::trace_player::TracePlayer::start(&live, profile, t.clone())
@@ -639,7 +640,7 @@ fn run_strategy(
     let (results, busy) = measured?;
     // The test's end stopped the controller with the other processes: what did it cost?
     let controller = controller
-        .map(|c| c.finish(&dir.join("controller-rates.svg")))
+        .map(|c| c.finish(&dir.join("controller-rates.svg"), Some(trace_started)))
         .transpose()?;
     live.teardown()?;
     Ok((results, busy, shown, tuned, controller))
