@@ -339,17 +339,25 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
     });
     write_line(&mut log, &start)?;
     eprintln!(
-        "unbloat autorate: {iface}: down {}..{} from {}, up {}..{} from {}; {} of {} reflectors probed ({:?}) every 0.3 s",
+        "unbloat autorate: {iface}: down {}..{} from {}, up {}..{} from {}; {} of {} reflectors probed ({}) every 0.3 s",
         down.min, down.max, down.base, up.min, up.max, up.base,
-        cfg.active.min(args.reflectors.len()), args.reflectors.len(), args.probe
+        cfg.active.min(args.reflectors.len()),
+        args.reflectors.len(),
+        match args.probe {
+            Probe::Auto => "timestamps where answered, echo elsewhere",
+            Probe::Echo => "echo",
+            Probe::Timestamp => "timestamps",
+        }
     );
     catch_stop_signals();
     let mut say = Narrator::default();
     let mut on_tick = |t: &Tick| {
         say.tick(t);
         if let Some(l) = log.as_mut() {
+            // A line at a time, so that `tail -f` and a plot of a running log see every tick.
             let _ = serde_json::to_writer(&mut *l, t);
             let _ = l.write_all(b"\n");
+            let _ = l.flush();
         }
     };
     let until = args.duration.map(Time::as_duration);

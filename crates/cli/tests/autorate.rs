@@ -1,0 +1,160 @@
+//! `unbloat autorate` in a real kernel (issue 16), with its reflectors in a far end's namespace
+//! (five addresses on one veth) and the far end's own qdisc to make the path slow at will:
+//!
+//! - a reflector that stops answering (its address removed) is replaced by a spare;
+//! - a queue on the download's path (netem delay on the far end) cuts the download's rate;
+//! - SIGINT while the rate is low: exit 0, and the rates are back at base, never left low;
+//! - every reflector gone: the rates fall back to base and the run says so; SIGTERM with
+//!   `--on-exit stop` removes the shaping.
+
+mod common;
+
+use common::{must, text, wait_until, Netns, UNBLOAT};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use unbloat_system::real_kernel_test;
+
+const REFLECTORS: &str = "10.9.0.3,10.9.0.4,10.9.0.5,10.9.0.6,10.9.0.7";
+
+/// The rate of the cake at `dev`'s root, in bits per second (tc prints bytes per second).
+fn cake_rate(ns: &Netns, dev: &str) -> Option<u64> {
+    let out = ns.tc(&format!("-j qdisc show dev {dev} root"));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).ok()?;
+    let q = v.as_array()?.iter().find(|q| q["kind"] == "cake")?;
+    q["options"]["bandwidth"].as_u64().map(|b| b * 8)
+}
+
+struct Run {
+    child: Child,
+    log: std::path::PathBuf,
+    stderr: std::path::PathBuf,
+}
+
+impl Run {
+    fn start(ns: &Netns, name: &str, extra: &[&str]) -> Run {
+        let log = ns.run_dir.with_extension(format!("{name}.log"));
+        let stderr = ns.run_dir.with_extension(format!("{name}.stderr"));
+        let child = Command::new("ip")
+            .args(["netns", "exec", &ns.name, UNBLOAT, "autorate", "wan0"])
+            .args(["--min", "2mbit", "--base", "20mbit", "--max", "40mbit"])
+            .args(["--reflectors", REFLECTORS, "--pingers", "3"])
+            .arg("--log")
+            .arg(&log)
+            .args(extra)
+            .env("UNBLOAT_RUN_DIR", &ns.run_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).expect("stderr file"))
+            .spawn()
+            .expect("unbloat autorate starts");
+        Run { child, log, stderr }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn said(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Sends `signal` and waits for the exit: its status.
+    fn stop(mut self, signal: &str) -> (Option<i32>, String) {
+        must(&format!("kill -{signal} {}", self.child.id()));
+        let status = self.child.wait().expect("it exits");
+        let said = self.said();
+        let _ = std::fs::remove_file(&self.log);
+        let _ = std::fs::remove_file(&self.stderr);
+        (status.code(), said)
+    }
+}
+
+real_kernel_test! {
+    fn reflectors_are_replaced_bloat_cuts_and_every_exit_leaves_the_base_rate() needs ["cake", "netem", "ifb", "mirred", "u32", "ingress"] {
+        let ns = Netns::new();
+        let far = ns.wan_to_far_end();
+        for i in 3..=7 {
+            must(&format!("ip -n {} addr add 10.9.0.{i}/24 dev peer0", far.0));
+        }
+        let out = ns.unbloat(&["start", "wan0", "--down", "20mbit", "--up", "20mbit"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let run = Run::start(&ns, "a", &[]);
+        let shaped_at = |rate: u64| move |ns: &Netns| {
+            cake_rate(ns, "ifb4wan0") == Some(rate) && cake_rate(ns, "wan0") == Some(rate)
+        };
+        assert!(wait_until(Duration::from_secs(10), || run.log().contains("\"t\":")).is_some(), "no tick: {}", run.said());
+
+        // A reflector that stops answering is replaced by a spare.
+        must(&format!("ip -n {} addr del 10.9.0.3/24 dev peer0", far.0));
+        let replaced = wait_until(Duration::from_secs(6), || run.log().contains("\"out\":\"10.9.0.3\""));
+        assert!(replaced.is_some(), "10.9.0.3 went silent and was not replaced: {}", run.said());
+        assert!(run.said().contains("reflector 10.9.0.3 replaced by 10.9.0.6"), "{}", run.said());
+
+        // A queue on the download's path: its rate comes down, the upload's does not.
+        must(&format!("ip netns exec {} tc qdisc add dev peer0 root netem delay 80ms", far.0));
+        let cut = wait_until(Duration::from_secs(8), || cake_rate(&ns, "ifb4wan0").is_some_and(|r| r < 10_000_000));
+        assert!(cut.is_some(), "the download stayed at {:?}: {}", cake_rate(&ns, "ifb4wan0"), run.log());
+        assert_eq!(cake_rate(&ns, "wan0"), Some(20_000_000), "the upload's path has no queue");
+
+        // SIGINT while the rate is low: back to base, exit 0.
+        let (code, said) = run.stop("INT");
+        assert_eq!(code, Some(0), "{said}");
+        assert!(said.contains("left at its base rates"), "{said}");
+        assert!(shaped_at(20_000_000)(&ns), "after SIGINT: down {:?}, up {:?}", cake_rate(&ns, "ifb4wan0"), cake_rate(&ns, "wan0"));
+
+        // Every reflector gone while the rate is low: base, and it says so; SIGTERM with
+        // --on-exit stop removes the shaping.
+        // A new run takes the path as it finds it for its baselines: the queue comes after.
+        must(&format!("ip netns exec {} tc qdisc del dev peer0 root", far.0));
+        let run = Run::start(&ns, "b", &["--on-exit", "stop"]);
+        assert!(wait_until(Duration::from_secs(10), || run.log().contains("\"t\":")).is_some(), "no tick: {}", run.said());
+        std::thread::sleep(Duration::from_secs(1));
+        must(&format!("ip netns exec {} tc qdisc add dev peer0 root netem delay 80ms", far.0));
+        let cut = wait_until(Duration::from_secs(10), || cake_rate(&ns, "ifb4wan0").is_some_and(|r| r < 10_000_000));
+        assert!(cut.is_some(), "no cut the second time: {}", run.said());
+        for i in 4..=7 {
+            must(&format!("ip -n {} addr del 10.9.0.{i}/24 dev peer0", far.0));
+        }
+        let back = wait_until(Duration::from_secs(8), || shaped_at(20_000_000)(&ns));
+        assert!(back.is_some(), "no reflector answers and the rates stayed at {:?}: {}", cake_rate(&ns, "ifb4wan0"), run.said());
+        assert!(run.said().contains("no reflector answered for 2 s: back to the base rates"), "{}", run.said());
+        assert!(run.log().contains("\"move\":\"stalled\""), "the log says why");
+        let (code, said) = run.stop("TERM");
+        assert_eq!(code, Some(0), "{said}");
+        assert!(said.contains("shaping removed"), "{said}");
+        assert_eq!(cake_rate(&ns, "wan0"), None, "{}", ns.tc("qdisc show dev wan0"));
+        assert!(!ns.tc("qdisc show").contains("ifb4wan0"), "{}", ns.tc("qdisc show"));
+    }
+}
+
+real_kernel_test! {
+    /// What cannot work is refused before anything changes: missing or crossed bounds, a
+    /// reflector that is not an address, HTB + fq_codel (its rates change through tc), and
+    /// timestamps to an IPv6 reflector.
+    fn bad_input_is_refused_with_exit_2_and_nothing_changes() needs ["cake", "htb", "fq_codel", "ifb", "mirred", "u32", "ingress"] {
+        let ns = Netns::new();
+        let _far = ns.wan_to_far_end();
+        let before = ns.snapshot();
+        for (args, says) in [
+            (vec!["--min", "2mbit", "--max", "40mbit"], "needs a minimum, a base and a maximum"),
+            (vec!["--min", "30mbit", "--base", "20mbit", "--max", "40mbit"], "0 < min <= base <= max"),
+            (vec!["--min", "2mbit", "--base", "20mbit", "--max", "40mbit", "--reflectors", "one.one.one.one"], "is not an IP address"),
+            (vec!["--min", "2mbit", "--base", "20mbit", "--max", "40mbit", "--reflectors", "fd00::1", "--probe", "timestamp"], "ICMPv6 has no timestamp"),
+            (vec!["--min", "2", "--base", "20mbit", "--max", "40mbit"], "unit"),
+        ] {
+            let mut a = vec!["autorate", "wan0"];
+            a.extend(args.iter().copied());
+            let out = ns.unbloat(&a);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+            assert!(text(&out).contains(says), "{args:?}: {}", text(&out));
+            assert_eq!(ns.snapshot(), before, "{args:?} changed something");
+        }
+        let out = ns.unbloat(&["start", "wan0", "--down", "20mbit", "--up", "20mbit", "--qdisc", "fq_codel"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let shaped = ns.snapshot();
+        let out = ns.unbloat(&["autorate", "wan0", "--min", "2mbit", "--base", "20mbit", "--max", "40mbit", "--reflectors", "10.9.0.2"]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains("autorate needs cake"), "{}", text(&out));
+        assert_eq!(ns.snapshot(), shaped, "HTB's setup changed");
+    }
+}
