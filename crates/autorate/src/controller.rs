@@ -6,9 +6,10 @@
 //!   direction that carried at least [`Settings::blame_load`] of its rate at the last tick (and
 //!   to both when neither did); the other direction hears a clean sample. So a download that
 //!   bloats the link does not also cut an upload that only carries its ACKs.
-//! - **Ticks** ([`Config::tick`], cake-autorate's `monitor_achieved_rates_interval_ms`): each
-//!   direction moves ([`crate::direction`]), probes that ran out of time count as misses, and
-//!   bad reflectors are replaced ([`crate::reflectors`]).
+//! - **Ticks** ([`Config::tick`], cake-autorate's `monitor_achieved_rates_interval_ms`), and at
+//!   once when an answer makes bloat certain: each direction moves ([`crate::direction`]),
+//!   probes that ran out of time count as misses, and bad reflectors are replaced
+//!   ([`crate::reflectors`]).
 //! - **Idle.** After [`Config::idle_after`] with both directions under a tenth of their minimum
 //!   rate, each reflector is probed every [`Config::idle_interval`] instead of every
 //!   [`Config::interval`]; the first busy tick brings the fast pace back. An idle link needs no
@@ -157,8 +158,10 @@ impl Controller {
         self.pool.sent(seq, to, now);
     }
 
-    /// An answer to probe `seq` from `from`.
-    pub fn answered(&mut self, seq: u32, from: IpAddr, delay: Delay, now: Duration) {
+    /// An answer to probe `seq` from `from`. True when it made a direction's bloat certain and
+    /// a cut may come: the caller ticks now rather than at the next tick (cake-autorate acts on
+    /// every answer too; the queue grows while we wait).
+    pub fn answered(&mut self, seq: u32, from: IpAddr, delay: Delay, now: Duration) -> bool {
         match self.pool.answered(seq, from, delay, now) {
             Some(Deltas::OneWay { down, up }) => {
                 self.down.sample(now, down);
@@ -179,8 +182,9 @@ impl Controller {
                     }
                 }
             }
-            None => {}
+            None => return false,
         }
+        self.down.wants_cut(now) || self.up.wants_cut(now)
     }
 
     /// Moves both rates with what the interface carried since the last tick.

@@ -10,9 +10,9 @@
 //!   cake-autorate does, since what it carried says nothing of the link; then the window starts
 //!   afresh, and no other cut comes within [`Settings::bloat_refractory`];
 //! - **loaded and clean** (achieved over [`Settings::high_load`] of the rate): up by up to 4 %,
-//!   less as the delta nears the threshold; but by at most 1.5 % within 10 % either side of the
-//!   rate the link carried at the last bloat, for [`Settings::memory`] after it: the climb back
-//!   is fast, the probe past the point where the queue last built slow, and fast again beyond it
+//!   less as the delta nears the threshold; but by at most 0.75 % from 3 % under to 10 % over
+//!   the rate the link carried at the last bloat, for [`Settings::memory`] after it: the climb
+//!   back is fast, the probe past the point where the queue last built slow, and fast again beyond it
 //!   (CUBIC's shape, in steps), so the sawtooth's peaks overshoot less and a link that grew is
 //!   still found in seconds;
 //! - **light load**: back towards the base rate by 1 % at most every [`Settings::decay_every`]:
@@ -155,6 +155,14 @@ impl Direction {
         self.last_sample = Some(now);
     }
 
+    /// Bloat is detected and a cut may come now: worth a tick before the next one is due.
+    pub fn wants_cut(&self, now: Duration) -> bool {
+        self.bloated()
+            && self
+                .last_cut
+                .is_none_or(|t| now.saturating_sub(t) >= self.settings.bloat_refractory)
+    }
+
     fn bloated(&self) -> bool {
         let thr = self.settings.delay_threshold_ms;
         self.deltas.iter().filter(|d| **d > thr).count() >= self.settings.detect
@@ -204,9 +212,9 @@ impl Direction {
                 .is_some_and(|t| now.saturating_sub(t) < s.memory);
             let near = self.bloat_at.filter(|_| recent).is_some_and(|at| {
                 let r = self.rate.bits_per_sec() as f64 / at.bits_per_sec().max(1) as f64;
-                (0.9..1.1).contains(&r)
+                (0.97..1.1).contains(&r)
             });
-            let step = if near { 0.015 } else { 0.04 };
+            let step = if near { 0.0075 } else { 0.04 };
             let up = clamp(scale(self.rate, 1.0 + step * room));
             if up == self.rate {
                 return Move::Hold;
@@ -303,7 +311,7 @@ mod tests {
         }
         assert!(cut < Rate::from_mbit(9), "{cut}");
         assert!(steps[0] > 1.035, "{steps:?}");
-        assert!(steps.last().is_some_and(|s| *s < 1.016), "{steps:?}");
+        assert!(steps.last().is_some_and(|s| *s < 1.008), "{steps:?}");
     }
 
     #[test]

@@ -39,6 +39,9 @@ pub enum BenchCommand {
     /// The daemon as a Prometheus target: memory over 10,000 scrapes and CPU at one scrape a
     /// second, beside node_exporter's qdisc collector when it is installed.
     Daemon(crate::bench_daemon::DaemonBench),
+    /// `unbloat autorate` against the real cake-autorate and fixed rates on variable links (a
+    /// step, a ramp, the LTE traces of shared/traces): steady-state latency, goodput, CPU.
+    Autorate(unbloat_lab::bench_autorate::BenchAutorateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -77,7 +80,21 @@ pub fn bench(cmd: &BenchCommand) -> Result<(), Failure> {
         BenchCommand::Fair(a) => crate::hosts::bench_fair(a),
         BenchCommand::Tune(a) => crate::bench_tune::bench_tune(a),
         BenchCommand::Daemon(a) => crate::bench_daemon::daemon_bench(a),
+        BenchCommand::Autorate(a) => autorate_bench(a),
     }
+}
+
+/// `unbloat bench autorate`: one lab per trace, test and run (each in User-Mode Linux when the
+/// kernel lacks the qdiscs); the table, and the goals it did not meet.
+fn autorate_bench(args: &unbloat_lab::bench_autorate::BenchAutorateArgs) -> Result<(), Failure> {
+    let exe = std::env::current_exe()?;
+    let rows = unbloat_lab::bench_autorate::run(args, &exe).map_err(|e| anyhow::anyhow!(e))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print!("{}", unbloat_lab::bench_autorate::render(&rows));
+    }
+    Ok(())
 }
 
 /// `unbloat bench far-ends`: needs root (namespaces) and the host's HTB, no other qdisc.

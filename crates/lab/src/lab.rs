@@ -59,6 +59,10 @@ pub struct LabArgs {
     /// The `unbloat test` profile each strategy is measured with.
     #[arg(long, value_name = "T", default_value = "rrul")]
     pub test: String,
+    /// TCP streams per direction, for the tests that take it (tcp_ndown, tcp_nup, download,
+    /// upload, bidir): `--test tcp_ndown --streams 1` is one long download.
+    #[arg(long, value_name = "N")]
+    pub streams: Option<u32>,
     /// How long the load of each test lasts (a bare number is seconds, as for `unbloat test`).
     #[arg(long, value_name = "D", default_value = "30s", value_parser = parse_lab_duration)]
     pub duration: Time,
@@ -93,6 +97,7 @@ impl Default for LabArgs {
             sqm_scripts: None,
             cake_autorate: None,
             test: "rrul".into(),
+            streams: None,
             duration: Time::from_secs(30),
             far_end: crate::farend::FarEndKind::Unbloat,
             tune_max_time: Time::from_secs(180),
@@ -380,6 +385,11 @@ pub fn reexec_argv(args: &LabArgs, out: &Path, unbloat_exe: &Path) -> Vec<String
         args.test.clone(),
         "--duration".into(),
         args.duration.to_string(),
+    ];
+    if let Some(n) = args.streams {
+        argv.extend(["--streams".into(), n.to_string()]);
+    }
+    argv.extend([
         "--far-end".into(),
         args.far_end.name().into(),
         "--tune-max-time".into(),
@@ -387,7 +397,7 @@ pub fn reexec_argv(args: &LabArgs, out: &Path, unbloat_exe: &Path) -> Vec<String
         "--out".into(),
         out.display().to_string(),
         "--in-kernel".into(),
-    ];
+    ]);
     if let Some(dir) = &args.sqm_scripts {
         argv.extend(["--sqm-scripts".into(), dir.display().to_string()]);
     }
@@ -507,18 +517,20 @@ fn run_here(
             args.test, args.duration
         );
         let dir = out.join(strategy.dir_name());
+        let streams = args.streams.map(|n| n.to_string());
+        let mut test_args = vec!["--profile", args.test.as_str(), "--duration"];
+        let duration = args.duration.to_string();
+        test_args.push(&duration);
+        if let Some(n) = &streams {
+            test_args.extend(["--streams", n.as_str()]);
+        }
         let (results, busy, commands, tuned, controller) = run_strategy(
             profile,
             strategy,
             req,
             args.far_end,
             args.tune_max_time,
-            &[
-                "--profile",
-                &args.test,
-                "--duration",
-                &args.duration.to_string(),
-            ],
+            &test_args,
             &dir,
             exe,
         )?;

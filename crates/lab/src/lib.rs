@@ -25,12 +25,14 @@
 //! - [`bench`]: `unbloat bench lab` ([`run_benchmark`]): every profile x every strategy, with the
 //!   checks of issue 4 §7; [`spread`]: medians and ranges over repeated runs.
 //! - [`autorate_lab`]: the strategies of a variable link: `unbloat autorate` and the real
-//!   cake-autorate in the router during the test, and fixed rates from the traces.
+//!   cake-autorate in the router during the test, and fixed rates from the traces;
+//!   [`bench_autorate`]: all of them on a step, a ramp and real LTE traces (`bench autorate`).
 //! - [`tune_lab`]: `unbloat tune` run in the lab's router (`bench tune`, the `unbloat-tuned`
 //!   strategy); [`workdir`]: the temporary directory every part removes with a drop guard.
 
 pub mod autorate_lab;
 pub mod bench;
+pub mod bench_autorate;
 pub mod bench_far;
 pub mod cleanup;
 pub mod cpu;

@@ -1,0 +1,498 @@
+//! `unbloat bench autorate` (issue 16): the rate controllers on variable links, against each
+//! other and against fixed rates, in one lab per trace, test and run.
+//!
+//! Traces: `step` (20 Mbit/s down and 5 up for 40 s, half that for 40 s, full again: a halving
+//! and its return), `ramp` (2 to 20 Mbit/s down and 1 to 5 up over 60 s, and back), and every
+//! mahimahi pair (`NAME.down`, `NAME.up`) in the traces directory (`shared/traces`: real LTE
+//! links). Each becomes a profile whose nominal rates are the traces' means, so goodput shares
+//! are shares of what the link carried on average. Tests: `rrul`, and one long TCP download
+//! (`tcp_ndown --streams 1`). Strategies: [`Strategy::VARIABLE`].
+//!
+//! Per trace and test, the medians over the runs: the steady state's UDP BE induced p50 and p99
+//! (the load's first 3 s left out, as every latency judgment here) with the start-up's peak
+//! beside it, goodput each way, and for the controllers their CPU time per minute of running
+//! (their cgroup: every process they started). On the step, also how long after the halving the
+//! induced delay was back under [`BOUND_MS`] to stay. The goals it checks: unbloat-autorate's
+//! steady p99 no worse than cake-autorate's, its goodput at least as high, its CPU at most a
+//! tenth of cake-autorate's.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use unbloat_report::model::Results;
+use unbloat_report::stats;
+use unbloat_units::{Rate, Time};
+
+use crate::lab::{io, run_lab, LabArgs, LabError, LabReport, StrategyRun};
+use crate::strategies::Strategy;
+use crate::table::loaded_rtts;
+use crate::trace::{RateTrace, MAHIMAHI_PACKET_BYTES};
+
+/// The delay the reaction to a halving is measured against: the lab's steady bound.
+pub const BOUND_MS: f64 = 30.0;
+/// How long the delay must stay under the bound for the reaction to count as over.
+const SETTLED_S: f64 = 2.0;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchAutorateArgs {
+    /// mahimahi traces (NAME.down and NAME.up pairs); default: shared/traces above the current
+    /// directory or the binary.
+    #[arg(long, value_name = "DIR")]
+    pub traces: Option<PathBuf>,
+    /// Only these traces, comma-separated (step, ramp, or a pair's NAME).
+    #[arg(long, value_name = "A,B,..")]
+    pub only: Option<String>,
+    /// Tests, comma-separated: rrul, download (one long TCP download).
+    #[arg(long, value_name = "A,B", default_value = "rrul,download")]
+    pub tests: String,
+    /// Runs of each lab; the tables give medians.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub runs: usize,
+    /// Load per test (a bare number is seconds; the issue asks for 120 s at least).
+    #[arg(long, value_name = "D", default_value = "120s", value_parser = crate::lab::parse_lab_duration)]
+    pub duration: Time,
+    /// cake-autorate's source (the directory with cake-autorate.sh).
+    #[arg(long, value_name = "DIR")]
+    pub cake_autorate: Option<PathBuf>,
+    /// Report directory: TRACE/TEST/run-K per lab.
+    #[arg(long, value_name = "DIR", default_value = "unbloat-bench-autorate")]
+    pub out: PathBuf,
+    /// Print the rows as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One strategy on one trace and test, medians over the runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct AutorateRow {
+    pub trace: String,
+    pub test: String,
+    pub strategy: String,
+    pub runs: usize,
+    pub steady_p50_ms: Option<f64>,
+    pub steady_p99_ms: Option<f64>,
+    pub startup_peak_ms: Option<f64>,
+    pub down_bps: Option<f64>,
+    pub up_bps: Option<f64>,
+    /// CPU seconds per minute of running (controllers only).
+    pub cpu_s_per_min: Option<f64>,
+    pub rate_changes: Option<f64>,
+    /// The step only: seconds from the halving until the delay stayed under [`BOUND_MS`].
+    pub reaction_s: Option<f64>,
+}
+
+/// mahimahi text for constant rates, each for its seconds.
+fn mahimahi(segments: &[(f64, f64)]) -> String {
+    let mut out = String::new();
+    let mut t = 0u64;
+    for &(mbit, secs) in segments {
+        let per_ms = mbit * 1e6 / 8.0 / MAHIMAHI_PACKET_BYTES as f64 / 1000.0;
+        let mut acc = 0.0;
+        let n = (secs * 1000.0) as u64;
+        for ms in 0..n {
+            acc += per_ms;
+            while acc >= 1.0 {
+                out += &format!("{}\n", t + ms + 1);
+                acc -= 1.0;
+            }
+        }
+        t += n;
+    }
+    out
+}
+
+/// A ramp as one-second steps from `a` to `b` and back over `secs` each way.
+fn ramp(a: f64, b: f64, secs: u32) -> Vec<(f64, f64)> {
+    let up = (0..secs).map(|i| (a + (b - a) * f64::from(i) / f64::from(secs - 1), 1.0));
+    let down = (0..secs).map(|i| (b - (b - a) * f64::from(i) / f64::from(secs - 1), 1.0));
+    up.chain(down).collect()
+}
+
+/// The synthetic traces: (name, description, down segments, up segments).
+fn synthetic() -> Vec<(&'static str, &'static str, Vec<(f64, f64)>, Vec<(f64, f64)>)> {
+    vec![
+        (
+            "step",
+            "a step: 20/5 Mbit/s for 40 s, half that for 40 s, full again",
+            vec![(20.0, 40.0), (10.0, 40.0), (20.0, 40.0)],
+            vec![(5.0, 40.0), (2.5, 40.0), (5.0, 40.0)],
+        ),
+        (
+            "ramp",
+            "a ramp: 2 to 20 Mbit/s down and 1 to 5 up over 60 s, and back",
+            ramp(2.0, 20.0, 60),
+            ramp(1.0, 5.0, 60),
+        ),
+    ]
+}
+
+/// Where the traces are: `given`, or `shared/traces` above the current directory or the binary.
+pub fn locate_traces(given: Option<&Path>) -> Option<PathBuf> {
+    if let Some(d) = given {
+        return d.is_dir().then(|| d.to_path_buf());
+    }
+    [std::env::current_dir().ok(), std::env::current_exe().ok()]
+        .into_iter()
+        .flatten()
+        .find_map(|s| {
+            s.ancestors()
+                .map(|d| d.join("shared/traces"))
+                .find(|d| d.is_dir())
+        })
+}
+
+/// Writes a profile for each trace into `dir`; returns (name, profile path).
+pub fn write_profiles(
+    dir: &Path,
+    traces: Option<&Path>,
+    only: Option<&[String]>,
+) -> Result<Vec<(String, PathBuf)>, LabError> {
+    std::fs::create_dir_all(dir).map_err(io("cannot create", dir))?;
+    let mut pairs: Vec<(String, String, String, String)> = synthetic()
+        .into_iter()
+        .map(|(n, d, down, up)| (n.to_string(), d.to_string(), mahimahi(&down), mahimahi(&up)))
+        .collect();
+    if let Some(t) = traces {
+        let mut names: Vec<String> = std::fs::read_dir(t)
+            .map_err(io("cannot list", t))?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let p = e.path();
+                let stem = p.file_stem()?.to_string_lossy().into_owned();
+                (p.extension()? == "down" && p.with_extension("up").is_file()).then_some(stem)
+            })
+            .collect();
+        names.sort();
+        for n in names {
+            let read = |ext: &str| {
+                let p = t.join(format!("{n}.{ext}"));
+                std::fs::read_to_string(&p).map_err(io("cannot read", &p))
+            };
+            pairs.push((
+                n.clone(),
+                format!("{n} (mahimahi)"),
+                read("down")?,
+                read("up")?,
+            ));
+        }
+    }
+    let mut out = vec![];
+    for (name, desc, down, up) in pairs {
+        if only.is_some_and(|o| !o.iter().any(|x| *x == name)) {
+            continue;
+        }
+        let mean = |text: &str| {
+            RateTrace::from_mahimahi(text, std::time::Duration::from_millis(100))
+                .map(|t| t.mean())
+                .map_err(|e| LabError::Strategies(format!("trace {name}: {e}")))
+        };
+        let kbit = |r: Rate| format!("{}kbit", (r.bits_per_sec() / 1000).max(1));
+        let (d, u) = (mean(&down)?, mean(&up)?);
+        for (ext, text) in [("down", &down), ("up", &up)] {
+            let p = dir.join(format!("{name}.{ext}"));
+            std::fs::write(&p, text).map_err(io("cannot write", &p))?;
+        }
+        let toml = format!(
+            "name = \"{name}\"\ndescription = \"{desc}\"\ndown = \"{}\"\nup = \"{}\"\n\
+             down_trace = \"{name}.down\"\nup_trace = \"{name}.up\"\nbase_rtt = \"40ms\"\n\
+             [link]\npreset = \"ethernet\"\n",
+            kbit(d),
+            kbit(u)
+        );
+        let p = dir.join(format!("{name}.toml"));
+        std::fs::write(&p, toml).map_err(io("cannot write", &p))?;
+        out.push((name, p));
+    }
+    Ok(out)
+}
+
+/// The steady-state UDP BE induced p50 and p99 and the start-up's peak of one run.
+fn latency(out: &Path, run: &StrategyRun) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let Ok(results) = unbloat_report::files::read_results(&out.join(&run.results_file)) else {
+        return (None, None, None);
+    };
+    let idle = run.row.probe("UDP BE").and_then(|p| p.idle_ms);
+    let steady = loaded_rtts(&results, "UDP BE", unbloat_report::summary::STARTUP_S);
+    let at = |p| {
+        let v = steady.as_ref()?;
+        stats::induced_latency(stats::percentile(v, p)?, idle?)
+    };
+    let startup = run.row.probe("UDP BE").and_then(|p| p.startup_peak_ms);
+    (at(50.0), at(99.0), startup)
+}
+
+/// Seconds from `halving_s` (trace time, which starts with the test) until the UDP BE induced
+/// delay stayed under [`BOUND_MS`] for [`SETTLED_S`].
+fn reaction(results: &Results, idle_ms: f64, halving_s: f64) -> Option<f64> {
+    let series = results.probes.iter().find(|s| s.name == "UDP BE")?;
+    let after: Vec<(f64, Option<f64>)> = series
+        .samples
+        .iter()
+        .filter(|s| s.t >= halving_s)
+        .map(|s| (s.t, s.rtt_ms.map(|r| r - idle_ms)))
+        .collect();
+    let bad = |d: Option<f64>| d.is_none_or(|d| d >= BOUND_MS);
+    let mut last_bad = halving_s;
+    for (t, d) in &after {
+        if bad(*d) {
+            last_bad = *t;
+        } else if *t - last_bad >= SETTLED_S {
+            return Some(last_bad - halving_s);
+        }
+    }
+    None
+}
+
+fn median(v: &mut [f64]) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    (!v.is_empty()).then(|| v[v.len() / 2])
+}
+
+/// The rows of one trace and test from its runs' reports.
+pub fn rows(trace: &str, test: &str, runs: &[(LabReport, PathBuf)]) -> Vec<AutorateRow> {
+    let Some((first, _)) = runs.first() else {
+        return vec![];
+    };
+    first
+        .runs
+        .iter()
+        .map(|r| r.row.strategy.clone())
+        .map(|strategy| {
+            let mut cols: [Vec<f64>; 8] = Default::default();
+            for (report, out) in runs {
+                let Some(run) = report.runs.iter().find(|r| r.row.strategy == strategy) else {
+                    continue;
+                };
+                let (p50, p99, peak) = latency(out, run);
+                let c = run.controller.as_ref();
+                let react = (trace == "step")
+                    .then(|| {
+                        let results =
+                            unbloat_report::files::read_results(&out.join(&run.results_file))
+                                .ok()?;
+                        let idle = run.row.probe("UDP BE")?.idle_ms?;
+                        reaction(&results, idle, 40.0)
+                    })
+                    .flatten();
+                for (i, v) in [
+                    p50,
+                    p99,
+                    peak,
+                    run.row.down_bps,
+                    run.row.up_bps,
+                    c.map(|c| c.cpu_s_per_min()),
+                    c.map(|c| c.rate_changes as f64),
+                    react,
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    cols[i].extend(v);
+                }
+            }
+            let [mut p50, mut p99, mut peak, mut down, mut up, mut cpu, mut changes, mut react] =
+                cols;
+            AutorateRow {
+                trace: trace.into(),
+                test: test.into(),
+                strategy: strategy.name(),
+                runs: runs.len(),
+                steady_p50_ms: median(&mut p50),
+                steady_p99_ms: median(&mut p99),
+                startup_peak_ms: median(&mut peak),
+                down_bps: median(&mut down),
+                up_bps: median(&mut up),
+                cpu_s_per_min: median(&mut cpu),
+                rate_changes: median(&mut changes),
+                reaction_s: median(&mut react),
+            }
+        })
+        .collect()
+}
+
+/// The issue's goals on one trace and test: the lines that failed (empty when they hold, or
+/// when one of the two controllers is missing).
+pub fn checks(rows: &[AutorateRow]) -> Vec<String> {
+    let find = |s: &str| rows.iter().find(|r| r.strategy == s);
+    let (Some(u), Some(c)) = (find("unbloat-autorate"), find("cake-autorate")) else {
+        return vec![];
+    };
+    let mut failed = vec![];
+    let at = format!("{} {}", u.trace, u.test);
+    if let (Some(a), Some(b)) = (u.steady_p99_ms, c.steady_p99_ms) {
+        if a > b {
+            failed.push(format!("{at}: unbloat-autorate's steady p99 {a:.1} ms is worse than cake-autorate's {b:.1} ms"));
+        }
+    }
+    for (name, a, b) in [("down", u.down_bps, c.down_bps), ("up", u.up_bps, c.up_bps)] {
+        if let (Some(a), Some(b)) = (a, b) {
+            // The download test's upload is its ACKs: not a goodput to compare.
+            if a < b && !(u.test == "download" && name == "up") {
+                failed.push(format!("{at}: unbloat-autorate's {name} goodput {:.2} Mbit/s is below cake-autorate's {:.2}", a / 1e6, b / 1e6));
+            }
+        }
+    }
+    if let (Some(a), Some(b)) = (u.cpu_s_per_min, c.cpu_s_per_min) {
+        if a > b / 10.0 {
+            failed.push(format!("{at}: unbloat-autorate's CPU {a:.2} s/min is more than a tenth of cake-autorate's {b:.2}"));
+        }
+    }
+    failed
+}
+
+/// Runs the benchmark: every trace x test x run, one lab each. Progress goes to stderr.
+pub fn run(args: &BenchAutorateArgs, exe: &Path) -> Result<Vec<AutorateRow>, LabError> {
+    if args.runs == 0 {
+        return Err(LabError::Runs);
+    }
+    let traces = locate_traces(args.traces.as_deref());
+    if traces.is_none() {
+        eprintln!("unbloat bench autorate: no traces directory found (shared/traces, or --traces DIR): step and ramp only");
+    }
+    let only: Option<Vec<String>> = args
+        .only
+        .as_ref()
+        .map(|o| o.split(',').map(|s| s.trim().to_string()).collect());
+    let out = std::path::absolute(&args.out).map_err(io("cannot resolve", &args.out))?;
+    let profiles = write_profiles(&out.join("profiles"), traces.as_deref(), only.as_deref())?;
+    let strategies: Vec<String> = Strategy::VARIABLE.iter().map(Strategy::name).collect();
+    let mut rows_all = vec![];
+    for (name, profile) in &profiles {
+        for test in args.tests.split(',').map(str::trim) {
+            let (test_name, streams) = match test {
+                "download" => ("tcp_ndown", Some(1)),
+                other => (other, None),
+            };
+            let mut runs = vec![];
+            for k in 1..=args.runs {
+                let dir = out.join(name).join(test).join(format!("run-{k}"));
+                eprintln!(
+                    "unbloat bench autorate: {name}, {test}, run {k} of {}",
+                    args.runs
+                );
+                let lab = LabArgs {
+                    profile: profile.display().to_string(),
+                    strategies: strategies.join(","),
+                    cake_autorate: args.cake_autorate.clone(),
+                    test: test_name.into(),
+                    streams,
+                    duration: args.duration,
+                    out: dir.clone(),
+                    ..LabArgs::default()
+                };
+                runs.push((run_lab(&lab, exe)?, dir));
+            }
+            let rows = rows(name, test, &runs);
+            eprint!("{}", render(&rows));
+            rows_all.extend(rows);
+        }
+    }
+    let json = serde_json::to_string_pretty(&rows_all).unwrap_or_default();
+    let path = out.join("bench-autorate.json");
+    std::fs::write(&path, json + "\n").map_err(io("cannot write", &path))?;
+    Ok(rows_all)
+}
+
+/// The table, then the goals' checks.
+pub fn render(rows: &[AutorateRow]) -> String {
+    let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
+    let mbit = |v: Option<f64>| f(v.map(|b| b / 1e6), 2);
+    let mut s = format!(
+        "{:<22} {:<8} {:<17} {:>4} {:>14} {:>9} {:>11} {:>9} {:>9} {:>8} {:>8}\n",
+        "trace",
+        "test",
+        "strategy",
+        "runs",
+        "steady p50/p99",
+        "start-up",
+        "down Mbit/s",
+        "up Mbit/s",
+        "CPU s/min",
+        "changes",
+        "react s"
+    );
+    for r in rows {
+        s += &format!(
+            "{:<22} {:<8} {:<17} {:>4} {:>14} {:>9} {:>11} {:>9} {:>9} {:>8} {:>8}\n",
+            r.trace,
+            r.test,
+            r.strategy,
+            r.runs,
+            format!("{}/{}", f(r.steady_p50_ms, 1), f(r.steady_p99_ms, 0)),
+            f(r.startup_peak_ms, 0),
+            mbit(r.down_bps),
+            mbit(r.up_bps),
+            f(r.cpu_s_per_min, 2),
+            f(r.rate_changes, 0),
+            f(r.reaction_s, 1),
+        );
+    }
+    let mut groups: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r.trace.as_str(), r.test.as_str()))
+        .collect();
+    groups.dedup();
+    for (trace, test) in groups {
+        let g: Vec<AutorateRow> = rows
+            .iter()
+            .filter(|r| r.trace == trace && r.test == test)
+            .cloned()
+            .collect();
+        for line in checks(&g) {
+            s += &format!("GOAL NOT MET: {line}\n");
+        }
+    }
+    s += "(UDP BE induced latency in ms: the steady state leaves the load's first 3 s out, start-up is their peak; medians over the runs; CPU: the controller's cgroup, every process it started; react: seconds from the step's halving until the delay stayed under 30 ms for 2 s)\n";
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_synthetic_traces_have_the_rates_they_say() {
+        let step = RateTrace::from_mahimahi(
+            &mahimahi(&[(20.0, 2.0), (10.0, 2.0)]),
+            std::time::Duration::from_millis(100),
+        )
+        .unwrap();
+        let c = step.coarsen(std::time::Duration::from_secs(1));
+        let mbit: Vec<u64> = c
+            .rates
+            .iter()
+            .map(|r| (r.bits_per_sec() + 500_000) / 1_000_000)
+            .collect();
+        assert_eq!(mbit, vec![20, 20, 10, 10]);
+        let r = ramp(2.0, 20.0, 60);
+        assert_eq!((r[0].0, r[59].0, r[60].0, r[119].0), (2.0, 20.0, 20.0, 2.0));
+    }
+
+    #[test]
+    fn the_goals_are_checked_against_cake_autorate() {
+        let row = |s: &str, p99, down, cpu| AutorateRow {
+            trace: "t".into(),
+            test: "rrul".into(),
+            strategy: s.into(),
+            runs: 3,
+            steady_p50_ms: Some(5.0),
+            steady_p99_ms: Some(p99),
+            startup_peak_ms: None,
+            down_bps: Some(down),
+            up_bps: Some(1e6),
+            cpu_s_per_min: Some(cpu),
+            rate_changes: None,
+            reaction_s: None,
+        };
+        assert!(checks(&[
+            row("unbloat-autorate", 40.0, 9e6, 1.0),
+            row("cake-autorate", 50.0, 8e6, 30.0)
+        ])
+        .is_empty());
+        let failed = checks(&[
+            row("unbloat-autorate", 60.0, 7e6, 5.0),
+            row("cake-autorate", 50.0, 8e6, 30.0),
+        ]);
+        assert_eq!(failed.len(), 3, "{failed:?}");
+    }
+}
