@@ -108,8 +108,11 @@ fn ramp(a: f64, b: f64, secs: u32) -> Vec<(f64, f64)> {
     up.chain(down).collect()
 }
 
+/// Constant rates in Mbit/s, each for its seconds.
+type Segments = Vec<(f64, f64)>;
+
 /// The synthetic traces: (name, description, down segments, up segments).
-fn synthetic() -> Vec<(&'static str, &'static str, Vec<(f64, f64)>, Vec<(f64, f64)>)> {
+fn synthetic() -> Vec<(&'static str, &'static str, Segments, Segments)> {
     vec![
         (
             "step",
@@ -178,7 +181,7 @@ pub fn write_profiles(
     }
     let mut out = vec![];
     for (name, desc, down, up) in pairs {
-        if only.is_some_and(|o| !o.iter().any(|x| *x == name)) {
+        if only.is_some_and(|o| !o.contains(&name)) {
             continue;
         }
         let mean = |text: &str| {
