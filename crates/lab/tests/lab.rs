@@ -4,7 +4,7 @@
 //! "Gone" is asserted on the steady state, the probes sent after the load's first 3 s, and the start-up is
 //! bounded apart. rrul starts four downloads at once; their slow start overshoots into the modem's
 //! FIFO, upstream of the router, and a shaper at 95 % of the line drains that backlog at only 5 %
-//! of the rate. On vdsl2 the probes at 0.2 and 0.4 s see 20-60 ms; every later one a few ms. With
+//! of the rate. On the test's VDSL2 link the probes at 0.2 and 0.4 s see 20-60 ms; every later one a few ms. With
 //! a probe every 200 ms, the whole load's p95 is its third-worst of 50 samples, so it passed or
 //! failed on whether the burst touched two probes or three (CI once saw 32 ms). The cure's steady
 //! state is what the shaper controls, so that is what must be under 30 ms; the burst must still

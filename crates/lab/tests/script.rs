@@ -88,12 +88,12 @@ unbloat_system::real_kernel_test! {
 
         let env = seen_env(&seen);
         let expect = [
-            ("IFACE", "wan0"), ("UPLINK", "19000"), ("DOWNLINK", "76000"),
+            ("IFACE", "wan0"), ("UPLINK", "4750"), ("DOWNLINK", "19000"),
             ("LINKLAYER", "ethernet"), ("OVERHEAD", "26"), ("STAB_MPU", "0"),
-            ("UNBLOAT_IFACE", "wan0"), ("UNBLOAT_UP_KBIT", "19000"), ("UNBLOAT_DOWN_KBIT", "76000"),
-            ("UNBLOAT_LINK_UP_KBIT", "20000"), ("UNBLOAT_LINK_DOWN_KBIT", "80000"),
+            ("UNBLOAT_IFACE", "wan0"), ("UNBLOAT_UP_KBIT", "4750"), ("UNBLOAT_DOWN_KBIT", "19000"),
+            ("UNBLOAT_LINK_UP_KBIT", "5000"), ("UNBLOAT_LINK_DOWN_KBIT", "20000"),
             ("UNBLOAT_FRAMING", "ptm"), ("UNBLOAT_OVERHEAD", "26"), ("UNBLOAT_MPU", "0"),
-            ("UNBLOAT_CAKE_LINK", "overhead 26 mpu 0 ptm"), ("UNBLOAT_PROFILE", "vdsl2"),
+            ("UNBLOAT_CAKE_LINK", "overhead 26 mpu 0 ptm"), ("UNBLOAT_PROFILE", "vdsl2-20"),
         ];
         for (k, v) in expect {
             assert_eq!(env.get(k).map(String::as_str), Some(v), "{k} in {env:?}");
@@ -111,7 +111,7 @@ unbloat_system::real_kernel_test! {
         // The report shows the invocation and what the script built, under the script's name.
         let shown = mine.commands.join("\n");
         assert!(shown.contains("env -i PATH=") && shown.contains(&path.display().to_string()), "{shown}");
-        assert!(shown.contains("# qdisc cake") && shown.contains("bandwidth 19Mbit") && shown.contains("bandwidth 76Mbit"), "{shown}");
+        assert!(shown.contains("# qdisc cake") && shown.contains("bandwidth 4750Kbit") && shown.contains("bandwidth 19Mbit"), "{shown}");
         assert!(mine.results_file.starts_with("script-my-shaper.sh/"), "{}", mine.results_file);
         let json = std::fs::read_to_string(out.join("lab.json")).expect("lab.json");
         assert!(json.contains(&format!("\"strategy\": \"script:{}\"", path.display())), "lab.json names the script");
@@ -140,7 +140,7 @@ unbloat_system::real_kernel_test! {
         assert!(left.is_empty(), "left behind: {left:?}");
     }
 
-    /// The real sqm-scripts, piece_of_cake.qos (OpenWrt's default), alone on vdsl2: `none`'s
+    /// The real sqm-scripts, piece_of_cake.qos (OpenWrt's default), alone on the test's VDSL2 link: `none`'s
     /// bloat is shown by the test above.
     fn the_real_sqm_scripts_piece_of_cake_cures_the_bloat() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred", "u32"] {
         let strategy = Strategy::SqmScripts(SqmRecipe::PieceOfCake);
@@ -153,8 +153,8 @@ unbloat_system::real_kernel_test! {
         let shown = real.commands.join("\n");
         let wan = shown.lines().find(|l| l.contains("qdisc cake") && l.contains("dev wan0 root")).unwrap_or_else(|| panic!("{shown}"));
         let ifb = shown.lines().find(|l| l.contains("qdisc cake") && l.contains("dev ifb4wan0 root")).unwrap_or_else(|| panic!("{shown}"));
-        assert!(wan.contains("bandwidth 19Mbit") && wan.contains("besteffort") && wan.contains("overhead 26"), "{wan}");
-        assert!(ifb.contains("bandwidth 76Mbit") && ifb.contains(" wash"), "{ifb}");
+        assert!(wan.contains("bandwidth 4750Kbit") && wan.contains("besteffort") && wan.contains("overhead 26"), "{wan}");
+        assert!(ifb.contains("bandwidth 19Mbit") && ifb.contains(" wash"), "{ifb}");
         assert!(real.results_file.starts_with("sqm-scripts-piece_of_cake/"), "{}", real.results_file);
     }
 }

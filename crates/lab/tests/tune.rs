@@ -9,7 +9,7 @@
 //!   p95; unshaped it is 200-350 ms). One tune run serves both, as CI's time is short.
 
 mod common;
-use common::unbloat_exe;
+use common::{unbloat_exe, TEST_PROFILE};
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -126,14 +126,14 @@ unbloat_system::real_kernel_test! {
 }
 
 unbloat_system::real_kernel_test! {
-    /// `unbloat lab --strategies unbloat-tuned` on the 40/10 PTM link: tune's rates within 10 %
+    /// `unbloat lab --strategies unbloat-tuned` on the test's 20/5 PTM link: tune's rates within 10 %
     /// of the line, set beside the truth in lab.json, and the rrul after it under 50 ms.
     fn the_tuned_strategy_measures_what_tune_found() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] {
         // The report goes with its guard, whether the assertions below pass or not.
         let dir = unbloat_lab::workdir::WorkDir::new("lab-tuned").expect("a report directory");
         let out = dir.0.clone();
         let args = LabArgs {
-            profile: "vdsl2-novlan".into(),
+            profile: TEST_PROFILE.into(),
             strategies: "unbloat-tuned".into(),
             duration: unbloat_units::Time::from_secs(10),
             // tune's floor with the sweep: 3 steps each way and one both-ways check.

@@ -12,7 +12,7 @@ use unbloat_report::stats;
 use unbloat_units::Time;
 
 /// The start-up every latency bound leaves out (the task's rule: the steady state is judged, the
-/// start-up's peak is reported beside it); on vdsl2 the burst is over after the first second.
+/// start-up's peak is reported beside it); on the test profile the burst is over within it.
 pub const START_S: f64 = unbloat_report::summary::STARTUP_S;
 
 /// The induced UDP BE p95 of the probes sent after the load's first [`START_S`], from the run's
@@ -39,7 +39,8 @@ pub fn p95_after_the_start(out: &Path, run: &StrategyRun) -> f64 {
 /// 70-100 ms. Those runs are redone, up to this many in all; the test fails if none is valid.
 pub const ATTEMPTS: usize = 3;
 
-/// The first of [`ATTEMPTS`] 10 s rrul labs of `strategies` on vdsl2, in this kernel, whose
+/// The first of [`ATTEMPTS`] 10 s rrul labs of `strategies` on the test profile (vdsl2's framing
+/// at 20/5 Mbit/s: `crate::common::TEST_PROFILE`), in this kernel, whose
 /// calibration passed and whose strategies' loads were not CPU-bound, with its report directory
 /// (removed when the guard goes).
 pub fn a_valid_run(strategies: &str, exe: &Path) -> (LabReport, WorkDir) {
@@ -50,7 +51,7 @@ pub fn a_valid_run(strategies: &str, exe: &Path) -> (LabReport, WorkDir) {
         let dir = WorkDir::new("lab-test").expect("a report directory");
         let out = dir.0.clone();
         let args = LabArgs {
-            profile: "vdsl2".into(),
+            profile: crate::common::TEST_PROFILE.into(),
             strategies: strategies.into(),
             duration: Time::from_secs(10),
             out: out.clone(),
