@@ -267,25 +267,8 @@ impl Rtnl {
     pub fn link_bytes(&self, name: &str) -> Result<Option<LinkBytes>, RtnlError> {
         let mut msg = LinkMessage::default();
         msg.attributes.push(LinkAttribute::IfName(name.to_string()));
-        let mut found = None;
-        let result = self.exchange(
-            RouteNetlinkMessage::GetLink(msg),
-            0,
-            &mut |kind, payload| {
-                if kind == wire::RTM_NEWLINK {
-                    found = wire::link_bytes(payload)?;
-                }
-                Ok(())
-            },
-        );
-        match result {
-            Ok(_) => Ok(found),
-            Err(Failure::Kernel {
-                errno: libc::ENODEV,
-                ..
-            }) => Ok(None),
-            Err(f) => Err(self.fail(Op::FindLink(name), f)),
-        }
+        self.find_link_with(Op::FindLink(name), msg, wire::link_bytes)
+            .map(Option::flatten)
     }
 
     /// `ip link add name NAME type ifb`. Fails if the name is taken (`EEXIST`), never replaces.
@@ -429,13 +412,24 @@ impl Rtnl {
 
     /// `RTM_GETLINK` for one device (by the name or the index in `msg`).
     fn find_link(&self, op: Op, msg: LinkMessage) -> Result<Option<Link>, RtnlError> {
+        self.find_link_with(op, msg, wire::link)
+    }
+
+    /// One `RTM_GETLINK` and what `parse` reads from its answer; None when there is no such
+    /// device.
+    fn find_link_with<T>(
+        &self,
+        op: Op,
+        msg: LinkMessage,
+        parse: fn(&[u8]) -> Result<T, String>,
+    ) -> Result<Option<T>, RtnlError> {
         let mut found = None;
         let result = self.exchange(
             RouteNetlinkMessage::GetLink(msg),
             0,
             &mut |kind, payload| {
                 if kind == wire::RTM_NEWLINK {
-                    found = Some(wire::link(payload)?);
+                    found = Some(parse(payload)?);
                 }
                 Ok(())
             },

@@ -153,22 +153,7 @@ impl StateDir {
     /// the old record or the new one whole.
     pub fn save_unsynced(&self, state: &ShapedState) -> Result<(), StateError> {
         let text = serde_json::to_string_pretty(state).expect("a record is plain data") + "\n";
-        let dir = self.records();
-        let name = format!("{}.json", state.iface);
-        let tmp = dir.join(format!("{name}.tmp"));
-        let write = || -> std::io::Result<()> {
-            let _ = std::fs::remove_file(&tmp);
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&tmp)?;
-            file.write_all(text.as_bytes())?;
-            drop(file);
-            std::fs::rename(&tmp, dir.join(&name))
-        };
-        write().map_err(|source| io("write", &dir.join(&name), source))
+        write_file(&self.records(), &format!("{}.json", state.iface), &text, false)
     }
 
     pub fn remove(&self, iface: &str) -> Result<(), StateError> {
@@ -288,6 +273,12 @@ pub(crate) fn read_file(path: &Path) -> Result<Option<String>, StateError> {
 /// Writes `dir/name` so that a crash leaves the old or the new content: a fresh temporary file
 /// (`O_EXCL | O_NOFOLLOW`), fsync, rename, fsync of the directory.
 pub(crate) fn write_atomic(dir: &Path, name: &str, text: &str) -> Result<(), StateError> {
+    write_file(dir, name, text, true)
+}
+
+/// `name` in `dir` replaced whole by `text` (written beside it, then renamed over it); with
+/// `sync`, the file and then the directory are synced before and after the rename.
+fn write_file(dir: &Path, name: &str, text: &str, sync: bool) -> Result<(), StateError> {
     let path = dir.join(name);
     let tmp = dir.join(format!("{name}.tmp"));
     // A temporary file left by a crash: remove it (unlink does not follow a symlink).
@@ -301,7 +292,7 @@ pub(crate) fn write_atomic(dir: &Path, name: &str, text: &str) -> Result<(), Sta
         .map_err(|source| io("write", &tmp, source))?;
     let written = file
         .write_all(text.as_bytes())
-        .and_then(|()| file.sync_all());
+        .and_then(|()| if sync { file.sync_all() } else { Ok(()) });
     if let Err(source) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(io("write", &tmp, source));
@@ -311,7 +302,10 @@ pub(crate) fn write_atomic(dir: &Path, name: &str, text: &str) -> Result<(), Sta
         let _ = std::fs::remove_file(&tmp);
         return Err(io("write", &path, source));
     }
-    sync_dir(dir).map_err(|source| io("sync", dir, source))
+    if sync {
+        sync_dir(dir).map_err(|source| io("sync", dir, source))?;
+    }
+    Ok(())
 }
 
 pub(crate) fn remove_file(dir: &Path, name: &str) -> Result<(), StateError> {
