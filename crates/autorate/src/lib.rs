@@ -10,15 +10,18 @@
 //! - [`reflectors`]: which reflectors are probed, when, and which replace the bad ones;
 //! - [`controller`]: both directions and the reflectors together, a tick at a time.
 //!
-//! The effects are two small modules: [`pinger`] (ICMP echo and timestamp probes through raw
-//! sockets) and [`run`] (the loop, setting rates through a [`run::Link`] the caller provides:
-//! `set-rate`'s in-place rtnetlink change for the CLI, no process per change). [`log`] reads and
-//! plots what a run wrote.
+//! The effects are three small modules: [`pinger`] (ICMP echo and timestamp probes through raw
+//! sockets), [`run`] (the loop, setting rates through a [`run::Link`] the caller provides) and
+//! [`shaped`] (the `Link` of an interface unbloat shapes: `set-rate`'s in-place rtnetlink change,
+//! no process per change; for the CLI and the daemon). [`log`] reads and plots what a run wrote;
+//! [`narrate`] says it in words.
 
 pub mod baseline;
 pub mod controller;
 pub mod direction;
 pub mod log;
+pub mod narrate;
 pub mod pinger;
 pub mod reflectors;
 pub mod run;
+pub mod shaped;

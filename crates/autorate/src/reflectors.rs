@@ -25,6 +25,19 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
 use std::time::Duration;
 
+/// cake-autorate's default reflectors: public anycast resolvers that answer ping.
+pub const DEFAULT_REFLECTORS: &str = "1.1.1.1,1.0.0.1,8.8.8.8,8.8.4.4,9.9.9.9,9.9.9.10,9.9.9.11,\
+94.140.14.15,94.140.14.140,94.140.14.141,94.140.15.15,94.140.15.16,208.67.220.2,208.67.220.123,\
+208.67.220.220,208.67.222.2,208.67.222.123,185.228.168.9,185.228.168.10";
+
+/// [`DEFAULT_REFLECTORS`] as addresses.
+pub fn default_reflectors() -> Vec<std::net::IpAddr> {
+    DEFAULT_REFLECTORS
+        .split(',')
+        .filter_map(|a| a.parse().ok())
+        .collect()
+}
+
 use serde::Serialize;
 
 use crate::baseline::{Baseline, Health, DEADLINE};

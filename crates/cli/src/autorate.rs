@@ -19,26 +19,22 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use anyhow::{anyhow, Context};
 use clap::Args;
 use unbloat_autorate::controller::{Config, Tick};
-use unbloat_autorate::direction::{Bounds, Move};
+use unbloat_autorate::direction::Bounds;
+use unbloat_autorate::narrate::Narrator;
 use unbloat_autorate::pinger::{Pinger, Probe};
 use unbloat_autorate::run::{self, Link};
-use unbloat_shaper::cake::INGRESS_MODE_FROM;
+use unbloat_autorate::shaped::{cake_both_ways, ShapedLink};
+use unbloat_shaper::autorate_config::pinned;
 use unbloat_shaper::options::{Qdisc, ShapeOptions};
-use unbloat_shaper::plan::{Plan, RootQdisc};
+use unbloat_shaper::plan::Plan;
 use unbloat_shaper::spec::{parse_iface, Spec};
-use unbloat_system::apply::{RateSession, Request, Shaper};
+use unbloat_system::apply::{Request, Shaper};
 use unbloat_system::planned;
-use unbloat_system::rtnl::Rtnl;
 use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::StateDir;
-use unbloat_units::{IfName, Rate, Time};
+use unbloat_units::{Rate, Time};
 
 use crate::{invalid, Failure};
-
-/// cake-autorate's default reflectors: public anycast resolvers that answer ping.
-pub const DEFAULT_REFLECTORS: &str = "1.1.1.1,1.0.0.1,8.8.8.8,8.8.4.4,9.9.9.9,9.9.9.10,9.9.9.11,\
-94.140.14.15,94.140.14.140,94.140.14.141,94.140.15.15,94.140.15.16,208.67.220.2,208.67.220.123,\
-208.67.220.220,208.67.222.2,208.67.222.123,185.228.168.9,185.228.168.10";
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
@@ -80,7 +76,7 @@ pub struct AutorateArgs {
     /// Hosts to measure the delay to (IP addresses, comma-separated), in order of preference;
     /// default: cake-autorate's public resolvers. More than --pingers leaves spares for the
     /// ones that stop answering.
-    #[arg(long, value_name = "A,B,..", default_value = DEFAULT_REFLECTORS, value_delimiter = ',', value_parser = parse_reflectors, help_heading = "Probes")]
+    #[arg(long, value_name = "A,B,..", default_value = unbloat_autorate::reflectors::DEFAULT_REFLECTORS, value_delimiter = ',', value_parser = parse_reflectors, help_heading = "Probes")]
     pub reflectors: Vec<IpAddr>,
     /// How many reflectors are probed at once (each every 0.3 s; every 2 s when the link has
     /// been idle for 30 s).
@@ -179,60 +175,6 @@ fn catch_stop_signals() {
     }
 }
 
-/// The shaped interface, as the loop sees it: its counters, and set-rate's fast path held open.
-struct ShapedLink {
-    iface: IfName,
-    ifb: IfName,
-    opts: ShapeOptions,
-    fairness: Option<String>,
-    session: RateSession,
-    rtnl: Rtnl,
-}
-
-impl ShapedLink {
-    fn plan(&self, down: Rate, up: Rate) -> Result<Plan, String> {
-        let opts = ShapeOptions {
-            down: Some(down),
-            up: Some(up),
-            ..self.opts.clone()
-        };
-        let spec = Spec::new(self.iface.clone(), &opts).map_err(|e| e.to_string())?;
-        Ok(Plan::build(&spec))
-    }
-}
-
-impl Link for ShapedLink {
-    fn carried(&mut self) -> Result<(u64, u64), String> {
-        let tx = |dev: &IfName| -> Result<u64, String> {
-            Ok(self
-                .rtnl
-                .link_bytes(dev.as_str())
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("{dev} is gone"))?
-                .tx)
-        };
-        Ok((tx(&self.ifb)?, tx(&self.iface)?))
-    }
-
-    fn set_rates(&mut self, down: Rate, up: Rate) -> Result<(), String> {
-        let plan = self.plan(down, up)?;
-        let opts = ShapeOptions {
-            down: Some(down),
-            up: Some(up),
-            ..self.opts.clone()
-        };
-        let req = Request {
-            plan,
-            options: serde_json::to_value(&opts).unwrap_or_default(),
-            fairness: self.fairness.clone(),
-        };
-        self.session
-            .set(&req)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    }
-}
-
 pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
     let iface = parse_iface(&args.iface).map_err(invalid)?;
     let (down, up) = bounds(args).map_err(|e| invalid(anyhow!(e)))?;
@@ -255,10 +197,19 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
             "{iface} is shaped with HTB + fq_codel; autorate needs cake, whose rate changes in place over rtnetlink (`unbloat start {iface} --qdisc cake ...` first)"
         )));
     }
-    opts.ingress_keyword
-        .get_or_insert(down.base >= INGRESS_MODE_FROM);
-    // Every rate the run may set must plan: the bounds checked now, not at the first cut.
-    for (d, u) in [(down.min, up.min), (down.max, up.max), (down.base, up.base)] {
+    opts = pinned(&ShapeOptions {
+        down: Some(down.base),
+        ..opts
+    });
+    // Every rate the run may set must plan: the bounds checked now, not at the first cut (the
+    // crossed pairs too: one direction may sit at its minimum while the other is at its maximum).
+    for (d, u) in [
+        (down.min, up.min),
+        (down.max, up.max),
+        (down.base, up.base),
+        (down.min, up.max),
+        (down.max, up.min),
+    ] {
         let o = ShapeOptions {
             down: Some(d),
             up: Some(u),
@@ -276,12 +227,12 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
     let shaper = Shaper::new(&runner, StateDir::from_env());
     let fairness = match &record {
         Some(r) => {
-            check_cake_both_ways(&iface, &r.plan)?;
+            cake_both_ways(&iface, &r.plan).map_err(|e| invalid(anyhow!(e)))?;
             r.fairness.clone()
         }
         None => {
             let p = planned::with_fairness(&runner, iface.clone(), &base_opts).map_err(invalid)?;
-            check_cake_both_ways(&iface, &p.plan)?;
+            cake_both_ways(&iface, &p.plan).map_err(|e| invalid(anyhow!(e)))?;
             shaper
                 .start(&[p.request()])
                 .with_context(|| format!("cannot shape {iface}"))?;
@@ -298,11 +249,6 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
         ..opts.clone()
     };
     let base_plan = Plan::build(&Spec::new(iface.clone(), &base_opts).map_err(invalid)?);
-    let ifb = base_plan
-        .ingress
-        .as_ref()
-        .map(|i| i.ifb.clone())
-        .ok_or_else(|| anyhow!("{iface} has no download shaping"))?;
     shaper
         .set_rate(&Request {
             plan: base_plan,
@@ -310,16 +256,7 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
             fairness: fairness.clone(),
         })
         .with_context(|| format!("cannot set {iface} to its base rates"))?;
-    let mut link = ShapedLink {
-        iface: iface.clone(),
-        ifb,
-        opts,
-        fairness,
-        session: shaper
-            .rate_session(&iface)
-            .with_context(|| format!("cannot change the rates of {iface}"))?,
-        rtnl: Rtnl::open().context("rtnetlink")?,
-    };
+    let mut link = ShapedLink::open(&shaper, &iface).map_err(|e| anyhow!(e))?;
     let mut cfg = Config::new(down, up, args.reflectors.clone());
     cfg.active = usize::from(args.pingers);
     cfg.probe = args.probe;
@@ -331,12 +268,7 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
         )),
         None => None,
     };
-    let start = serde_json::json!({
-        "event": "start", "iface": iface.to_string(), "probe": args.probe,
-        "reflectors": args.reflectors, "pingers": args.pingers, "threshold_ms": cfg.settings.delay_threshold_ms,
-        "down": {"min_bps": down.min.bits_per_sec(), "base_bps": down.base.bits_per_sec(), "max_bps": down.max.bits_per_sec()},
-        "up": {"min_bps": up.min.bits_per_sec(), "base_bps": up.base.bits_per_sec(), "max_bps": up.max.bits_per_sec()},
-    });
+    let start = unbloat_autorate::log::start_event(iface.as_str(), &cfg);
     write_line(&mut log, &start)?;
     eprintln!(
         "unbloat autorate: {iface}: down {}..{} from {}, up {}..{} from {}; {} of {} reflectors probed ({}) every 0.3 s",
@@ -352,7 +284,9 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
     catch_stop_signals();
     let mut say = Narrator::default();
     let mut on_tick = |t: &Tick| {
-        say.tick(t);
+        for line in say.tick(t) {
+            eprintln!("unbloat autorate: {line}");
+        }
         if let Some(l) = log.as_mut() {
             // A line at a time, so that `tail -f` and a plot of a running log see every tick.
             let _ = serde_json::to_writer(&mut *l, t);
@@ -409,80 +343,6 @@ fn write_line(
         writeln!(l, "{v}")?;
     }
     Ok(())
-}
-
-fn check_cake_both_ways(iface: &IfName, plan: &Plan) -> Result<(), Failure> {
-    let cake = |r: &RootQdisc| matches!(r, RootQdisc::Cake(_));
-    let up = plan.egress.as_ref().is_some_and(|s| cake(&s.root));
-    let down = plan.ingress.as_ref().is_some_and(|i| cake(&i.shaping.root));
-    if up && down {
-        Ok(())
-    } else {
-        Err(invalid(anyhow!(
-            "{iface} must be shaped with cake both ways for autorate (it moves both rates)"
-        )))
-    }
-}
-
-/// What the run says on stderr: every stall, recovery and swap of reflectors, and a line every
-/// 10 s with the rates, what the link carried and the delay.
-#[derive(Default)]
-struct Narrator {
-    stalled: bool,
-    last_line: f64,
-}
-
-impl Narrator {
-    fn tick(&mut self, t: &Tick) {
-        for r in &t.replaced {
-            eprintln!(
-                "unbloat autorate: {:.1}s: reflector {} replaced by {} ({})",
-                t.t, r.out, r.replacement, r.why
-            );
-        }
-        if t.stalled() && !self.stalled {
-            eprintln!(
-                "unbloat autorate: {:.1}s: no reflector answered for 2 s: back to the base rates until one does",
-                t.t
-            );
-        } else if !t.stalled() && self.stalled {
-            eprintln!("unbloat autorate: {:.1}s: reflectors answer again", t.t);
-        }
-        self.stalled = t.stalled();
-        match t.idle {
-            Some(true) => eprintln!(
-                "unbloat autorate: {:.1}s: link idle for 30 s: probing every 2 s",
-                t.t
-            ),
-            Some(false) => eprintln!(
-                "unbloat autorate: {:.1}s: link busy: probing every 0.3 s",
-                t.t
-            ),
-            None => {}
-        }
-        if t.t - self.last_line >= 10.0 {
-            self.last_line = t.t;
-            let d = |x: &unbloat_autorate::controller::DirTick| {
-                format!(
-                    "{} (carried {}, delay +{:.1} ms{})",
-                    x.rate,
-                    x.achieved,
-                    x.delta_ms,
-                    if matches!(x.moved, Move::Bloat { .. }) {
-                        ", cut"
-                    } else {
-                        ""
-                    }
-                )
-            };
-            eprintln!(
-                "unbloat autorate: {:.0}s: down {}, up {}",
-                t.t,
-                d(&t.down),
-                d(&t.up)
-            );
-        }
-    }
 }
 
 /// `unbloat plot LOG`: when the file is an autorate log, its plot beside it (`LOG.svg`, or in

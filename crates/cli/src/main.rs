@@ -78,7 +78,8 @@ enum Command {
     /// Keep a change made with `--confirm` (otherwise it is undone at its deadline).
     Confirm(shape::ConfirmArgs),
     /// Keep the config file applied: at start, when an interface appears, comes back up or is
-    /// re-created (PPPoE, USB modems, WireGuard), and on SIGHUP or `unbloat reload`.
+    /// re-created (PPPoE, USB modems, WireGuard), and on SIGHUP or `unbloat reload`; and run
+    /// autorate on each interface with an `[autorate.NAME]` table.
     Daemon(daemon::DaemonArgs),
     /// Ask the running daemon to read its config again and apply what changed, loss-free (an
     /// invalid file is refused and the running setup stays).

@@ -5,7 +5,11 @@
 //! - a queue on the download's path (netem delay on the far end) cuts the download's rate;
 //! - SIGINT while the rate is low: exit 0, and the rates are back at base, never left low;
 //! - every reflector gone: the rates fall back to base and the run says so; SIGTERM with
-//!   `--on-exit stop` removes the shaping.
+//!   `--on-exit stop` removes the shaping;
+//! - the daemon's `[autorate.wan0]`: a crossed table is refused (exit 2, nothing changed); a good
+//!   one shapes at the base rates and cuts on a queue, a link event's check keeps the cut (the
+//!   keeper plans at the controller's rates, not the file's), `unbloat status` shows them, and
+//!   SIGTERM leaves the base rates.
 
 mod common;
 
@@ -156,5 +160,66 @@ real_kernel_test! {
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
         assert!(text(&out).contains("autorate needs cake"), "{}", text(&out));
         assert_eq!(ns.snapshot(), shaped, "HTB's setup changed");
+    }
+}
+
+real_kernel_test! {
+    fn the_daemons_autorate_table_moves_the_rates_and_the_keeper_keeps_them() needs ["cake", "netem", "ifb", "mirred", "u32", "ingress"] {
+        let ns = Netns::new();
+        let far = ns.wan_to_far_end();
+        for i in 3..=7 {
+            must(&format!("ip -n {} addr add 10.9.0.{i}/24 dev peer0", far.0));
+        }
+        std::fs::create_dir_all(&ns.run_dir).unwrap();
+        let iface = "[interface.wan0]\ndown = \"20mbit\"\nup = \"20mbit\"\n";
+        let bad = ns.run_dir.join("bad.toml");
+        std::fs::write(&bad, format!("{iface}[autorate.wan0]\nmin = \"30mbit\"\nmax = \"40mbit\"\n")).unwrap();
+        let before = ns.snapshot();
+        let out = ns.unbloat(&["daemon", "--config", bad.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains(":4:11: [autorate.wan0]: the download's rates must be 0 < min <= base <= max"), "{}", text(&out));
+        assert_eq!(ns.snapshot(), before, "a refused config changed something");
+
+        let config = ns.run_dir.join("unbloat.toml");
+        let log = ns.run_dir.join("autorate.log");
+        let reflectors = REFLECTORS.split(',').map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", ");
+        std::fs::write(&config, format!(
+            "{iface}[autorate.wan0]\nmin = \"2mbit\"\nmax = \"40mbit\"\nreflectors = [{reflectors}]\npingers = 3\nlog = \"{}\"\n",
+            log.display()
+        )).unwrap();
+        let said = ns.run_dir.with_extension("daemon.stderr");
+        let mut daemon = Command::new("ip")
+            .args(["netns", "exec", &ns.name, UNBLOAT, "daemon", "--config"])
+            .arg(&config)
+            .env("UNBLOAT_RUN_DIR", &ns.run_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&said).unwrap())
+            .spawn()
+            .expect("the daemon starts");
+        let said = || std::fs::read_to_string(&said).unwrap_or_default();
+        let ticking = wait_until(Duration::from_secs(15), || std::fs::read_to_string(&log).unwrap_or_default().contains("\"t\":"));
+        assert!(ticking.is_some(), "no tick logged: {}", said());
+        assert_eq!((cake_rate(&ns, "ifb4wan0"), cake_rate(&ns, "wan0")), (Some(20_000_000), Some(20_000_000)), "{}", said());
+
+        must(&format!("ip netns exec {} tc qdisc add dev peer0 root netem delay 80ms", far.0));
+        let cut = wait_until(Duration::from_secs(8), || cake_rate(&ns, "ifb4wan0").is_some_and(|r| r < 10_000_000));
+        assert!(cut.is_some(), "the download stayed at {:?}: {}", cake_rate(&ns, "ifb4wan0"), said());
+        // A link event has the keeper check wan0: at the controller's rates, nothing to change.
+        ns.must("ip link set dev wan0 alias wan");
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(!said().contains("wan0: shaped after a link event"), "the keeper re-applied under the controller: {}", said());
+        let status = ns.unbloat(&["status"]);
+        assert!(text(&status).contains("wan0: autorate at "), "{}", text(&status));
+        assert!(cake_rate(&ns, "ifb4wan0").is_some_and(|r| r < 20_000_000), "the cut was undone: {}", said());
+
+        // SIGTERM: the base rates, which a restart verifies without a change.
+        must(&format!("kill -TERM {}", daemon.id()));
+        let code = daemon.wait().expect("it exits").code();
+        assert_eq!(code, Some(0), "{}", said());
+        assert!(said().contains("wan0: autorate stopped after"), "{}", said());
+        assert_eq!((cake_rate(&ns, "ifb4wan0"), cake_rate(&ns, "wan0")), (Some(20_000_000), Some(20_000_000)), "{}", said());
+        let plotted = ns.unbloat(&["plot", log.to_str().unwrap()]);
+        assert!(plotted.status.success(), "{}", text(&plotted));
     }
 }

@@ -5,6 +5,7 @@
 //! Only root reaches the socket (the directory's mode), so no other check is made; a request
 //! longer than [`MAX_REQUEST`] bytes is refused unread.
 
+use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -12,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use unbloat_units::Rate;
 
 use crate::keeper::{Health, Refusal, Reloaded};
 
@@ -47,6 +50,9 @@ pub struct DaemonStatus {
     pub link_events: u64,
     pub metrics: Option<String>,
     pub web: Option<String>,
+    /// The rates autorate has set, download and upload in bits per second, by interface.
+    #[serde(default)]
+    pub autorate: BTreeMap<String, (u64, u64)>,
 }
 
 impl DaemonStatus {
@@ -58,6 +64,13 @@ impl DaemonStatus {
         );
         for (name, h) in &self.interfaces {
             out.push_str(&format!("  {name}: {}\n", h.describe()));
+            if let Some(&(down, up)) = self.autorate.get(name) {
+                out.push_str(&format!(
+                    "  {name}: autorate at {} down, {} up\n",
+                    Rate::from_bits_per_sec(down),
+                    Rate::from_bits_per_sec(up)
+                ));
+            }
         }
         for (what, addr) in [("metrics", &self.metrics), ("web page", &self.web)] {
             if let Some(a) = addr {

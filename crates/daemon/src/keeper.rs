@@ -19,13 +19,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
+use unbloat_shaper::autorate_config::AutorateConfig;
 use unbloat_shaper::config::ConfigFile;
-use unbloat_system::apply::{ApplyError, Outcome, Shaper};
+use unbloat_shaper::options::ShapeOptions;
+use unbloat_shaper::plan::Plan;
+use unbloat_shaper::spec::Spec;
+use unbloat_system::apply::{ApplyError, Outcome, Request, Shaper};
 use unbloat_system::planned::{self, PlanError, Planned};
 use unbloat_system::rtnl::events::LinkEvent;
 use unbloat_system::state::now_unix;
-use unbloat_units::IfName;
+use unbloat_units::{IfName, Rate};
 
+use crate::autorate::Live;
 use crate::metrics::DaemonCounters;
 use crate::say;
 
@@ -123,6 +128,10 @@ pub struct Keeper<'r> {
     shaper: Shaper<'r>,
     config: PathBuf,
     plans: Vec<Planned>,
+    /// The file's `[autorate.NAME]` tables.
+    autorate: Vec<(IfName, AutorateConfig)>,
+    /// The rates the controllers have set; held for every change (see [`crate::autorate`]).
+    live: Live,
     health: BTreeMap<String, Health>,
     counters: Arc<Mutex<DaemonCounters>>,
 }
@@ -133,12 +142,15 @@ impl<'r> Keeper<'r> {
         shaper: Shaper<'r>,
         config: &Path,
         counters: Arc<Mutex<DaemonCounters>>,
+        live: Live,
     ) -> Result<Keeper<'r>, PlanError> {
-        let plans = plan(&shaper, config)?;
+        let (plans, autorate) = plan(&shaper, config)?;
         Ok(Keeper {
             shaper,
             config: config.to_path_buf(),
             plans,
+            autorate,
+            live,
             health: BTreeMap::new(),
             counters,
         })
@@ -159,6 +171,16 @@ impl<'r> Keeper<'r> {
 
     pub fn health(&self) -> &BTreeMap<String, Health> {
         &self.health
+    }
+
+    /// The interfaces whose rates a controller moves, and its settings.
+    pub fn autorate(&self) -> &[(IfName, AutorateConfig)] {
+        &self.autorate
+    }
+
+    /// The rates the controllers have set now.
+    pub fn live_rates(&self) -> BTreeMap<String, (Rate, Rate)> {
+        self.live.lock().clone()
     }
 
     /// The daemon's start: recover, then shape every configured interface there is.
@@ -206,7 +228,15 @@ impl<'r> Keeper<'r> {
         };
         let t0 = Instant::now();
         let index = link_index(name);
-        let result = self.shaper.start(&[p.request()]);
+        // Under autorate, the setup as the controller has it: the base rates would undo its work.
+        let live = self.live.clone();
+        let changes = live.lock();
+        let request = match changes.get(name) {
+            Some(&(down, up)) => at_rates(p, down, up),
+            None => p.request(),
+        };
+        let result = self.shaper.start(&[request]);
+        drop(changes);
         let ms = t0.elapsed().as_secs_f64() * 1000.0;
         let health = match result {
             Ok(outcomes) => {
@@ -259,6 +289,7 @@ impl<'r> Keeper<'r> {
         let Ok(iface) = name.parse::<IfName>() else {
             return;
         };
+        let _changes = self.live.lock();
         match self.shaper.stop(std::slice::from_ref(&iface)) {
             Ok(_) => say::info(&format!(
                 "{name} went away: removed what unbloat kept for it (its IFB, its record); it is shaped \
@@ -298,7 +329,9 @@ impl<'r> Keeper<'r> {
     }
 
     fn try_reload(&mut self) -> Result<Reloaded, Refusal> {
-        let plans = plan(&self.shaper, &self.config).map_err(|e| Refusal {
+        let live = self.live.clone();
+        let _changes = live.lock();
+        let (plans, autorate) = plan(&self.shaper, &self.config).map_err(|e| Refusal {
             reason: e.to_string(),
             bad_config: true,
         })?;
@@ -349,7 +382,25 @@ impl<'r> Keeper<'r> {
             }
         }
         self.plans = plans;
+        self.autorate = autorate;
         Ok(out)
+    }
+}
+
+/// `p`'s setup at other rates (a controller's), or as planned if they do not plan.
+fn at_rates(p: &Planned, down: Rate, up: Rate) -> Request {
+    let opts = ShapeOptions {
+        down: Some(down),
+        up: Some(up),
+        ..p.opts.clone()
+    };
+    match Spec::new(p.plan.wan.clone(), &opts) {
+        Ok(spec) => Request {
+            plan: Plan::build(&spec),
+            options: serde_json::to_value(&opts).unwrap_or_default(),
+            fairness: Some(p.fairness.clone()),
+        },
+        Err(_) => p.request(),
     }
 }
 
@@ -359,9 +410,16 @@ fn link_index(name: &str) -> Option<u32> {
     Some(rtnl.link(name).ok()??.index)
 }
 
-fn plan(shaper: &Shaper, config: &Path) -> Result<Vec<Planned>, PlanError> {
+type Tables = Vec<(IfName, AutorateConfig)>;
+
+fn plan(shaper: &Shaper, config: &Path) -> Result<(Vec<Planned>, Tables), PlanError> {
     let file = ConfigFile::load(config)?;
-    planned::of_config(shaper.runner, &file)
+    let tables = file
+        .interfaces
+        .iter()
+        .filter_map(|i| Some((i.name.clone(), i.autorate.clone()?)))
+        .collect();
+    Ok((planned::of_config(shaper.runner, &file)?, tables))
 }
 
 #[cfg(test)]

@@ -4,11 +4,14 @@
 //!   the config applied: at start, on link events, on reload, periodically.
 //! - [`run`]: `unbloat daemon`'s threads and loop: link events, signals, the control socket, the
 //!   systemd notifications and watchdog.
+//! - [`autorate`]: a controller per `[autorate.NAME]` table, moving cake's rates beside the
+//!   keeper under one lock.
 //! - [`control`]: the control socket `unbloat reload` and `unbloat status` ask.
 //! - [`serve`]: the HTTP servers (metrics).
 //! - [`web`]: the web page: status, live graphs, the config form, test and tune runs, reports.
 //! - [`metrics`]: Prometheus's text format from what tc reports (pure).
 //! - [`say`]: log lines with journald's priorities.
+pub mod autorate;
 pub mod control;
 pub mod keeper;
 pub mod metrics;

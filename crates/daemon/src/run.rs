@@ -3,7 +3,8 @@
 //! One thread owns the keeper and makes every change, one message at a time, so two changes
 //! never race. Around it: a thread reading link events (rtnetlink), one waiting for signals
 //! (`sigwait`: SIGHUP reloads, SIGTERM and SIGINT end the daemon), one serving the control
-//! socket, and the HTTP servers (metrics, web page) on their own runtime. The keeper's loop pings
+//! socket, the HTTP servers (metrics, web page) on their own runtime, and a controller per
+//! `[autorate.NAME]` table ([`crate::autorate`]). The keeper's loop pings
 //! systemd's watchdog, so a stuck apply gets the daemon restarted; a restart recovers from the
 //! journal and shapes again.
 //!
@@ -22,6 +23,7 @@ use unbloat_system::rtnl::events::{LinkEvent, LinkEvents};
 use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::{now_unix, StateDir};
 
+use crate::autorate::Autorates;
 use crate::control::{self, Answer, DaemonStatus, Request};
 use crate::keeper::{decide, Health, Keeper};
 use crate::metrics::DaemonCounters;
@@ -98,10 +100,12 @@ pub fn run(opts: &Options) -> Result<(), DaemonError> {
         start_unix: now_unix(),
         ..DaemonCounters::default()
     }));
+    let live = crate::autorate::Live::default();
     let mut keeper = Keeper::new(
         Shaper::new(&runner, state.clone()),
         &opts.config,
         counters.clone(),
+        live.clone(),
     )?;
     let listener = control::bind(state.path()).map_err(io("the control socket"))?;
     // Joined before the first apply, so a device that appears during it is not missed.
@@ -161,8 +165,12 @@ pub fn run(opts: &Options) -> Result<(), DaemonError> {
         health.join(", ")
     ));
 
-    let result = serve_loop(&mut keeper, &rx, opts, &counters, &servers);
+    let mut autorates = Autorates::new(live);
+    autorates.start(keeper.autorate());
+    let result = serve_loop(&mut keeper, &mut autorates, &rx, opts, &counters, &servers);
     notify(&[sd_notify::NotifyState::Stopping]);
+    // Each controller puts its base rates back: the config's setup is what stays.
+    autorates.stop_all();
     let _ = std::fs::remove_file(control::socket_path(state.path()));
     if opts.web.is_some() {
         // The token dies with the server it opened; a new start makes a new one.
@@ -173,6 +181,7 @@ pub fn run(opts: &Options) -> Result<(), DaemonError> {
 
 fn serve_loop(
     keeper: &mut Keeper,
+    autorates: &mut Autorates,
     rx: &Receiver<Msg>,
     opts: &Options,
     counters: &Arc<Mutex<DaemonCounters>>,
@@ -215,10 +224,10 @@ fn serve_loop(
                 keeper.act(&decide(&events, &keeper.configured()));
             }
             Some(Msg::Reload) => {
-                let _ = keeper.reload();
+                let _ = reload(keeper, autorates);
             }
             Some(Msg::Control(Request::Reload, reply)) => {
-                let answer = match keeper.reload() {
+                let answer = match reload(keeper, autorates) {
                     Ok(r) => Answer::Reloaded(r),
                     Err(refusal) => Answer::Refused(refusal),
                 };
@@ -247,6 +256,19 @@ fn serve_loop(
     }
 }
 
+/// A reload with the controllers stopped (at their base rates) around it, so the file's rates
+/// are what the reload compares and applies; they start again with its tables (the old ones
+/// when it was refused).
+fn reload(
+    keeper: &mut Keeper,
+    autorates: &mut Autorates,
+) -> Result<crate::keeper::Reloaded, crate::keeper::Refusal> {
+    autorates.stop_all();
+    let result = keeper.reload();
+    autorates.start(keeper.autorate());
+    result
+}
+
 fn status(
     keeper: &Keeper,
     counters: &Arc<Mutex<DaemonCounters>>,
@@ -270,6 +292,11 @@ fn status(
         link_events: c.link_events,
         metrics: servers.metrics.map(|a| a.to_string()),
         web: servers.web.map(|a| a.to_string()),
+        autorate: keeper
+            .live_rates()
+            .into_iter()
+            .map(|(n, (d, u))| (n, (d.bits_per_sec(), u.bits_per_sec())))
+            .collect(),
     }
 }
 

@@ -25,6 +25,7 @@
 //! size (line and column come from one index of line starts, not a scan per table); and a file
 //! with no `[interface.NAME]` table is refused by [`ConfigFile::specs`]: it shapes nothing.
 
+use crate::autorate_config::{pinned, AutorateConfig, AutorateTable};
 use crate::clip::{clip, clip_quoted};
 use crate::options::ShapeOptions;
 use crate::spec::{parse_iface, Spec, SpecError};
@@ -48,6 +49,8 @@ struct RawFile {
     defaults: Option<ShapeOptions>,
     #[serde(default)]
     interface: BTreeMap<toml::Spanned<String>, ShapeOptions>,
+    #[serde(default)]
+    autorate: BTreeMap<toml::Spanned<String>, AutorateTable>,
 }
 
 /// A loaded and syntax-checked configuration file.
@@ -65,8 +68,11 @@ pub struct InterfaceConfig {
     pub name: IfName,
     /// Where the table's name is, for messages.
     pub at: Position,
-    /// The table merged over `[defaults]`.
+    /// The table merged over `[defaults]` (with cake's ingress mode pinned under autorate:
+    /// [`pinned`]).
     pub options: ShapeOptions,
+    /// Its `[autorate.NAME]` table, checked: the daemon moves its rates.
+    pub autorate: Option<AutorateConfig>,
 }
 
 /// A 1-based line and column.
@@ -107,6 +113,13 @@ pub enum ConfigError {
         /// The key at that place, if one could be found.
         key: Option<String>,
         key_note: String,
+        message: String,
+    },
+    #[error("{path}:{at}: [autorate.{name}]: {message}")]
+    Autorate {
+        path: PathBuf,
+        at: Position,
+        name: String,
         message: String,
     },
     #[error("{path}:{at}: [interface.{name}]: {source}")]
@@ -185,7 +198,27 @@ impl ConfigFile {
                 name: iface,
                 at,
                 options: ShapeOptions::merge(&defaults, &table),
+                autorate: None,
             });
+        }
+        for (name, table) in raw.autorate {
+            let refused = |message: String| ConfigError::Autorate {
+                path: path.to_path_buf(),
+                at: lines.position(text, name.span().start),
+                name: clip(name.get_ref()).into_owned(),
+                message,
+            };
+            let Some(i) = interfaces
+                .iter_mut()
+                .find(|i| i.name.as_str() == name.get_ref())
+            else {
+                return Err(refused(format!(
+                    "no [interface.{}] table: autorate moves the rates of an interface the file shapes, from its `down` and `up`",
+                    clip(name.get_ref())
+                )));
+            };
+            i.autorate = Some(table.check(&i.options).map_err(refused)?);
+            i.options = pinned(&i.options);
         }
         interfaces.sort_by_key(|i| i.at.line);
         Ok(ConfigFile {
@@ -381,6 +414,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(m.contains("unknown field `interfaces`"), "{m}");
+    }
+
+    #[test]
+    fn autorate_tables_take_the_interfaces_rates_as_base_and_name_their_line() {
+        let c = parse("[interface.wwan0]\ndown = \"10mbit\"\nup = \"5mbit\"\n\n[autorate.wwan0]\nmin = \"2mbit\"\nmax = \"50mbit\"\n").unwrap();
+        let a = c.interfaces[0].autorate.as_ref().unwrap();
+        assert_eq!(a.down.base, Rate::from_mbit(10));
+        assert_eq!(a.up.min, Rate::from_mbit(2));
+        assert_eq!(c.interfaces[0].options.ingress_keyword, Some(true));
+        for (text, says) in [
+            ("[interface.eth0]\ndown = \"10mbit\"\nup = \"5mbit\"\n\n[autorate.wwan0]\nmin = \"2mbit\"\n", ":5:11: [autorate.wwan0]: no [interface.wwan0] table"),
+            ("[interface.wwan0]\ndown = \"10mbit\"\nup = \"5mbit\"\n[autorate.wwan0]\nmin = \"20mbit\"\nmax = \"50mbit\"\n", ":4:11: [autorate.wwan0]: the download's rates must be 0 < min <= base <= max"),
+            ("[interface.wwan0]\ndown = \"10mbit\"\nup = \"5mbit\"\n[autorate.wwan0]\nmin = 2000\n", "2000kbit (SQM's unit)"),
+            ("[interface.wwan0]\ndown = \"10mbit\"\nup = \"5mbit\"\n[autorate.wwan0]\nmni = \"2mbit\"\n", "unknown field `mni`"),
+        ] {
+            let m = parse(text).unwrap_err().to_string();
+            assert!(m.contains(says), "{m}");
+        }
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! - [`options`]: what a user says about one interface ([`options::ShapeOptions`]), from flags or
 //!   a config file, every field optional; extra option strings parsed with cake's/fq_codel's own
 //!   grammar into the same typed options.
-//! - [`config`]: the TOML file, one table per interface, errors with file:line:column and key.
+//! - [`config`]: the TOML file, one table per interface, errors with file:line:column and key;
+//!   [`autorate_config`]: its `[autorate.NAME]` tables, for the daemon's autorate.
 //! - [`spec`]: every check that needs no system, and the defaults of the field
 //!   ([`spec::Spec::new`]); errors name the flag and the value.
 //! - [`linklayer`]: link-layer presets with cake's exact numbers; [`cake`], [`fq_codel`],
@@ -27,6 +28,7 @@
 //! - [`tcjson`], [`verify`], [`status`], [`goodput`]: the model of `tc -j -s` output, the
 //!   comparison of a plan with the live state, the status view and the goodput formula.
 
+pub mod autorate_config;
 pub mod cake;
 pub mod clip;
 pub mod config;
