@@ -30,9 +30,7 @@ pub struct TickLine {
 
 /// The log's first line: the interface and the settings of the run.
 pub fn start_event(iface: &str, cfg: &crate::controller::Config) -> serde_json::Value {
-    let bounds = |b: &crate::direction::Bounds| {
-        serde_json::json!({"min_bps": b.min.bits_per_sec(), "base_bps": b.base.bits_per_sec(), "max_bps": b.max.bits_per_sec()})
-    };
+    let bounds = |b: &crate::direction::Bounds| serde_json::json!({"min_bps": b.min.bits_per_sec(), "base_bps": b.base.bits_per_sec(), "max_bps": b.max.bits_per_sec()});
     serde_json::json!({
         "event": "start", "iface": iface, "probe": cfg.probe, "reflectors": cfg.reflectors,
         "pingers": cfg.active, "threshold_ms": cfg.settings.delay_threshold_ms,

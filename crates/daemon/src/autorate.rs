@@ -142,7 +142,11 @@ fn keep(name: &IfName, table: &AutorateConfig, live: &Live, stop: &AtomicBool) {
             ShapedLink::open(&shaper, name)
         };
         let mut link = match opened {
-            Ok(link) => Recorded { name: name.as_str(), link, live },
+            Ok(link) => Recorded {
+                name: name.as_str(),
+                link,
+                live,
+            },
             Err(why) => {
                 if waiting.as_ref() != Some(&why) {
                     say::info(&format!("{name}: autorate waits: {why}"));
@@ -165,7 +169,11 @@ fn keep(name: &IfName, table: &AutorateConfig, live: &Live, stop: &AtomicBool) {
             cfg.active.min(cfg.reflectors.len()), cfg.reflectors.len(), cfg.probe
         ));
         if let Some(l) = log.as_mut() {
-            let _ = writeln!(l, "{}", unbloat_autorate::log::start_event(name.as_str(), &cfg));
+            let _ = writeln!(
+                l,
+                "{}",
+                unbloat_autorate::log::start_event(name.as_str(), &cfg)
+            );
             let _ = l.flush();
         }
         let mut on_tick = |t: &unbloat_autorate::controller::Tick| {

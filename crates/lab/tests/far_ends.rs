@@ -24,7 +24,6 @@ use unbloat_lab::strategies::Strategy;
 use unbloat_lab::workdir::WorkDir;
 use unbloat_units::Time;
 
-
 /// A 10 s rrul lab, none vs unbloat, on `profile` with `far_end`, and its report directory
 /// (removed when the guard goes, so a failed assertion leaves nothing in /tmp).
 fn lab(profile: &str, far_end: FarEndKind) -> (LabReport, WorkDir) {

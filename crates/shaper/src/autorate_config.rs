@@ -190,25 +190,45 @@ mod tests {
     fn what_cannot_run_is_refused_with_the_reason() {
         let ok = iface("10mbit", "5mbit");
         for (t, o, says) in [
-            (table("2mbit", "8mbit"), ok.clone(), "0 < min <= base <= max"),
-            (AutorateTable::default(), ok.clone(), "needs `min` and `max`"),
+            (
+                table("2mbit", "8mbit"),
+                ok.clone(),
+                "0 < min <= base <= max",
+            ),
+            (
+                AutorateTable::default(),
+                ok.clone(),
+                "needs `min` and `max`",
+            ),
             (
                 table("2mbit", "50mbit"),
-                ShapeOptions { up: None, ..ok.clone() },
+                ShapeOptions {
+                    up: None,
+                    ..ok.clone()
+                },
                 "needs `up`",
             ),
             (
                 table("2mbit", "50mbit"),
-                ShapeOptions { qdisc: Some(Qdisc::FqCodel), ..ok.clone() },
+                ShapeOptions {
+                    qdisc: Some(Qdisc::FqCodel),
+                    ..ok.clone()
+                },
                 "autorate needs cake",
             ),
             (
-                AutorateTable { probe: Some("sonar".into()), ..table("2mbit", "50mbit") },
+                AutorateTable {
+                    probe: Some("sonar".into()),
+                    ..table("2mbit", "50mbit")
+                },
                 ok.clone(),
                 "auto, echo or timestamp",
             ),
             (
-                AutorateTable { pingers: Some(0), ..table("2mbit", "50mbit") },
+                AutorateTable {
+                    pingers: Some(0),
+                    ..table("2mbit", "50mbit")
+                },
                 ok.clone(),
                 "1 to 32",
             ),
@@ -229,8 +249,14 @@ mod tests {
 
     #[test]
     fn the_ingress_mode_is_pinned_from_the_base_rate() {
-        assert_eq!(pinned(&iface("10mbit", "5mbit")).ingress_keyword, Some(true));
-        assert_eq!(pinned(&iface("3mbit", "1mbit")).ingress_keyword, Some(false));
+        assert_eq!(
+            pinned(&iface("10mbit", "5mbit")).ingress_keyword,
+            Some(true)
+        );
+        assert_eq!(
+            pinned(&iface("3mbit", "1mbit")).ingress_keyword,
+            Some(false)
+        );
         let said = ShapeOptions {
             ingress_keyword: Some(false),
             ..iface("10mbit", "5mbit")

@@ -153,7 +153,12 @@ impl StateDir {
     /// the old record or the new one whole.
     pub fn save_unsynced(&self, state: &ShapedState) -> Result<(), StateError> {
         let text = serde_json::to_string_pretty(state).expect("a record is plain data") + "\n";
-        write_file(&self.records(), &format!("{}.json", state.iface), &text, false)
+        write_file(
+            &self.records(),
+            &format!("{}.json", state.iface),
+            &text,
+            false,
+        )
     }
 
     pub fn remove(&self, iface: &str) -> Result<(), StateError> {
@@ -290,9 +295,9 @@ fn write_file(dir: &Path, name: &str, text: &str, sync: bool) -> Result<(), Stat
         .custom_flags(libc::O_NOFOLLOW)
         .open(&tmp)
         .map_err(|source| io("write", &tmp, source))?;
-    let written = file
-        .write_all(text.as_bytes())
-        .and_then(|()| if sync { file.sync_all() } else { Ok(()) });
+    let written =
+        file.write_all(text.as_bytes())
+            .and_then(|()| if sync { file.sync_all() } else { Ok(()) });
     if let Err(source) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(io("write", &tmp, source));

@@ -5,7 +5,10 @@ use std::path::PathBuf;
 /// The profile the real-kernel lab tests run: vdsl2's framing at 20/5 Mbit/s (the file says why
 /// not vdsl2's own rates).
 #[allow(dead_code)] // not every test binary runs a lab
-pub const TEST_PROFILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/profiles/vdsl2-20.toml");
+pub const TEST_PROFILE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/profiles/vdsl2-20.toml"
+);
 
 /// The `unbloat` binary the lab runs in its namespaces (`unbloat serve`, `unbloat test`,
 /// `unbloat start`): `UNBLOAT_EXE` when set, else `target/<profile>/unbloat` beside this test
