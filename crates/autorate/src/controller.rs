@@ -22,8 +22,8 @@ use serde::Serialize;
 use unbloat_units::Rate;
 
 use crate::direction::{Bounds, Direction, Move, Settings};
-use crate::pinger::{Method, Probe};
-use crate::reflectors::{Delay, Deltas, Pool, Replaced};
+use crate::probe::{Delay, Method, Probe};
+use crate::reflectors::{Deltas, Pool, Replaced};
 
 /// Everything the controller is told up front.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,7 +8,8 @@
 //!   raised while loaded and clean, decayed towards base when light, back to base when every
 //!   reflector has gone quiet;
 //! - [`reflectors`]: which reflectors are probed, when, and which replace the bad ones;
-//! - [`controller`]: both directions and the reflectors together, a tick at a time.
+//! - [`controller`]: both directions and the reflectors together, a tick at a time;
+//! - [`probe`]: the probes' vocabulary (kinds, the user's choice, what an answer measured).
 //!
 //! The effects are three small modules: [`pinger`] (ICMP echo and timestamp probes through raw
 //! sockets), [`run`] (the loop, setting rates through a [`run::Link`] the caller provides) and
@@ -22,6 +23,7 @@ pub mod direction;
 pub mod log;
 pub mod narrate;
 pub mod pinger;
+pub mod probe;
 pub mod reflectors;
 pub mod run;
 pub mod shaped;

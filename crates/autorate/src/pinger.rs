@@ -25,50 +25,8 @@ use socket2::{Domain, Protocol, Socket, Type};
 use unbloat_measure::icmp::checksum;
 use unbloat_measure::rxtime;
 
-use crate::reflectors::Delay;
-
-/// The kind of one probe on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Method {
-    /// ICMP echo: the round trip (answered by nearly every host).
-    Echo,
-    /// ICMP timestamp: one-way delays each way (IPv4 only).
-    Timestamp,
-}
-
-/// Which probes to send (`--probe`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Probe {
-    /// Timestamps to every IPv4 reflector, echo to a reflector that never answers them (and
-    /// to IPv6 ones).
-    Auto,
-    Echo,
-    Timestamp,
-}
-
-impl std::str::FromStr for Probe {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Probe, String> {
-        match s {
-            "auto" => Ok(Probe::Auto),
-            "echo" | "icmp" => Ok(Probe::Echo),
-            "timestamp" | "icmp-timestamp" => Ok(Probe::Timestamp),
-            _ => Err(format!("{s:?}: the probes are auto, echo or timestamp")),
-        }
-    }
-}
-
-impl Probe {
-    /// What a reflector is probed with first.
-    pub fn first(self, to: IpAddr) -> Method {
-        match (self, to) {
-            (Probe::Echo, _) | (_, IpAddr::V6(_)) => Method::Echo,
-            _ => Method::Timestamp,
-        }
-    }
-}
+// The vocabulary lives in `probe`, which the pure modules share; callers find it here too.
+pub use crate::probe::{Delay, Method, Probe};
 
 const ECHO_REQUEST: u8 = 8;
 const ECHO_REPLY: u8 = 0;

@@ -41,20 +41,10 @@ pub fn default_reflectors() -> Vec<std::net::IpAddr> {
 use serde::Serialize;
 
 use crate::baseline::{Baseline, Health, DEADLINE};
-use crate::pinger::{Method, Probe};
+use crate::probe::{Delay, Method, Probe};
 
 /// How long an answer is waited for before its probe is forgotten.
 pub const LATE_LIMIT: Duration = Duration::from_secs(10);
-
-/// What a reflector's answer measured.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Delay {
-    /// An echo's round trip, in milliseconds.
-    Rtt(f64),
-    /// An ICMP timestamp's one-way delays (each with the two clocks' offset in it, which the
-    /// baseline takes out), in milliseconds.
-    OneWay { down: f64, up: f64 },
-}
 
 /// The deltas of one answer over its reflector's baselines.
 #[derive(Debug, Clone, Copy, PartialEq)]
