@@ -74,9 +74,12 @@ pub struct AutorateArgs {
     #[arg(long, value_name = "RATE", help_heading = "Rates")]
     pub up_max: Option<Rate>,
     /// Hosts to measure the delay to (IP addresses, comma-separated), in order of preference;
-    /// default: cake-autorate's public resolvers. More than --pingers leaves spares for the
-    /// ones that stop answering.
-    #[arg(long, value_name = "A,B,..", default_value = unbloat_autorate::reflectors::DEFAULT_REFLECTORS, value_delimiter = ',', value_parser = parse_reflectors, help_heading = "Probes")]
+    /// default: cake-autorate's public resolvers, 1.1.1.1, 1.0.0.1, 8.8.8.8, 8.8.4.4, 9.9.9.9,
+    /// 9.9.9.10, 9.9.9.11, 94.140.14.15, 94.140.14.140, 94.140.14.141, 94.140.15.15,
+    /// 94.140.15.16, 208.67.220.2, 208.67.220.123, 208.67.220.220, 208.67.222.2, 208.67.222.123,
+    /// 185.228.168.9, 185.228.168.10. More than --pingers leaves spares for the ones that stop
+    /// answering.
+    #[arg(long, value_name = "A,B,..", default_value = unbloat_autorate::reflectors::DEFAULT_REFLECTORS, hide_default_value = true, value_delimiter = ',', value_parser = parse_reflectors, help_heading = "Probes")]
     pub reflectors: Vec<IpAddr>,
     /// How many reflectors are probed at once (each every 0.3 s; every 2 s when the link has
     /// been idle for 30 s).
@@ -374,4 +377,26 @@ pub fn plot_log(args: &unbloat_report::files::PlotArgs) -> Option<Result<(), Fai
         println!("wrote {}", out.display());
         Ok(())
     })())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The help spells the default out (a list the man page can break), so it must keep up.
+    #[test]
+    fn the_help_lists_every_default_reflector() {
+        let cmd = <AutorateArgs as Args>::augment_args(clap::Command::new("autorate"));
+        let arg = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "reflectors")
+            .expect("--reflectors");
+        let help = arg.get_help().expect("its help").to_string();
+        for r in unbloat_autorate::reflectors::DEFAULT_REFLECTORS.split(',') {
+            assert!(
+                help.contains(&format!(" {r},")) || help.contains(&format!(" {r}.")),
+                "{r}: {help}"
+            );
+        }
+    }
 }

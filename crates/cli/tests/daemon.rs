@@ -125,14 +125,16 @@ real_kernel_test! {
         });
         let daemon = Daemon::start(&ns, &[config.to_str().unwrap()], &[
             ("NOTIFY_SOCKET", notify_path.to_str().unwrap()),
-            ("WATCHDOG_USEC", "1000000"),
+            // 5 s (the unit's is 30 s): the daemon pings between transactions, not during one,
+            // and one in User-Mode Linux beside another guest on a slow host has taken 1.8 s.
+            ("WATCHDOG_USEC", "5000000"),
         ]);
         let (_, msg) = notes.recv_timeout(Duration::from_secs(20)).expect("READY=1 from the daemon");
         assert!(msg.contains("READY=1"), "{msg}");
         let name = ns.name.clone();
         assert!(in_ns(&name, || shaped(&Rtnl::open().unwrap(), "wan0", Some("ifb4wan0")).is_some()),
             "READY=1 came before the WAN was shaped");
-        let (_, msg) = notes.recv_timeout(Duration::from_millis(1500)).expect("a watchdog ping within 1.5 s (half of 1 s is due)");
+        let (_, msg) = notes.recv_timeout(Duration::from_millis(4000)).expect("a watchdog ping within 4 s (half of 5 s is due)");
         assert!(msg.contains("WATCHDOG=1"), "{msg}");
 
         let status = common::text(&ns.unbloat(&["status"]));
@@ -169,11 +171,12 @@ real_kernel_test! {
             quantile(&sorted, 0.5), quantile(&sorted, 0.9), quantile(&sorted, 0.99), sorted[sorted.len() - 1]
         );
         assert_eq!(missed, 0, "some re-creations stayed unshaped for 5 s");
-        // The watchdog was pinged all along: no gap of more than the interval (1 s) while the
+        // The watchdog was pinged all along: no gap as long as the interval (5 s: systemd would
+        // have killed the daemon) while the
         // daemon worked through the events.
         let pings: Vec<Instant> = notes.try_iter().filter(|(_, m)| m.contains("WATCHDOG=1")).map(|(t, _)| t).collect();
         let gap = pings.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default();
-        assert!(pings.len() as f64 >= took.as_secs_f64() * 1.5 && gap < Duration::from_secs(1),
+        assert!(pings.len() as f64 >= took.as_secs_f64() / 2.5 && gap < Duration::from_secs(5),
             "{} watchdog pings in {took:?}, the longest gap {gap:?}", pings.len());
         assert!(quantile(&sorted, 0.5) < 500.0 && quantile(&sorted, 0.9) < 1000.0, "{sorted:?}");
         let links = common::text(&ns.sh("ip -o link show type ifb"));

@@ -214,13 +214,6 @@ impl<'r> Keeper<'r> {
         }
     }
 
-    /// Every configured interface checked (and shaped again where its shaping is gone).
-    pub fn check_all(&mut self) {
-        for name in self.names() {
-            self.ensure(&name, "the periodic check");
-        }
-    }
-
     /// Shapes `name` as planned, or checks that it still is. Returns whether it is shaped.
     pub fn ensure(&mut self, name: &str, why: &str) -> bool {
         let Some(p) = self.plans.iter().find(|p| p.plan.wan.as_str() == name) else {

@@ -203,9 +203,7 @@ fn serve_loop(
         } else {
             Some(pending.remove(0))
         };
-        if watchdog.is_some() {
-            notify(&[sd_notify::NotifyState::Watchdog]);
-        }
+        ping(watchdog);
         match msg {
             None => {}
             Some(Msg::Links(mut events)) => {
@@ -221,7 +219,12 @@ fn serve_loop(
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .link_events += events.len() as u64;
-                keeper.act(&decide(&events, &keeper.configured()));
+                // A ping after each transaction, not once per batch: a re-created device is a
+                // cleanup and an apply, and under load the two together outlast a short watchdog.
+                for action in decide(&events, &keeper.configured()) {
+                    keeper.act(std::slice::from_ref(&action));
+                    ping(watchdog);
+                }
             }
             Some(Msg::Reload) => {
                 let _ = reload(keeper, autorates);
@@ -250,7 +253,10 @@ fn serve_loop(
             }
         }
         if Instant::now() >= next_check {
-            keeper.check_all();
+            for name in keeper.names() {
+                keeper.ensure(&name, "the periodic check");
+                ping(watchdog);
+            }
             next_check = Instant::now() + opts.check_every;
         }
     }
@@ -382,6 +388,13 @@ fn watchdog_interval() -> Option<Duration> {
     match std::env::var("WATCHDOG_PID") {
         Ok(pid) if pid.parse() != Ok(std::process::id()) => None,
         _ => (usec > 0).then(|| Duration::from_micros(usec / 2)),
+    }
+}
+
+/// WATCHDOG=1, when systemd watches: once per turn of the loop and after each transaction.
+fn ping(watchdog: Option<Duration>) {
+    if watchdog.is_some() {
+        notify(&[sd_notify::NotifyState::Watchdog]);
     }
 }
 
