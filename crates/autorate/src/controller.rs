@@ -60,6 +60,25 @@ impl Config {
     }
 }
 
+impl Config {
+    /// [`Config::new`] with the user's probing: `active` reflectors probed at once, `probe`,
+    /// and the delay over baseline that counts as delayed.
+    pub fn probing(
+        down: Bounds,
+        up: Bounds,
+        reflectors: Vec<IpAddr>,
+        active: usize,
+        probe: Probe,
+        threshold: unbloat_units::Time,
+    ) -> Config {
+        let mut cfg = Config::new(down, up, reflectors);
+        cfg.active = active;
+        cfg.probe = probe;
+        cfg.settings.delay_threshold_ms = threshold.micros() as f64 / 1000.0;
+        cfg
+    }
+}
+
 /// One direction at one tick, for the log (rates as bits per second, for plotting tools).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct DirTick {

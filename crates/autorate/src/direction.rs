@@ -27,13 +27,9 @@ use std::time::Duration;
 use serde::Serialize;
 use unbloat_units::Rate;
 
-/// The rates a direction may take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Bounds {
-    pub min: Rate,
-    pub base: Rate,
-    pub max: Rate,
-}
+/// The rates a direction may take: the config's type, so a table and the flags check theirs
+/// alike ([`Bounds::new`]).
+pub use unbloat_shaper::autorate_config::RateBounds as Bounds;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Settings {

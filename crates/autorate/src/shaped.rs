@@ -7,7 +7,6 @@
 
 use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::plan::{Plan, RootQdisc};
-use unbloat_shaper::spec::Spec;
 use unbloat_system::apply::{RateSession, Request, Shaper};
 use unbloat_system::rtnl::Rtnl;
 use unbloat_units::{IfName, Rate};
@@ -83,17 +82,8 @@ impl Link for ShapedLink {
     }
 
     fn set_rates(&mut self, down: Rate, up: Rate) -> Result<(), String> {
-        let opts = ShapeOptions {
-            down: Some(down),
-            up: Some(up),
-            ..self.opts.clone()
-        };
-        let spec = Spec::new(self.iface.clone(), &opts).map_err(|e| e.to_string())?;
-        let req = Request {
-            plan: Plan::build(&spec),
-            options: serde_json::to_value(&opts).unwrap_or_default(),
-            fairness: self.fairness.clone(),
-        };
+        let req = Request::at_rates(&self.iface, &self.opts, self.fairness.clone(), down, up)
+            .map_err(|e| e.to_string())?;
         self.session
             .set(&req)
             .map(|_| ())

@@ -26,7 +26,6 @@ use unbloat_autorate::run::{self, Link};
 use unbloat_autorate::shaped::{cake_both_ways, ShapedLink};
 use unbloat_shaper::autorate_config::pinned;
 use unbloat_shaper::options::{Qdisc, ShapeOptions};
-use unbloat_shaper::plan::Plan;
 use unbloat_shaper::spec::{parse_iface, Spec};
 use unbloat_system::apply::{Request, Shaper};
 use unbloat_system::planned;
@@ -143,12 +142,11 @@ fn bounds(a: &AutorateArgs) -> Result<(Bounds, Bounds), String> {
                 "the {name}load needs a minimum, a base and a maximum rate: --min, --base, --max (or --{name}-min, ...)"
             ));
         };
-        if !(min.bits_per_sec() > 0 && min <= base && base <= max) {
-            return Err(format!(
+        Bounds::new(min, base, max).ok_or_else(|| {
+            format!(
                 "the {name}load's rates must be 0 < min <= base <= max, not {min}, {base}, {max}"
-            ));
-        }
-        Ok(Bounds { min, base, max })
+            )
+        })
     };
     Ok((
         one("down", a.down_min, a.down_base, a.down_max)?,
@@ -246,24 +244,19 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
     };
     // The base rates (and the pinned ingress mode) by an ordinary set-rate, which may need more
     // than a rate change once; every change after it is a rate alone.
-    let base_opts = ShapeOptions {
-        down: Some(down.base),
-        up: Some(up.base),
-        ..opts.clone()
-    };
-    let base_plan = Plan::build(&Spec::new(iface.clone(), &base_opts).map_err(invalid)?);
+    let base = Request::at_rates(&iface, &opts, fairness, down.base, up.base).map_err(invalid)?;
     shaper
-        .set_rate(&Request {
-            plan: base_plan,
-            options: serde_json::to_value(&base_opts).unwrap_or_default(),
-            fairness: fairness.clone(),
-        })
+        .set_rate(&base)
         .with_context(|| format!("cannot set {iface} to its base rates"))?;
     let mut link = ShapedLink::open(&shaper, &iface).map_err(|e| anyhow!(e))?;
-    let mut cfg = Config::new(down, up, args.reflectors.clone());
-    cfg.active = usize::from(args.pingers);
-    cfg.probe = args.probe;
-    cfg.settings.delay_threshold_ms = args.threshold.micros() as f64 / 1000.0;
+    let cfg = Config::probing(
+        down,
+        up,
+        args.reflectors.clone(),
+        usize::from(args.pingers),
+        args.probe,
+        args.threshold,
+    );
     let mut log = match &args.log {
         Some(p) => Some(std::io::BufWriter::new(
             std::fs::File::create(p)

@@ -21,13 +21,12 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use unbloat_autorate::controller::Config;
-use unbloat_autorate::direction::Bounds;
 use unbloat_autorate::narrate::Narrator;
-use unbloat_autorate::pinger::Pinger;
+use unbloat_autorate::pinger::{Pinger, Probe};
 use unbloat_autorate::reflectors::default_reflectors;
 use unbloat_autorate::run::{self, Link};
 use unbloat_autorate::shaped::ShapedLink;
-use unbloat_shaper::autorate_config::{AutorateConfig, RateBounds};
+use unbloat_shaper::autorate_config::AutorateConfig;
 use unbloat_system::apply::Shaper;
 use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::StateDir;
@@ -107,21 +106,19 @@ impl Link for Recorded<'_> {
     }
 }
 
-fn bounds(b: &RateBounds) -> Bounds {
-    Bounds {
-        min: b.min,
-        base: b.base,
-        max: b.max,
-    }
-}
-
 /// One controller's thread: runs until `stop`, opening again after a failure.
 fn keep(name: &IfName, table: &AutorateConfig, live: &Live, stop: &AtomicBool) {
     let reflectors = table.reflectors.clone().unwrap_or_else(default_reflectors);
-    let mut cfg = Config::new(bounds(&table.down), bounds(&table.up), reflectors);
-    cfg.active = usize::from(table.pingers);
-    cfg.probe = table.probe.parse().unwrap_or(cfg.probe);
-    cfg.settings.delay_threshold_ms = table.threshold.micros() as f64 / 1000.0;
+    // The table's probe word was checked with the file.
+    let probe = table.probe.parse().unwrap_or(Probe::Auto);
+    let cfg = Config::probing(
+        table.down,
+        table.up,
+        reflectors,
+        usize::from(table.pingers),
+        probe,
+        table.threshold,
+    );
     let pinger = match Pinger::open(&cfg.reflectors) {
         Ok(p) => p,
         Err(e) => return say::error(&format!("{name}: autorate cannot run: {e}")),

@@ -21,9 +21,6 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use unbloat_shaper::autorate_config::AutorateConfig;
 use unbloat_shaper::config::ConfigFile;
-use unbloat_shaper::options::ShapeOptions;
-use unbloat_shaper::plan::Plan;
-use unbloat_shaper::spec::Spec;
 use unbloat_system::apply::{ApplyError, Outcome, Request, Shaper};
 use unbloat_system::planned::{self, PlanError, Planned};
 use unbloat_system::rtnl::events::LinkEvent;
@@ -225,7 +222,11 @@ impl<'r> Keeper<'r> {
         let live = self.live.clone();
         let changes = live.lock();
         let request = match changes.get(name) {
-            Some(&(down, up)) => at_rates(p, down, up),
+            // The controller set them, so they plan.
+            Some(&(down, up)) => {
+                Request::at_rates(&p.plan.wan, &p.opts, Some(p.fairness.clone()), down, up)
+                    .unwrap_or_else(|_| p.request())
+            }
             None => p.request(),
         };
         let result = self.shaper.start(&[request]);
@@ -377,23 +378,6 @@ impl<'r> Keeper<'r> {
         self.plans = plans;
         self.autorate = autorate;
         Ok(out)
-    }
-}
-
-/// `p`'s setup at other rates (a controller's), or as planned if they do not plan.
-fn at_rates(p: &Planned, down: Rate, up: Rate) -> Request {
-    let opts = ShapeOptions {
-        down: Some(down),
-        up: Some(up),
-        ..p.opts.clone()
-    };
-    match Spec::new(p.plan.wan.clone(), &opts) {
-        Ok(spec) => Request {
-            plan: Plan::build(&spec),
-            options: serde_json::to_value(&opts).unwrap_or_default(),
-            fairness: Some(p.fairness.clone()),
-        },
-        Err(_) => p.request(),
     }
 }
 

@@ -48,11 +48,22 @@ pub struct AutorateTable {
 }
 
 /// One direction's rates: the controller's bounds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct RateBounds {
     pub min: Rate,
     pub base: Rate,
     pub max: Rate,
+}
+
+impl RateBounds {
+    /// The bounds, if they can be: 0 < min <= base <= max.
+    pub fn new(min: Rate, base: Rate, max: Rate) -> Option<RateBounds> {
+        (min.bits_per_sec() > 0 && min <= base && base <= max).then_some(RateBounds {
+            min,
+            base,
+            max,
+        })
+    }
 }
 
 /// A checked table, its base rates taken from the interface's.
@@ -91,12 +102,11 @@ impl AutorateTable {
                     "the {name}load needs `min` and `max` (or `{name}-min` and `{name}-max`)"
                 ));
             };
-            if !(min.bits_per_sec() > 0 && min <= base && base <= max) {
-                return Err(format!(
+            RateBounds::new(min, base, max).ok_or_else(|| {
+                format!(
                     "the {name}load's rates must be 0 < min <= base <= max, not {min}, {base} (the interface's `{name}`), {max}"
-                ));
-            }
-            Ok(RateBounds { min, base, max })
+                )
+            })
         };
         let down = one("down", iface.down, self.down_min, self.down_max)?;
         let up = one("up", iface.up, self.up_min, self.up_max)?;

@@ -39,11 +39,13 @@ use crate::rtnl::{Link, Rtnl, RtnlError};
 use crate::runner::{Cmd, RunError, Runner};
 use crate::snapshot::Snapshot;
 use crate::state::{ShapedState, StateDir, StateError};
+use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::plan::{Plan, RootQdisc};
+use unbloat_shaper::spec::{Spec, SpecError};
 use unbloat_shaper::tcjson::{LiveState, LiveTexts};
 use unbloat_shaper::transition::{self, Transition};
 use unbloat_shaper::verify::verify;
-use unbloat_units::IfName;
+use unbloat_units::{IfName, Rate};
 
 /// One interface to shape: the plan, and the options it came from (kept in the record).
 #[derive(Debug, Clone)]
@@ -52,6 +54,29 @@ pub struct Request {
     pub options: serde_json::Value,
     /// The fairness line recorded for `status` ([`unbloat_shaper::fairness::line`]).
     pub fairness: Option<String>,
+}
+
+impl Request {
+    /// `opts` at other rates, planned for `iface`, with its fairness line: the request of a
+    /// rate change (set-rate's, a controller's).
+    pub fn at_rates(
+        iface: &IfName,
+        opts: &ShapeOptions,
+        fairness: Option<String>,
+        down: Rate,
+        up: Rate,
+    ) -> Result<Request, SpecError> {
+        let opts = ShapeOptions {
+            down: Some(down),
+            up: Some(up),
+            ..opts.clone()
+        };
+        Ok(Request {
+            plan: Plan::build(&Spec::new(iface.clone(), &opts)?),
+            options: serde_json::to_value(&opts).unwrap_or_default(),
+            fairness,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
