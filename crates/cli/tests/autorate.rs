@@ -14,6 +14,7 @@
 mod common;
 
 use common::{must, text, wait_until, Netns, UNBLOAT};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use unbloat_system::real_kernel_test;
@@ -35,23 +36,37 @@ struct Run {
 }
 
 impl Run {
-    fn start(ns: &Netns, name: &str, extra: &[&str]) -> Run {
+    /// `unbloat ARGS` in the namespace, its stderr kept; `args` is given the path of the log
+    /// it is to write.
+    fn spawn(ns: &Netns, name: &str, args: impl FnOnce(&Path) -> Vec<String>) -> Run {
         let log = ns.run_dir.with_extension(format!("{name}.log"));
         let stderr = ns.run_dir.with_extension(format!("{name}.stderr"));
         let child = Command::new("ip")
-            .args(["netns", "exec", &ns.name, UNBLOAT, "autorate", "wan0"])
-            .args(["--min", "2mbit", "--base", "20mbit", "--max", "40mbit"])
-            .args(["--reflectors", REFLECTORS, "--pingers", "3"])
-            .arg("--log")
-            .arg(&log)
-            .args(extra)
+            .args(["netns", "exec", &ns.name, UNBLOAT])
+            .args(args(&log))
             .env("UNBLOAT_RUN_DIR", &ns.run_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&stderr).expect("stderr file"))
             .spawn()
-            .expect("unbloat autorate starts");
+            .expect("unbloat starts");
         Run { child, log, stderr }
+    }
+
+    /// `unbloat autorate wan0` between 2 and 40 Mbit/s from 20, three of the reflectors probed.
+    fn start(ns: &Netns, name: &str, extra: &[&str]) -> Run {
+        Run::spawn(ns, name, |log| {
+            let mut a: Vec<String> = [
+                "autorate", "wan0", "--min", "2mbit", "--base", "20mbit", "--max", "40mbit",
+            ]
+            .into_iter()
+            .chain(["--reflectors", REFLECTORS, "--pingers", "3", "--log"])
+            .map(String::from)
+            .collect();
+            a.push(log.display().to_string());
+            a.extend(extra.iter().map(|e| e.to_string()));
+            a
+        })
     }
 
     fn log(&self) -> String {
@@ -181,24 +196,16 @@ real_kernel_test! {
         assert_eq!(ns.snapshot(), before, "a refused config changed something");
 
         let config = ns.run_dir.join("unbloat.toml");
-        let log = ns.run_dir.join("autorate.log");
         let reflectors = REFLECTORS.split(',').map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", ");
-        std::fs::write(&config, format!(
-            "{iface}[autorate.wan0]\nmin = \"2mbit\"\nmax = \"40mbit\"\nreflectors = [{reflectors}]\npingers = 3\nlog = \"{}\"\n",
-            log.display()
-        )).unwrap();
-        let said = ns.run_dir.with_extension("daemon.stderr");
-        let mut daemon = Command::new("ip")
-            .args(["netns", "exec", &ns.name, UNBLOAT, "daemon", "--config"])
-            .arg(&config)
-            .env("UNBLOAT_RUN_DIR", &ns.run_dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&said).unwrap())
-            .spawn()
-            .expect("the daemon starts");
-        let said = || std::fs::read_to_string(&said).unwrap_or_default();
-        let ticking = wait_until(Duration::from_secs(15), || std::fs::read_to_string(&log).unwrap_or_default().contains("\"t\":"));
+        let daemon = Run::spawn(&ns, "daemon", |log| {
+            std::fs::write(&config, format!(
+                "{iface}[autorate.wan0]\nmin = \"2mbit\"\nmax = \"40mbit\"\nreflectors = [{reflectors}]\npingers = 3\nlog = \"{}\"\n",
+                log.display()
+            )).unwrap();
+            vec!["daemon".into(), "--config".into(), config.display().to_string()]
+        });
+        let said = || daemon.said();
+        let ticking = wait_until(Duration::from_secs(15), || daemon.log().contains("\"t\":"));
         assert!(ticking.is_some(), "no tick logged: {}", said());
         assert_eq!((cake_rate(&ns, "ifb4wan0"), cake_rate(&ns, "wan0")), (Some(20_000_000), Some(20_000_000)), "{}", said());
 
@@ -213,13 +220,14 @@ real_kernel_test! {
         assert!(text(&status).contains("wan0: autorate at "), "{}", text(&status));
         assert!(cake_rate(&ns, "ifb4wan0").is_some_and(|r| r < 20_000_000), "the cut was undone: {}", said());
 
-        // SIGTERM: the base rates, which a restart verifies without a change.
-        must(&format!("kill -TERM {}", daemon.id()));
-        let code = daemon.wait().expect("it exits").code();
-        assert_eq!(code, Some(0), "{}", said());
-        assert!(said().contains("wan0: autorate stopped after"), "{}", said());
-        assert_eq!((cake_rate(&ns, "ifb4wan0"), cake_rate(&ns, "wan0")), (Some(20_000_000), Some(20_000_000)), "{}", said());
-        let plotted = ns.unbloat(&["plot", log.to_str().unwrap()]);
+        // The plot goes in the run directory, which goes with the namespace.
+        let plotted = ns.unbloat(&["plot", daemon.log.to_str().unwrap(), "--out", ns.run_dir.to_str().unwrap()]);
         assert!(plotted.status.success(), "{}", text(&plotted));
+
+        // SIGTERM: the base rates, which a restart verifies without a change.
+        let (code, said) = daemon.stop("TERM");
+        assert_eq!(code, Some(0), "{said}");
+        assert!(said.contains("wan0: autorate stopped after"), "{said}");
+        assert_eq!((cake_rate(&ns, "ifb4wan0"), cake_rate(&ns, "wan0")), (Some(20_000_000), Some(20_000_000)), "{said}");
     }
 }
