@@ -174,14 +174,15 @@ unbloat_system::real_kernel_test! {
                 .fold(0.0, f64::max);
             let line = (if key == "down" { tuned.down_line } else { tuned.up_line }).bits_per_sec() as f64;
             assert!((searched - line).abs() <= line * 0.10, "{key}: the search chose {searched}, the line is {line}");
-            // ... and the result is the chosen both-ways check's: the search's, or backed off.
+            // ... and the result is the chosen both-ways check's: the search's (less the drain
+            // margin, download), or backed off at most twice by 5 %.
             let found = if key == "down" { tuned.down_found } else { tuned.up_found };
             let found = found.expect(key).bits_per_sec() as f64;
             assert_eq!(rate_bps(&tj[key]), found, "tune.json and lab.json differ");
             let kept: Vec<_> = both.iter().filter(|s| s["chosen"] == true).collect();
             assert_eq!(kept.len(), 1, "{both:?}");
             assert_eq!(rate_bps(&kept[0][key]), found, "{both:?}");
-            assert!(found <= searched && found >= searched * 0.90, "{key}: {found} after {searched}");
+            assert!(found <= searched && found >= searched * 0.85, "{key}: {found} after {searched}");
         }
         let toml = std::fs::read_to_string(tune_dir.join("unbloat.toml")).expect("unbloat.toml");
         assert!(toml.contains("[interface.wan0]"), "{toml}");

@@ -86,6 +86,20 @@ pub fn mean(values: &[f64]) -> Option<f64> {
     }
 }
 
+/// The least-squares slope of `(x, y)` points, y per x; `None` below 10 points or when every x is
+/// the same (too few to tell a trend from noise).
+pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 10 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
 /// Jain's fairness index, `(Σx)² / (n·Σx²)` (Jain, Chiu & Hawe, DEC-TR-301, 1984): 1 when all
 /// shares are equal, `1/n` when one flow has everything. `None` for no values, a negative
 /// value (a throughput cannot be negative), or all zeros (nothing to be fair about).
@@ -235,6 +249,20 @@ mod tests {
     fn mean_ignores_non_finite() {
         assert_eq!(mean(&[1.0, 2.0, f64::NAN, 6.0]), Some(3.0));
         assert_eq!(mean(&[]), None);
+    }
+
+    #[test]
+    fn slope_of_a_rising_queue_and_of_noise() {
+        let rising: Vec<(f64, f64)> = (0..100)
+            .map(|i| (i as f64 * 0.05, 20.0 + i as f64 * 0.25))
+            .collect();
+        assert!((slope(&rising).unwrap() - 5.0).abs() < 1e-9);
+        let flat: Vec<(f64, f64)> = (0..100)
+            .map(|i| (i as f64 * 0.05, 20.0 + (i % 7) as f64))
+            .collect();
+        assert!(slope(&flat).unwrap().abs() < 0.5);
+        assert_eq!(slope(&rising[..9]), None);
+        assert_eq!(slope(&[(1.0, 2.0); 20]), None);
     }
 
     #[test]

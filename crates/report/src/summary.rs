@@ -101,6 +101,11 @@ pub struct ProbeSummary {
     /// queues upstream of the shaper draining): shown beside the steady state, never hidden.
     #[serde(default)]
     pub startup_peak_induced_ms: Option<f64>,
+    /// How fast the steady state's round trip rises, ms per second (least squares): a shaper set
+    /// above the line lets the modem's queue grow for as long as the load lasts, by 10 ms/s per
+    /// 1 % over, while one at or below it keeps the trend flat. `unbloat tune` fails a step on it.
+    #[serde(default)]
+    pub steady_growth_ms_per_s: Option<f64>,
 }
 
 /// The start-up of a load: its first 3 s. Slow start overshoots every queue on the path at first,
@@ -199,6 +204,7 @@ fn summarise_probe(series: &ProbeSeries, phases: &Phases) -> ProbeSummary {
         .iter()
         .filter_map(|s| s.rtt_ms.map(|r| (s.t, r)))
         .partition(|(t, _)| *t < steady_from);
+    let growth = stats::slope(&steady);
     let steady: Vec<f64> = steady.into_iter().map(|(_, r)| r).collect();
     let startup_peak = startup.into_iter().map(|(_, r)| r).reduce(f64::max);
     let (p50, p90, p99) = (
@@ -226,6 +232,7 @@ fn summarise_probe(series: &ProbeSeries, phases: &Phases) -> ProbeSummary {
         steady_induced_p95_ms: induced(stats::percentile(&steady, 95.0)),
         steady_induced_p99_ms: induced(stats::percentile(&steady, 99.0)),
         startup_peak_induced_ms: induced(startup_peak),
+        steady_growth_ms_per_s: growth,
     }
 }
 

@@ -51,11 +51,13 @@ pub struct BothStep {
 }
 
 /// Checks `(down, up)` with `measure` (which shapes and loads both ways), backing off while the
-/// bound is broken and backing off still helps. The steps in order, one of them `chosen`.
+/// bound is broken, backing off still helps and `max_checks` (what the time left holds; at least
+/// one, at most 1 + [`MAX_BACKOFFS`]) allows. The steps in order, one of them `chosen`.
 pub fn check<E>(
     down: Rate,
     up: Rate,
     bound_ms: f64,
+    max_checks: usize,
     mut measure: impl FnMut(Rate, Rate) -> Result<Measured, E>,
 ) -> Result<Vec<BothStep>, E> {
     let mut steps: Vec<BothStep> = Vec::new();
@@ -84,7 +86,7 @@ pub fn check<E>(
                 return Ok(steps);
             }
         }
-        if pass || n > MAX_BACKOFFS {
+        if pass || n > MAX_BACKOFFS || n >= max_checks {
             steps[n - 1].chosen = true;
             return Ok(steps);
         }
@@ -108,7 +110,7 @@ mod tests {
     #[test]
     fn a_pair_within_the_bound_is_kept_after_one_run() {
         let mut runs = 0;
-        let steps = check(Rate::from_mbit(78), Rate::from_mbit(19), 10.0, |_, _| {
+        let steps = check(Rate::from_mbit(78), Rate::from_mbit(19), 10.0, 3, |_, _| {
             runs += 1;
             Ok::<_, ()>(m(4.0))
         })
@@ -124,7 +126,7 @@ mod tests {
     #[test]
     fn over_the_bound_both_rates_back_off_until_it_holds() {
         let mut asked = vec![];
-        let steps = check(Rate::from_mbit(80), Rate::from_mbit(20), 10.0, |d, u| {
+        let steps = check(Rate::from_mbit(80), Rate::from_mbit(20), 10.0, 3, |d, u| {
             asked.push((d, u));
             Ok::<_, ()>(m(if asked.len() < 2 { 25.0 } else { 6.0 }))
         })
@@ -145,7 +147,7 @@ mod tests {
     #[test]
     fn the_back_offs_are_bounded_and_a_last_failure_is_kept_as_such() {
         let mut p99 = 100.0;
-        let steps = check(Rate::from_mbit(80), Rate::from_mbit(20), 10.0, |_, _| {
+        let steps = check(Rate::from_mbit(80), Rate::from_mbit(20), 10.0, 3, |_, _| {
             p99 /= 2.0;
             Ok::<_, ()>(m(p99))
         })
@@ -165,6 +167,7 @@ mod tests {
             Rate::from_kbit(15_763),
             Rate::from_kbit(1_001),
             35.0,
+            3,
             |_, _| Ok::<_, ()>(m(seen.next().unwrap())),
         )
         .unwrap();
@@ -173,7 +176,7 @@ mod tests {
         assert_eq!(chosen, [false, true, false]);
         assert_eq!(steps[1].up, Rate::from_bits_per_sec(950_950));
         // Runs without steady samples gain nothing either: the first pair is kept.
-        let steps = check(Rate::from_mbit(80), Rate::from_mbit(20), 10.0, |_, _| {
+        let steps = check(Rate::from_mbit(80), Rate::from_mbit(20), 10.0, 3, |_, _| {
             Ok::<_, ()>(m(f64::NAN))
         })
         .unwrap();
@@ -182,8 +185,18 @@ mod tests {
     }
 
     #[test]
+    fn the_time_left_caps_the_back_offs() {
+        let steps = check(Rate::from_mbit(80), Rate::from_mbit(20), 10.0, 1, |_, _| {
+            Ok::<_, ()>(m(40.0))
+        })
+        .unwrap();
+        assert_eq!(steps.len(), 1);
+        assert!(steps[0].chosen && !steps[0].pass);
+    }
+
+    #[test]
     fn a_measurement_error_ends_the_check() {
-        let r = check(Rate::from_mbit(80), Rate::from_mbit(20), 10.0, |_, _| {
+        let r = check(Rate::from_mbit(80), Rate::from_mbit(20), 10.0, 3, |_, _| {
             Err::<Measured, _>("the far end went away")
         });
         assert_eq!(r, Err("the far end went away"));

@@ -287,6 +287,7 @@ mod tests {
             rate: Rate::from_kbit(k),
             steady_p99_ms: p99,
             startup_peak_ms: Some(40.0),
+            growth_ms_per_s: Some(0.1),
             goodput: Rate::from_kbit(k * 9 / 10),
             pass,
         };

@@ -31,7 +31,7 @@ use unbloat_units::Rate;
 
 use crate::both_ways::{self, BothStep, Measured};
 use crate::interrupt::{Shared, Stop};
-use crate::search::{Next, Outcome as SearchOutcome, Search, Step};
+use crate::search::{Next, Outcome as SearchOutcome, Reading, Search, Step};
 use crate::shaping::Shaping;
 use crate::sweep_phase::FramingFound;
 use crate::TuneError;
@@ -46,6 +46,8 @@ pub const PACKETS_OF_SLACK: f64 = 2.0;
 pub const STEP_LOAD: Duration = Duration::from_secs(8);
 /// What one step costs beyond its load: connection set-up, a short idle baseline and tail.
 const STEP_OVERHEAD: Duration = Duration::from_secs(2);
+/// One loaded step, all told.
+const STEP: Duration = Duration::from_secs(STEP_LOAD.as_secs() + STEP_OVERHEAD.as_secs());
 /// Probes every 50 ms: 100 samples in a step's 5 s steady state, enough for its p99.
 const PROBE_INTERVAL: Duration = Duration::from_millis(50);
 /// The idle phase's test.
@@ -62,7 +64,7 @@ const MARGIN: Duration = Duration::from_secs(15);
 /// The least `--max-time` that holds every phase with [`MIN_STEPS`] steps each way and one
 /// both-ways check: 2m10s with the framing sweep, 1m50s without.
 pub fn min_time(skip_sweep: bool) -> Duration {
-    let step = STEP_LOAD + STEP_OVERHEAD;
+    let step = STEP;
     let sweep = if skip_sweep { Duration::ZERO } else { SWEEP };
     let need = IDLE + 2 * step + sweep + step * (2 * MIN_STEPS as u32) + step + MARGIN;
     // Whole ten seconds, so the message reads 2m10s rather than 2m8s.
@@ -260,7 +262,7 @@ fn phases(
             "both ways",
             &format!("{d} down and {u} up under rrul ({} s)", STEP_LOAD.as_secs()),
         );
-        both = both_ways::check(d, u, bound, |d, u| {
+        both = both_ways::check(d, u, bound, budget.both_ways_checks(), |d, u| {
             lock(shaping)
                 .shape(&with(d, u))
                 .map_err(TuneError::Shaping)?;
@@ -348,8 +350,17 @@ fn search_one(
     loop {
         match search.next() {
             Next::Done(SearchOutcome::Found(r)) => {
-                report.phase(phase, name, &format!("chose {r}"));
-                return Ok(Some(r));
+                // Download only: its shaper sits behind the bottleneck (search::drain_limit).
+                let drain = search.drain_limit().filter(|(cap, _)| down && *cap < r);
+                let detail = match drain {
+                    Some((cap, peak)) => format!(
+                        "chose {cap}: the search's {r} less the margin that drains the start-up queue (+{peak:.0} ms) within {:.0} s",
+                        crate::search::DRAIN_S
+                    ),
+                    None => format!("chose {r}"),
+                };
+                report.phase(phase, name, &detail);
+                return Ok(Some(drain.map_or(r, |(cap, _)| cap)));
             }
             Next::Done(SearchOutcome::NoRatePasses) => {
                 report.phase(phase, name, &format!(
@@ -367,18 +378,22 @@ fn search_one(
                 let p99 = p.and_then(|p| p.steady_induced_p99_ms).unwrap_or(f64::NAN);
                 let peak = p.and_then(|p| p.startup_peak_induced_ms);
                 let good = goodput(&sum, down).unwrap_or(Rate::from_bits_per_sec(0));
-                search.record(rate, p99, peak, good);
+                search.record(
+                    rate,
+                    Reading {
+                        steady_p99_ms: p99,
+                        startup_peak_ms: peak,
+                        growth_ms_per_s: p.and_then(|p| p.steady_growth_ms_per_s),
+                        goodput: good,
+                    },
+                );
                 let last = search.steps().last().expect("just recorded");
                 report.phase(
                     phase,
                     name,
                     &format!(
                         "{rate}: steady p99 +{p99:.1} ms ({}), start-up peak +{} ms, goodput {}",
-                        if last.pass {
-                            "within the bound"
-                        } else {
-                            "over the bound"
-                        },
+                        last.verdict(search.bound_ms()),
                         fmt_opt(peak),
                         readable(good)
                     ),
@@ -472,15 +487,24 @@ impl Budget {
         Budget { max, started }
     }
 
-    /// Steps per direction that fit the time left (called after the fixed phases) once one
-    /// both-ways check is set aside, at least [`MIN_STEPS`] and at most 8.
+    /// Steps per direction that fit the time left (called after the fixed phases) once
+    /// [`MARGIN`] and the both-ways checks (1 + [`both_ways::MAX_BACKOFFS`]) are set aside, at
+    /// least [`MIN_STEPS`] and at most 8.
     fn steps_per_direction(&self) -> usize {
-        let per_step = STEP_LOAD + STEP_OVERHEAD;
-        let left = self
-            .max
+        let checks = STEP * (1 + both_ways::MAX_BACKOFFS as u32);
+        let left = self.left().saturating_sub(checks);
+        ((left.as_secs_f64() / STEP.as_secs_f64() / 2.0) as usize).clamp(MIN_STEPS, 8)
+    }
+
+    /// Both-ways checks that fit the time left (called after the searches): at least one.
+    fn both_ways_checks(&self) -> usize {
+        ((self.left().as_secs_f64() / STEP.as_secs_f64()) as usize).max(1)
+    }
+
+    fn left(&self) -> Duration {
+        self.max
             .saturating_sub(self.started.elapsed())
-            .saturating_sub(per_step);
-        ((left.as_secs_f64() / per_step.as_secs_f64() / 2.0) as usize).clamp(MIN_STEPS, 8)
+            .saturating_sub(MARGIN)
     }
 }
 
