@@ -11,6 +11,7 @@ use unbloat_lab::profile::{shipped_names, LinkProfile};
 use unbloat_lab::tune_lab::{best_on_grid, TuneLab, TuneRow};
 use unbloat_system::runner::SystemRunner;
 use unbloat_tune::run::{bound_at, OTHER_PERCENT};
+use unbloat_tune::search::{passes, Reading};
 use unbloat_units::Rate;
 
 use crate::Failure;
@@ -121,22 +122,43 @@ fn exhaustive(
     let bound = 10.0;
     let (down_line, up_line) = (profile.down, profile.up);
     let up_other = up_line.percent(OTHER_PERCENT);
-    // Progress: the grid is 13 rates each way of a test each, minutes in all.
-    let said = |way: &str, r: Rate, p99: &Result<f64, _>| match p99 {
-        Ok(p) => eprintln!("  grid: {way} {r}: steady p99 +{p:.1} ms"),
-        Err(e) => eprintln!("  grid: {way} {r}: {e}"),
+    // Each rate judged as tune judges a search step (p99 and trend), with progress: the grid is
+    // 13 rates each way of a test each, minutes in all.
+    let judge = |way: &str, r: Rate, bound: f64, got: Result<(f64, Option<f64>), _>| {
+        let (p99, growth) = got?;
+        let reading = Reading {
+            steady_p99_ms: p99,
+            startup_peak_ms: None,
+            growth_ms_per_s: growth,
+            goodput: Rate::ZERO,
+        };
+        let pass = passes(bound, &reading);
+        eprintln!(
+            "  grid: {way} {r}: steady p99 +{p99:.1} ms, trend {} ms/s: {}",
+            growth.map_or("-".into(), |g| format!("{g:+.2}")),
+            if pass { "pass" } else { "fail" }
+        );
+        Ok(pass)
     };
-    row.down_best = best_on_grid(down_line, bound_at(bound, down_line), |r| {
-        let p99 = lab.p99_at(r, up_other, &link, "download");
-        said("download", r, &p99);
-        p99
+    let bound_down = bound_at(bound, down_line);
+    row.down_best = best_on_grid(down_line, |r| {
+        judge(
+            "download",
+            r,
+            bound_down,
+            lab.steady_at(r, up_other, &link, "download"),
+        )
     })
     .map_err(|e| anyhow!(e))?;
     let down_at = row.down_best.unwrap_or(down_line.percent(OTHER_PERCENT));
-    row.up_best = best_on_grid(up_line, bound_at(bound, up_line), |r| {
-        let p99 = lab.p99_at(down_at, r, &link, "upload");
-        said("upload", r, &p99);
-        p99
+    let bound_up = bound_at(bound, up_line);
+    row.up_best = best_on_grid(up_line, |r| {
+        judge(
+            "upload",
+            r,
+            bound_up,
+            lab.steady_at(down_at, r, &link, "upload"),
+        )
     })
     .map_err(|e| anyhow!(e))?;
     lab.unbloat_json(&["stop", "wan0", "--json"])

@@ -138,15 +138,16 @@ impl<'r> TuneLab<'r> {
         )
     }
 
-    /// The steady-state p99 induced latency of one `unbloat test` (`download` or `upload`, 8 s)
-    /// with the link shaped at `down`/`up` and `link` options as tune found them.
-    pub fn p99_at(
+    /// The steady-state p99 induced latency and the steady state's trend (ms/s) of one
+    /// `unbloat test` (`download` or `upload`, 8 s) with the link shaped at `down`/`up` and
+    /// `link` options as tune found them.
+    pub fn steady_at(
         &self,
         down: Rate,
         up: Rate,
         link: &[String],
         profile: &str,
-    ) -> Result<f64, TuneLabError> {
+    ) -> Result<(f64, Option<f64>), TuneLabError> {
         let (d, u) = (
             format!("{}kbit", down.bits_per_sec() / 1000),
             format!("{}kbit", up.bits_per_sec() / 1000),
@@ -171,8 +172,11 @@ impl<'r> TuneLab<'r> {
         let p = v["probes"]
             .as_array()
             .and_then(|ps| ps.iter().find(|p| p["name"] == primary));
-        Ok(p.and_then(|p| p["steady_induced_p99_ms"].as_f64())
-            .unwrap_or(f64::NAN))
+        Ok((
+            p.and_then(|p| p["steady_induced_p99_ms"].as_f64())
+                .unwrap_or(f64::NAN),
+            p.and_then(|p| p["steady_growth_ms_per_s"].as_f64()),
+        ))
     }
 }
 
@@ -337,17 +341,16 @@ pub fn tune_and_apply(
 /// The grid of the exhaustive sweep, in percent of the line rate.
 pub const GRID_PERCENT: [u64; 13] = [80, 82, 84, 86, 88, 90, 92, 94, 96, 98, 100, 102, 104];
 
-/// The highest grid rate whose p99 keeps `bound_ms` (`measure` returns the p99 at a rate).
+/// The highest grid rate that passes (`passes` measures one rate and judges it as tune judges
+/// its steps).
 pub fn best_on_grid(
     line: Rate,
-    bound_ms: f64,
-    mut measure: impl FnMut(Rate) -> Result<f64, TuneLabError>,
+    mut passes: impl FnMut(Rate) -> Result<bool, TuneLabError>,
 ) -> Result<Option<Rate>, TuneLabError> {
     let mut best = None;
     for pct in GRID_PERCENT {
         let r = line.percent(pct);
-        let p99 = measure(r)?;
-        if p99.is_finite() && p99 <= bound_ms {
+        if passes(r)? {
             best = Some(r);
         }
     }

@@ -73,6 +73,17 @@ pub struct Reading {
 /// line (10 ms/s per 1 % over), however low the p99 of a short step still is.
 pub const STEADY_S: f64 = 5.0;
 
+/// Whether a step's reading keeps `bound_ms`: its steady p99 within it (a step without one, no
+/// probe having answered, cannot pass) and its trend flat enough (see [`STEADY_S`]). The
+/// exhaustive sweep of `bench tune` judges its grid by the same rule.
+pub fn passes(bound_ms: f64, r: &Reading) -> bool {
+    let within = r.steady_p99_ms.is_finite() && r.steady_p99_ms <= bound_ms;
+    let rising = r
+        .growth_ms_per_s
+        .is_some_and(|g| g * STEADY_S > bound_ms / 2.0);
+    within && !rising
+}
+
 /// What one step measured at a shaper rate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
@@ -166,18 +177,14 @@ impl Search {
 
     /// Records a step's measurement at `rate`; whether it passes is decided here.
     pub fn record(&mut self, rate: Rate, r: Reading) {
-        // A step without a steady-state figure (no probe answered) cannot be called a pass.
-        let within = r.steady_p99_ms.is_finite() && r.steady_p99_ms <= self.bound_ms;
-        let rising = r
-            .growth_ms_per_s
-            .is_some_and(|g| g * STEADY_S > self.bound_ms / 2.0);
+        let pass = passes(self.bound_ms, &r);
         self.steps.push(Step {
             rate,
             steady_p99_ms: r.steady_p99_ms,
             startup_peak_ms: r.startup_peak_ms,
             growth_ms_per_s: r.growth_ms_per_s,
             goodput: r.goodput,
-            pass: within && !rising,
+            pass,
         });
     }
 
