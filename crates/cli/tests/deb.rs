@@ -305,6 +305,18 @@ fn lintian_reports_nothing_the_overrides_do_not_explain() {
         .args(["--fail-on", "error,warning", "--display-info", "--pedantic"])
         .arg(&p.deb));
     assert_eq!(stdout(&out), "", "lintian");
+    // The one wildcard override, for spelling in the binary, hides only bytes of code: a hint's
+    // word there has a capital after its first letter ("tHIk"), where a message's typo would not.
+    let out = run(Command::new("lintian")
+        .args(["--no-override", "--tags", "spelling-error-in-binary"])
+        .arg(&p.deb));
+    for hint in stdout(&out).lines() {
+        let word = hint.split_whitespace().nth(3).unwrap_or("");
+        assert!(
+            word.chars().skip(1).any(|c| c.is_ascii_uppercase()),
+            "a misspelling in a message: {hint}"
+        );
+    }
 }
 
 /// One line per file or directory of a `find -printf '%y %p'` listing.
