@@ -11,7 +11,7 @@ use unbloat_lab::profile::{shipped_names, LinkProfile};
 use unbloat_lab::tune_lab::{best_on_grid, TuneLab, TuneRow};
 use unbloat_system::runner::SystemRunner;
 use unbloat_tune::run::{bound_at, OTHER_PERCENT};
-use unbloat_tune::search::{passes, Reading};
+use unbloat_tune::search::passes;
 use unbloat_units::Rate;
 
 use crate::Failure;
@@ -126,13 +126,7 @@ fn exhaustive(
     // 13 rates each way of a test each, minutes in all.
     let judge = |way: &str, r: Rate, bound: f64, got: Result<(f64, Option<f64>), _>| {
         let (p99, growth) = got?;
-        let reading = Reading {
-            steady_p99_ms: p99,
-            startup_peak_ms: None,
-            growth_ms_per_s: growth,
-            goodput: Rate::ZERO,
-        };
-        let pass = passes(bound, &reading);
+        let pass = passes(bound, p99, growth);
         eprintln!(
             "  grid: {way} {r}: steady p99 +{p99:.1} ms, trend {} ms/s: {}",
             growth.map_or("-".into(), |g| format!("{g:+.2}")),

@@ -73,15 +73,20 @@ pub struct Reading {
 /// line (10 ms/s per 1 % over), however low the p99 of a short step still is.
 pub const STEADY_S: f64 = 5.0;
 
-/// Whether a step's reading keeps `bound_ms`: its steady p99 within it (a step without one, no
-/// probe having answered, cannot pass) and its trend flat enough (see [`STEADY_S`]). The
-/// exhaustive sweep of `bench tune` judges its grid by the same rule.
-pub fn passes(bound_ms: f64, r: &Reading) -> bool {
-    let within = r.steady_p99_ms.is_finite() && r.steady_p99_ms <= bound_ms;
-    let rising = r
-        .growth_ms_per_s
-        .is_some_and(|g| g * STEADY_S > bound_ms / 2.0);
-    within && !rising
+/// Whether a step keeps `bound_ms`: its steady p99 [`within`] it and its trend not [`rising`].
+/// The exhaustive sweep of `bench tune` judges its grid by the same rule.
+pub fn passes(bound_ms: f64, steady_p99_ms: f64, growth_ms_per_s: Option<f64>) -> bool {
+    within(bound_ms, steady_p99_ms) && !rising(bound_ms, growth_ms_per_s)
+}
+
+/// The steady p99 is within the bound (a step without one, no probe having answered, is not).
+fn within(bound_ms: f64, steady_p99_ms: f64) -> bool {
+    steady_p99_ms.is_finite() && steady_p99_ms <= bound_ms
+}
+
+/// The trend lifts the round trip by more than half the bound over [`STEADY_S`].
+fn rising(bound_ms: f64, growth_ms_per_s: Option<f64>) -> bool {
+    growth_ms_per_s.is_some_and(|g| g * STEADY_S > bound_ms / 2.0)
 }
 
 /// What one step measured at a shaper rate.
@@ -106,7 +111,7 @@ impl Step {
     pub fn verdict(&self, bound_ms: f64) -> String {
         if self.pass {
             "within the bound".into()
-        } else if self.steady_p99_ms.is_finite() && self.steady_p99_ms <= bound_ms {
+        } else if within(bound_ms, self.steady_p99_ms) {
             format!(
                 "within the bound but rising {:.1} ms/s: above the line",
                 self.growth_ms_per_s.unwrap_or(f64::NAN)
@@ -177,7 +182,7 @@ impl Search {
 
     /// Records a step's measurement at `rate`; whether it passes is decided here.
     pub fn record(&mut self, rate: Rate, r: Reading) {
-        let pass = passes(self.bound_ms, &r);
+        let pass = passes(self.bound_ms, r.steady_p99_ms, r.growth_ms_per_s);
         self.steps.push(Step {
             rate,
             steady_p99_ms: r.steady_p99_ms,
