@@ -139,7 +139,7 @@ impl<'r> TuneLab<'r> {
     }
 
     /// The steady-state p99 induced latency and the steady state's trend (ms/s) of one
-    /// `unbloat test` (`download` or `upload`, 8 s) with the link shaped at `down`/`up` and
+    /// `unbloat test` (`download`, `upload` or `rrul`, 8 s) with the link shaped at `down`/`up` and
     /// `link` options as tune found them.
     pub fn steady_at(
         &self,
@@ -342,17 +342,58 @@ pub fn tune_and_apply(
 pub const GRID_PERCENT: [u64; 13] = [80, 82, 84, 86, 88, 90, 92, 94, 96, 98, 100, 102, 104];
 
 /// The highest grid rate that passes (`passes` measures one rate and judges it as tune judges
-/// its steps).
+/// its steps), going up the grid; two failures in a row after a pass end it (the rates above
+/// are over the line: their runs would only cost time, and a lucky pass there is noise).
 pub fn best_on_grid(
     line: Rate,
     mut passes: impl FnMut(Rate) -> Result<bool, TuneLabError>,
 ) -> Result<Option<Rate>, TuneLabError> {
     let mut best = None;
+    let mut failed_in_a_row = 0;
     for pct in GRID_PERCENT {
         let r = line.percent(pct);
         if passes(r)? {
             best = Some(r);
+            failed_in_a_row = 0;
+        } else {
+            failed_in_a_row += 1;
+            if best.is_some() && failed_in_a_row == 2 {
+                break;
+            }
         }
     }
     Ok(best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The grid as `best_on_grid` would run it, with the percents it measured.
+    fn walk(pass_at: impl Fn(u64) -> bool) -> (Option<Rate>, Vec<u64>) {
+        let line = Rate::from_kbit(10_000);
+        let mut seen = vec![];
+        let best = best_on_grid(line, |r| {
+            let pct = r.bits_per_sec() / 100_000;
+            seen.push(pct);
+            Ok(pass_at(pct))
+        })
+        .unwrap();
+        (best, seen)
+    }
+
+    #[test]
+    fn the_grid_stops_two_failures_above_its_best_and_ignores_a_lucky_pass_beyond() {
+        let (best, seen) = walk(|p| p <= 90 || p == 100);
+        assert_eq!(best, Some(Rate::from_kbit(9_000)));
+        assert_eq!(seen, vec![80, 82, 84, 86, 88, 90, 92, 94]);
+        // One failure between passes does not end it.
+        let (best, _) = walk(|p| p != 86 && p <= 94);
+        assert_eq!(best, Some(Rate::from_kbit(9_400)));
+        // Failures before any pass do not end it either.
+        let (best, seen) = walk(|p| p >= 90 && p <= 96);
+        assert_eq!(best, Some(Rate::from_kbit(9_600)));
+        assert_eq!(seen.len(), 11);
+        assert_eq!(walk(|_| false), (None, GRID_PERCENT.to_vec()));
+    }
 }

@@ -188,9 +188,11 @@ fn phases(
         report.phase(
             3,
             "framing",
-            "round trips over packet sizes, 64 to 256 bytes (ATM cells, or a straight line; 20 s)",
+            "round trips over packet sizes, 64 to 256 bytes (ATM cells, or a straight line; \
+             20 s, twice or three times that when the noise hides the steps)",
         );
-        let guess = crate::sweep_phase::sweep(&s.test, up_good, stop)?;
+        let mut another = |time: Duration| budget.holds_another_sweep(time);
+        let guess = crate::sweep_phase::sweep(&s.test, up_good, stop, &mut another)?;
         let link = crate::sweep_phase::link_options(&guess, &s.link);
         report.phase(3, "framing", &crate::sweep_phase::verdict(&guess));
         (Some(guess), link)
@@ -496,6 +498,13 @@ impl Budget {
         ((left.as_secs_f64() / STEP.as_secs_f64() / 2.0) as usize).clamp(MIN_STEPS, 8)
     }
 
+    /// Whether a sweep of `time` more still leaves [`MIN_STEPS`] steps each way and every
+    /// both-ways check their time.
+    fn holds_another_sweep(&self, time: Duration) -> bool {
+        let after = STEP * (2 * MIN_STEPS as u32 + 1 + both_ways::MAX_BACKOFFS as u32);
+        self.left() >= time + after
+    }
+
     /// Both-ways checks that fit the time left (called after the searches): at least one.
     fn both_ways_checks(&self) -> usize {
         ((self.left().as_secs_f64() / STEP.as_secs_f64()) as usize).max(1)
@@ -523,6 +532,18 @@ mod tests {
     fn the_time_floor_holds_every_phase() {
         assert_eq!(min_time(false), Duration::from_secs(130));
         assert_eq!(min_time(true), Duration::from_secs(110));
+    }
+
+    #[test]
+    fn a_second_sweep_only_when_the_searches_keep_their_least_steps() {
+        let sweep = Duration::from_secs(20);
+        // The first sweep ends after idle, capacity and itself: 3 + 2 * 10 + 20 s, and more.
+        let ended = Instant::now() - Duration::from_secs(45);
+        // 120 s left of 3 minutes: 20 s more still leaves 90 s for 3 + 3 steps and 3 checks.
+        assert!(Budget::new(Duration::from_secs(180), ended).holds_another_sweep(sweep));
+        assert!(!Budget::new(Duration::from_secs(170), ended).holds_another_sweep(sweep));
+        // The least budget holds one sweep, not two.
+        assert!(!Budget::new(min_time(false), ended).holds_another_sweep(sweep));
     }
 
     #[test]

@@ -29,8 +29,15 @@ pub struct FramingFound {
     /// Echoes sent and answered.
     pub echoes: usize,
     pub answered: usize,
+    /// Sweeps made: more than one when the first could not decide and time allowed.
+    #[serde(default = "one")]
+    pub sweeps: usize,
     #[serde(skip)]
     pub svg: Option<String>,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// The link options to shape with: ATM's found overhead, unless the user said otherwise.
@@ -64,10 +71,20 @@ fn target(test: &TestPlan) -> Result<IpAddr, TuneError> {
         })
 }
 
-/// The sweep's plan: 64 to 256 bytes, every byte, 10 rounds, 10 ms apart (about 20 s), or
-/// further apart on a slow upload: each echo must have left the line before the next is sent,
-/// or they queue behind each other and the staircase drowns (a 256-byte echo is 7 ATM cells,
-/// 371 bytes, 13.5 ms at 220 kbit/s). `up` is the unshaped upload's goodput.
+/// The most sweeps one run makes: the first, and two more while the noise hides the steps.
+pub const MAX_SWEEPS: usize = 3;
+
+/// The least time between echoes: 5 ms keeps a fast link's sweep at 200 echoes a second, a
+/// load no far end's ICMP limit (nor User-Mode Linux's timers) minds.
+const MIN_SPACING: Duration = Duration::from_millis(5);
+
+/// How long one sweep lasts on a fast link: 64 to 256 bytes, every byte, 20 rounds 5 ms apart.
+const SWEEP_TIME: Duration = Duration::from_millis(19_300);
+
+/// The sweep's plan: 64 to 256 bytes, every byte, 5 ms apart, as many rounds (at least 10) as
+/// fit about 20 s; further apart on a slow upload: each echo must have left the line before the
+/// next is sent, or they queue behind each other and the staircase drowns (a 256-byte echo is
+/// 7 ATM cells, 371 bytes, 13.5 ms at 220 kbit/s). `up` is the unshaped upload's goodput.
 pub fn plan_for(up: Rate) -> SweepPlan {
     let mut plan = SweepPlan::default();
     let largest = f64::from(plan.ip_bytes.iter().copied().max().unwrap_or(256));
@@ -75,27 +92,48 @@ pub fn plan_for(up: Rate) -> SweepPlan {
     let cells = ((largest + f64::from(*framing::OVERHEAD_RANGE.end())) / 48.0).ceil() * 53.0;
     let on_line =
         Duration::from_secs_f64(1.5 * cells * 8.0 / (up.bits_per_sec().max(1_000) as f64));
-    if on_line > plan.interval {
-        plan.interval = on_line;
-    }
+    plan.interval = on_line.max(MIN_SPACING);
+    let fit = SWEEP_TIME.as_secs_f64() / (plan.interval.as_secs_f64() * plan.ip_bytes.len() as f64);
+    plan.rounds = (fit as u32).max(10);
     plan
 }
 
 /// Runs the sweep towards the test's probe target ([`plan_for`] the upload) and analyses it.
-pub fn sweep(test: &TestPlan, up: Rate, stop: &Stop) -> Result<FramingFound, TuneError> {
+/// While the analysis cannot decide, and `another(time)` says the run has time for one more
+/// sweep, it sweeps again (at most [`MAX_SWEEPS`] in all, each in an order of its own) and
+/// decides on every echo so far: a minimum over more rounds is quieter.
+pub fn sweep(
+    test: &TestPlan,
+    up: Rate,
+    stop: &Stop,
+    another: &mut dyn FnMut(Duration) -> bool,
+) -> Result<FramingFound, TuneError> {
     stop.check()?;
-    let plan = plan_for(up);
-    let samples = sweep::run(&plan, target(test)?, interrupt::flag(), &mut |_| {})
-        .map_err(TuneError::Measure)?;
-    stop.check()?;
-    let mins = per_size_min(samples.echoes.iter().map(|e| (e.ip_bytes, e.rtt_ns)));
-    let guess = framing::detect_minima(&mins);
+    let target = target(test)?;
+    let mut plan = plan_for(up);
+    let mut echoes = vec![];
+    let mut sweeps = 0;
+    let (mins, guess) = loop {
+        let samples =
+            sweep::run(&plan, target, interrupt::flag(), &mut |_| {}).map_err(TuneError::Measure)?;
+        stop.check()?;
+        sweeps += 1;
+        echoes.extend(samples.echoes);
+        let mins = per_size_min(echoes.iter().map(|e| (e.ip_bytes, e.rtt_ns)));
+        let guess = framing::detect_minima(&mins);
+        let undecided = guess.family == Family::Undecided;
+        if !undecided || sweeps == MAX_SWEEPS || !another(plan.duration()) {
+            break (mins, guess);
+        }
+        plan.seed = plan.seed.wrapping_add(1);
+    };
     let svg = Some(framing::render_svg(&mins, &guess));
-    let answered = samples.echoes.iter().filter(|e| e.rtt_ns.is_some()).count();
+    let answered = echoes.iter().filter(|e| e.rtt_ns.is_some()).count();
     Ok(FramingFound {
         guess,
-        echoes: samples.echoes.len(),
+        echoes: echoes.len(),
         answered,
+        sweeps,
         svg,
     })
 }
@@ -103,7 +141,11 @@ pub fn sweep(test: &TestPlan, up: Rate, stop: &Stop) -> Result<FramingFound, Tun
 /// The one-line verdict for the progress line.
 pub fn verdict(found: &FramingFound) -> String {
     let g = &found.guess;
-    match g.family {
+    let sweeps = match found.sweeps {
+        1 => String::new(),
+        n => format!(" ({n} sweeps)"),
+    };
+    let said = match g.family {
         Family::Atm => format!(
             "ATM, overhead {} bytes (confidence {:.2}): {}",
             g.overhead.map_or("?".into(), |o| o.to_string()),
@@ -114,7 +156,8 @@ pub fn verdict(found: &FramingFound) -> String {
             "{:?} (confidence {:.2}): {}",
             g.family, g.confidence, g.reason
         ),
-    }
+    };
+    said + &sweeps
 }
 
 /// The sweep's plot.
@@ -142,21 +185,24 @@ mod tests {
             },
             echoes: 1930,
             answered: 1930,
+            sweeps: 1,
             svg: None,
         }
     }
 
     #[test]
     fn a_slow_upload_spaces_the_echoes() {
+        let fast = plan_for(Rate::from_mbit(20));
         assert_eq!(
-            plan_for(Rate::from_mbit(20)).interval,
-            Duration::from_millis(10)
+            (fast.interval, fast.rounds),
+            (Duration::from_millis(5), 20)
         );
-        let slow = plan_for(Rate::from_kbit(220)).interval;
+        let slow = plan_for(Rate::from_kbit(220));
         assert!(
-            slow > Duration::from_millis(20) && slow < Duration::from_millis(25),
+            slow.interval > Duration::from_millis(20) && slow.interval < Duration::from_millis(25),
             "{slow:?}"
         );
+        assert_eq!(slow.rounds, 10);
     }
 
     #[test]
