@@ -57,6 +57,14 @@ pub struct BenchAutorateArgs {
     /// Report directory: TRACE/TEST/run-K per lab.
     #[arg(long, value_name = "DIR", default_value = "unbloat-bench-autorate")]
     pub out: PathBuf,
+    /// Strategies, comma-separated, of none, unbloat-p10, unbloat-mean, cake-autorate,
+    /// unbloat-autorate (default: all five).
+    #[arg(long, value_name = "A,B,..")]
+    pub strategies: Option<String>,
+    /// Keep the runs --out already holds (each run's lab.json) and run only the missing ones:
+    /// the whole benchmark takes hours, and can be run in parts.
+    #[arg(long)]
+    pub resume: bool,
     /// Print the rows as JSON.
     #[arg(long)]
     pub json: bool,
@@ -358,7 +366,10 @@ pub fn run(args: &BenchAutorateArgs, exe: &Path) -> Result<Vec<AutorateRow>, Lab
         .map(|o| o.split(',').map(|s| s.trim().to_string()).collect());
     let out = std::path::absolute(&args.out).map_err(io("cannot resolve", &args.out))?;
     let profiles = write_profiles(&out.join("profiles"), traces.as_deref(), only.as_deref())?;
-    let strategies: Vec<String> = Strategy::VARIABLE.iter().map(Strategy::name).collect();
+    let strategies: Vec<String> = match &args.strategies {
+        Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
+        None => Strategy::VARIABLE.iter().map(Strategy::name).collect(),
+    };
     let mut rows_all = vec![];
     for (name, profile) in &profiles {
         for test in args.tests.split(',').map(str::trim) {
@@ -369,6 +380,15 @@ pub fn run(args: &BenchAutorateArgs, exe: &Path) -> Result<Vec<AutorateRow>, Lab
             let mut runs = vec![];
             for k in 1..=args.runs {
                 let dir = out.join(name).join(test).join(format!("run-{k}"));
+                let done = dir.join("lab.json");
+                if args.resume && done.is_file() {
+                    eprintln!(
+                        "unbloat bench autorate: {name}, {test}, run {k}: kept from {}",
+                        done.display()
+                    );
+                    runs.push((LabReport::read(&done, "cannot read")?, dir));
+                    continue;
+                }
                 eprintln!(
                     "unbloat bench autorate: {name}, {test}, run {k} of {}",
                     args.runs
@@ -469,6 +489,40 @@ mod tests {
         assert_eq!(mbit, vec![20, 20, 10, 10]);
         let r = ramp(2.0, 20.0, 60);
         assert_eq!((r[0].0, r[59].0, r[60].0, r[119].0), (2.0, 20.0, 20.0, 2.0));
+    }
+
+    #[test]
+    fn resume_keeps_finished_runs_and_runs_nothing_more() {
+        // Real lab.json files (bench lab's fixtures) stand for two finished runs of the step's
+        // rrul; with both on disk, resume must read them and start no lab (there is none here).
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bench-adsl");
+        let out = std::env::temp_dir().join(format!("unbloat-bench-resume-{}", std::process::id()));
+        for k in [1, 2] {
+            let run = out.join("step/rrul").join(format!("run-{k}"));
+            std::fs::create_dir_all(&run).expect("mkdir");
+            std::fs::copy(fixtures.join(format!("run-{k}.json")), run.join("lab.json"))
+                .expect("copy");
+        }
+        let args = BenchAutorateArgs {
+            traces: Some(out.join("no-such-dir")),
+            only: Some("step".into()),
+            tests: "rrul".into(),
+            runs: 2,
+            duration: Time::from_secs(120),
+            cake_autorate: None,
+            out: out.clone(),
+            strategies: None,
+            resume: true,
+            json: false,
+        };
+        let rows = run(&args, Path::new("/nonexistent/unbloat"));
+        std::fs::remove_dir_all(&out).expect("cleanup");
+        let rows = rows.expect("both runs kept");
+        assert!(!rows.is_empty());
+        assert!(
+            rows.iter().all(|r| r.trace == "step" && r.runs == 2),
+            "{rows:?}"
+        );
     }
 
     #[test]

@@ -114,8 +114,8 @@ pub fn sweep(
     let mut echoes = vec![];
     let mut sweeps = 0;
     let (mins, guess) = loop {
-        let samples =
-            sweep::run(&plan, target, interrupt::flag(), &mut |_| {}).map_err(TuneError::Measure)?;
+        let samples = sweep::run(&plan, target, interrupt::flag(), &mut |_| {})
+            .map_err(TuneError::Measure)?;
         stop.check()?;
         sweeps += 1;
         echoes.extend(samples.echoes);
@@ -193,10 +193,7 @@ mod tests {
     #[test]
     fn a_slow_upload_spaces_the_echoes() {
         let fast = plan_for(Rate::from_mbit(20));
-        assert_eq!(
-            (fast.interval, fast.rounds),
-            (Duration::from_millis(5), 20)
-        );
+        assert_eq!((fast.interval, fast.rounds), (Duration::from_millis(5), 20));
         let slow = plan_for(Rate::from_kbit(220));
         assert!(
             slow.interval > Duration::from_millis(20) && slow.interval < Duration::from_millis(25),
