@@ -21,6 +21,7 @@ use serde::Serialize;
 use unbloat_report::stats::Grade;
 use unbloat_units::Time;
 
+use crate::bench_tuned::{self, TunedVsSqm};
 use crate::lab::{io, run_lab, validate, LabArgs, LabError, LabReport};
 use crate::profile::{shipped_names, LinkProfile};
 use crate::spread::{self, p_larger, Spread, StrategySpread};
@@ -74,6 +75,8 @@ pub struct ProfileBench {
     pub runs: Vec<LabReport>,
     pub spread: Vec<StrategySpread>,
     pub failed: Vec<String>,
+    /// `unbloat-tuned` against the real sqm-scripts piece_of_cake, when both ran.
+    pub tuned: Option<TunedVsSqm>,
 }
 
 impl ProfileBench {
@@ -84,7 +87,9 @@ impl ProfileBench {
         let spread = spread::spreads(&runs);
         let cpu_bound = runs.iter().filter(|r| r.machine_bound().is_some()).count();
         let failed = checks(&profile.name, bound_ms, &spread, cpu_bound);
+        let tuned = bench_tuned::compare(&profile.name, &spread, cpu_bound > 0);
         Some(ProfileBench {
+            tuned,
             profile,
             bound_ms,
             runs,
@@ -200,6 +205,8 @@ pub fn render_benchmark(benches: &[ProfileBench]) -> String {
             b.profile.name, b.bound_ms
         ));
     }
+    let tuned: Vec<TunedVsSqm> = benches.iter().filter_map(|b| b.tuned.clone()).collect();
+    out.push_str(&bench_tuned::render(&tuned));
     let failed: Vec<&String> = benches.iter().flat_map(|b| &b.failed).collect();
     if failed.is_empty() {
         out.push_str("every check of issue 4 §7 holds\n");
@@ -394,6 +401,7 @@ mod tests {
             strategy,
             be_p50_ms: one(p99 / 4.0),
             be_p99_ms: one(p99),
+            be_steady_p99_ms: None,
             down_share: one(down),
             up_share: one(up),
             grades: vec![Some(grade)],
@@ -445,6 +453,7 @@ mod tests {
     fn over_several_runs_a_higher_p99_is_worse_only_when_the_rank_test_says_so() {
         let with_p99 = |strategy, values: [f64; 5]| StrategySpread {
             be_p99_ms: Spread::of(values),
+            be_steady_p99_ms: None,
             ..row(strategy, 0.0, 0.95, 0.95, Grade::A)
         };
         let cake = with_p99(Strategy::SqmPieceOfCake, [10.39, 18.14, 24.78, 43.2, 8.38]);

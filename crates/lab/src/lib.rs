@@ -34,6 +34,7 @@ pub mod autorate_lab;
 pub mod bench;
 pub mod bench_autorate;
 pub mod bench_far;
+pub mod bench_tuned;
 pub mod cleanup;
 pub mod cpu;
 pub mod error;

@@ -126,6 +126,9 @@ pub struct StrategySpread {
     /// UDP BE induced latency, ms.
     pub be_p50_ms: Option<Spread>,
     pub be_p99_ms: Option<Spread>,
+    /// UDP BE induced p99 of the steady state (the load after its first 3 s), ms.
+    #[serde(default)]
+    pub be_steady_p99_ms: Option<Spread>,
     /// Goodput as a share of the theoretical (0..1).
     pub down_share: Option<Spread>,
     pub up_share: Option<Spread>,
@@ -162,6 +165,7 @@ pub fn spreads(runs: &[LabReport]) -> Vec<StrategySpread> {
                 strategy,
                 be_p50_ms: be(|p| p.induced_p50_ms),
                 be_p99_ms: be(|p| p.induced_p99_ms),
+                be_steady_p99_ms: be(|p| p.steady_p99_ms),
                 down_share: Spread::of(rows.iter().filter_map(|r| r.down_share)),
                 up_share: Spread::of(rows.iter().filter_map(|r| r.up_share)),
                 grades: rows.iter().map(|r| r.grade).collect(),
@@ -283,6 +287,7 @@ mod tests {
             strategy: Strategy::None,
             be_p50_ms: None,
             be_p99_ms: None,
+            be_steady_p99_ms: None,
             down_share: None,
             up_share: None,
             grades: vec![Some(Grade::F), None, Some(Grade::B), Some(Grade::D)],

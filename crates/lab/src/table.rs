@@ -30,6 +30,9 @@ pub struct ProbeRow {
     /// Induced p95 of the steady state (the load after its first 3 s): where a bound is judged.
     #[serde(default)]
     pub steady_p95_ms: Option<f64>,
+    /// Induced p99 of the steady state: what tune's bound and the benchmarks' comparisons judge.
+    #[serde(default)]
+    pub steady_p99_ms: Option<f64>,
     /// The worst induced latency of the load's first 3 s, reported beside the steady state.
     #[serde(default)]
     pub startup_peak_ms: Option<f64>,
@@ -77,6 +80,7 @@ impl Row {
                 induced_p99_ms: p.induced_p99_ms,
                 loaded_loss_ratio: p.loaded_loss_ratio,
                 steady_p95_ms: p.steady_induced_p95_ms,
+                steady_p99_ms: p.steady_induced_p99_ms,
                 startup_peak_ms: p.startup_peak_induced_ms,
             })
             .collect();

@@ -49,6 +49,12 @@ pub struct TuneRow {
     pub up_line: Rate,
     pub down_found: Option<Rate>,
     pub up_found: Option<Rate>,
+    /// Each search's own result, the highest rate its one-way steps passed: before the
+    /// download's drain margin and the both-ways check lower it.
+    #[serde(default)]
+    pub down_searched: Option<Rate>,
+    #[serde(default)]
+    pub up_searched: Option<Rate>,
     pub seconds: f64,
     /// The exhaustive sweep's best rates, when it ran.
     pub down_best: Option<Rate>,
@@ -296,10 +302,22 @@ pub fn tune_in(
         up_line: profile.up,
         down_found: rate("down"),
         up_found: rate("up"),
+        down_searched: highest_pass(&v["steps_down"]),
+        up_searched: highest_pass(&v["steps_up"]),
         seconds: t0.elapsed().as_secs_f64(),
         down_best: None,
         up_best: None,
     })
+}
+
+/// The highest rate of a search's steps (tune's JSON) that passed.
+fn highest_pass(steps: &serde_json::Value) -> Option<Rate> {
+    steps
+        .as_array()?
+        .iter()
+        .filter(|s| s["pass"].as_bool() == Some(true))
+        .filter_map(|s| s["rate"].as_str()?.parse::<Rate>().ok())
+        .max()
 }
 
 /// The `unbloat-tuned` strategy's setup: `unbloat serve` started in the server namespace for the

@@ -118,6 +118,10 @@ pub const STARTUP_S: f64 = 3.0;
 pub struct DirectionSummary {
     /// Sum of the streams' mean goodputs under load, bit/s; `None` without streams.
     pub goodput_bps: Option<f64>,
+    /// The same over the steady state (the load after its first [`STARTUP_S`]): without slow
+    /// start's ramp, what the link carries once the flows fill it (a capacity estimate).
+    #[serde(default)]
+    pub steady_goodput_bps: Option<f64>,
     /// Jain's index over the streams' goodputs; `None` below two streams.
     pub fairness: Option<f64>,
     pub streams: Vec<StreamSummary>,
@@ -238,22 +242,33 @@ fn summarise_probe(series: &ProbeSeries, phases: &Phases) -> ProbeSummary {
 
 /// Mean goodput of `stream` over the samples whose interval midpoint is in the loaded phase.
 pub fn stream_goodput(stream: &StreamSeries, phases: &Phases, interval_s: f64) -> Option<f64> {
+    goodput_from(stream, phases, interval_s, phases.load_start())
+}
+
+/// The mean goodput of the load's intervals (by their middle) from `from_s` on.
+fn goodput_from(
+    stream: &StreamSeries,
+    phases: &Phases,
+    interval_s: f64,
+    from_s: f64,
+) -> Option<f64> {
     let loaded: Vec<f64> = stream
         .samples
         .iter()
-        .filter(|s| phases.phase_of(s.t - interval_s / 2.0) == Phase::Loaded)
-        .map(|s| s.bps)
+        .map(|s| (s.t - interval_s / 2.0, s.bps))
+        .filter(|&(t, _)| phases.phase_of(t) == Phase::Loaded && t >= from_s)
+        .map(|(_, bps)| bps)
         .collect();
     stats::mean(&loaded)
 }
 
 fn summarise_direction(
-    streams: &[StreamSeries],
+    all: &[StreamSeries],
     direction: Direction,
     phases: &Phases,
     interval_s: f64,
 ) -> DirectionSummary {
-    let streams: Vec<StreamSummary> = streams
+    let streams: Vec<StreamSummary> = all
         .iter()
         .filter(|s| s.direction == direction)
         .map(|s| StreamSummary {
@@ -264,8 +279,15 @@ fn summarise_direction(
         })
         .collect();
     let goodputs: Vec<f64> = streams.iter().filter_map(|s| s.goodput_bps).collect();
+    let steady_from = phases.load_start() + STARTUP_S;
+    let steady: Vec<f64> = all
+        .iter()
+        .filter(|s| s.direction == direction)
+        .filter_map(|s| goodput_from(s, phases, interval_s, steady_from))
+        .collect();
     DirectionSummary {
         goodput_bps: (!goodputs.is_empty()).then(|| goodputs.iter().sum()),
+        steady_goodput_bps: (!steady.is_empty()).then(|| steady.iter().sum()),
         fairness: if goodputs.len() >= 2 {
             stats::jain_fairness(&goodputs)
         } else {

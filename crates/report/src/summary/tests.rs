@@ -354,3 +354,26 @@ fn a_web_servers_run_is_graded_on_tcp_connect_and_carries_the_drafts_rpm() {
     assert!((r.rpm - 60_000.0 / 65.0).abs() < 1e-9, "{}", r.rpm);
     assert!(render_text(&s).contains("IETF responsiveness draft"));
 }
+
+#[test]
+fn steady_goodput_leaves_slow_starts_ramp_out() {
+    // 10 s of load; a download that ramps over its first 2 s to 30 Mbit/s, then holds it.
+    let ph = Phases {
+        idle_before_s: 1.0,
+        load_s: 10.0,
+        idle_after_s: 1.0,
+    };
+    let mut s = stream("down", Direction::Down, 30e6, &ph);
+    for sample in &mut s.samples {
+        let into_load = sample.t - 0.1 - ph.load_start();
+        if (0.0..2.0).contains(&into_load) {
+            sample.bps = 30e6 * into_load / 2.0;
+        }
+    }
+    let summary = Summary::from_results(&results(ph, vec![s], vec![]));
+    let whole = summary.download.goodput_bps.expect("goodput");
+    let steady = summary.download.steady_goodput_bps.expect("steady goodput");
+    assert!((steady - 30e6).abs() < 1.0, "{steady}");
+    assert!(whole < 28e6, "{whole}");
+    assert_eq!(summary.upload.steady_goodput_bps, None);
+}
