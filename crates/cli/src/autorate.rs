@@ -14,7 +14,6 @@
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use anyhow::{anyhow, Context};
 use clap::Args;
@@ -31,6 +30,7 @@ use unbloat_system::apply::{Request, Shaper};
 use unbloat_system::planned;
 use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::StateDir;
+use unbloat_system::stop;
 use unbloat_units::{Rate, Time};
 
 use crate::{invalid, Failure};
@@ -154,28 +154,6 @@ fn bounds(a: &AutorateArgs) -> Result<(Bounds, Bounds), String> {
     ))
 }
 
-/// The stop signal caught, 0 while none was.
-static CAUGHT: AtomicI32 = AtomicI32::new(0);
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn note_signal(signal: libc::c_int) {
-    CAUGHT.store(signal, Ordering::SeqCst);
-    STOP.store(true, Ordering::SeqCst);
-}
-
-fn catch_stop_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: a handler that only stores to atomics; sigaction zeroed, then filled. No
-        // SA_RESTART, so the probes' poll returns and the loop sees the flag at once.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = note_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(sig, &action, std::ptr::null_mut());
-        }
-    }
-}
-
 pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
     let iface = parse_iface(&args.iface).map_err(invalid)?;
     let (down, up) = bounds(args).map_err(|e| invalid(anyhow!(e)))?;
@@ -277,7 +255,7 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
             Probe::Timestamp => "timestamps",
         }
     );
-    catch_stop_signals();
+    stop::catch();
     let mut say = Narrator::default();
     let mut on_tick = |t: &Tick| {
         for line in say.tick(t) {
@@ -291,7 +269,7 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
         }
     };
     let until = args.duration.map(Time::as_duration);
-    let result = run::run(cfg, &mut link, &pinger, &STOP, until, &mut on_tick);
+    let result = run::run(cfg, &mut link, &pinger, stop::flag(), until, &mut on_tick);
     // Whatever ended the run, the rates do not stay where the last tick left them.
     let left = match args.on_exit.as_str() {
         "stop" => shaper
@@ -307,9 +285,9 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
     };
     let summary = result.map_err(|e| anyhow!("{e}"))?;
     let left = left.map_err(|e| anyhow!("the run ended, but {e}"))?;
-    let why = match CAUGHT.load(Ordering::SeqCst) {
-        0 => "the time was up".to_string(),
-        s => format!("signal {s}"),
+    let why = match stop::caught() {
+        None => "the time was up".to_string(),
+        Some(s) => format!("signal {s}"),
     };
     write_line(
         &mut log,

@@ -31,4 +31,5 @@ pub mod rtnl;
 pub mod runner;
 pub mod snapshot;
 pub mod state;
+pub mod stop;
 pub mod tcnl;

@@ -10,27 +10,18 @@
 //!
 //! [`Stop::check`] lets the run itself notice between phases too (a test that ended just then).
 
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use unbloat_system::stop;
 
 use crate::shaping::Shaping;
 use crate::TuneError;
 
-/// The stop signal caught, 0 while none was.
-static CAUGHT: AtomicI32 = AtomicI32::new(0);
-
-/// The same, as the flag the framing sweep looks at.
-static STOPPING: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn note_signal(signal: libc::c_int) {
-    CAUGHT.store(signal, Ordering::SeqCst);
-    STOPPING.store(true, Ordering::SeqCst);
-}
-
 /// Set once a stop signal came (for loops that take an `&AtomicBool`).
 pub fn flag() -> &'static AtomicBool {
-    &STOPPING
+    stop::flag()
 }
 
 /// The shaping, shared between the run and the watcher.
@@ -42,30 +33,21 @@ pub struct Stop;
 
 impl Stop {
     pub fn check(&self) -> Result<(), TuneError> {
-        match CAUGHT.load(Ordering::SeqCst) {
-            0 => Ok(()),
-            _ => Err(TuneError::Interrupted),
+        match stop::caught() {
+            None => Ok(()),
+            Some(_) => Err(TuneError::Interrupted),
         }
     }
 }
 
 /// Installs the handlers and starts the watcher that restores `shaping` on a stop signal.
 pub fn watch(shaping: Shared) -> Stop {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: a handler that only stores to an atomic; sigaction zeroed, then filled.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = note_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(sig, &action, std::ptr::null_mut());
-        }
-    }
+    stop::catch();
     std::thread::spawn(move || loop {
         std::thread::sleep(Duration::from_millis(50));
-        let sig = CAUGHT.load(Ordering::SeqCst);
-        if sig == 0 {
+        let Some(sig) = stop::caught() else {
             continue;
-        }
+        };
         let mut s = shaping.lock().unwrap_or_else(|e| e.into_inner());
         match s.restore() {
             Ok(what) => eprintln!("unbloat: tune interrupted: {what}"),
