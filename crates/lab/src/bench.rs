@@ -57,12 +57,16 @@ pub struct BenchLabArgs {
     /// Report directory: one subdirectory per profile (and per run, with --runs above 1).
     #[arg(long, value_name = "DIR", default_value = "unbloat-bench-lab")]
     pub out: PathBuf,
+    /// Keep the runs --out already holds (their lab.json, from the same strategies) and run only
+    /// the missing ones: five runs of several profiles take hours, and can be run in parts.
+    #[arg(long)]
+    pub resume: bool,
     /// Print every run's comparison, the spreads and the failed checks as JSON.
     #[arg(long)]
     pub json: bool,
     /// Run nothing: check and print a finished benchmark again from its report directory
     /// (every `PROFILE/lab.json` or `PROFILE/run-K/lab.json` in DIR).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["profiles", "strategies", "sqm_scripts", "runs", "test", "duration", "out"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["profiles", "strategies", "sqm_scripts", "runs", "test", "duration", "out", "resume"])]
     pub from: Option<PathBuf>,
 }
 
@@ -314,6 +318,16 @@ pub fn run_benchmark(
                 eprintln!("bench lab: {}, run {i} of {}", lab.profile, args.runs);
                 run.out = lab.out.join(format!("run-{i}"));
             }
+            let done = run.out.join("lab.json");
+            if args.resume && done.is_file() {
+                eprintln!(
+                    "bench lab: {}, run {i}: kept from {}",
+                    lab.profile,
+                    done.display()
+                );
+                runs.push(LabReport::read(&done, "cannot read")?);
+                continue;
+            }
             runs.push(run_lab(&run, unbloat_exe)?);
         }
         benches.extend(ProfileBench::new(runs));
@@ -481,6 +495,7 @@ mod tests {
             test: "rrul".into(),
             duration: Time::from_secs(30),
             out: "unused".into(),
+            resume: false,
             json: false,
             from: None,
         };
@@ -537,6 +552,37 @@ mod tests {
             .expect_err("no lab.json below a run directory")
             .to_string();
         assert!(err.contains("holds no PROFILE/lab.json"), "{err}");
+    }
+
+    #[test]
+    fn resume_keeps_the_finished_runs_and_starts_no_lab() {
+        // Two real adsl runs (none and unbloat) where bench lab --runs 2 writes them: with
+        // --resume both are read back, and no lab is started (the binary does not exist).
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bench-adsl");
+        let out = std::env::temp_dir().join(format!("unbloat-bench-resume-{}", std::process::id()));
+        for k in [1, 2] {
+            let run = out.join("adsl").join(format!("run-{k}"));
+            std::fs::create_dir_all(&run).expect("mkdir");
+            std::fs::copy(fixtures.join(format!("run-{k}.json")), run.join("lab.json"))
+                .expect("copy");
+        }
+        let args = BenchLabArgs {
+            profiles: Some("adsl".into()),
+            strategies: Some("none,unbloat".into()),
+            sqm_scripts: None,
+            runs: 2,
+            test: "rrul".into(),
+            duration: Time::from_secs(30),
+            out: out.clone(),
+            resume: true,
+            json: false,
+            from: None,
+        };
+        let got = run_benchmark(&args, Path::new("/nonexistent/unbloat"));
+        std::fs::remove_dir_all(&out).expect("cleanup");
+        let benches = got.expect("both runs kept");
+        assert_eq!(benches.len(), 1);
+        assert_eq!(benches[0].runs.len(), 2);
     }
 
     #[test]

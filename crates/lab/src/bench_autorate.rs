@@ -496,7 +496,10 @@ mod tests {
         // Real lab.json files (bench lab's fixtures) stand for two finished runs of the step's
         // rrul; with both on disk, resume must read them and start no lab (there is none here).
         let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bench-adsl");
-        let out = std::env::temp_dir().join(format!("unbloat-bench-resume-{}", std::process::id()));
+        let out = std::env::temp_dir().join(format!(
+            "unbloat-bench-autorate-resume-{}",
+            std::process::id()
+        ));
         for k in [1, 2] {
             let run = out.join("step/rrul").join(format!("run-{k}"));
             std::fs::create_dir_all(&run).expect("mkdir");
