@@ -24,7 +24,7 @@ use unbloat_units::Time;
 use crate::bench_tuned::{self, TunedVsSqm};
 use crate::lab::{io, run_lab, validate, LabArgs, LabError, LabReport};
 use crate::profile::{shipped_names, LinkProfile};
-use crate::spread::{self, p_larger, Spread, StrategySpread};
+use crate::spread::{self, p_larger, Spread, StrategySpread, SIGNIFICANT};
 use crate::strategies::Strategy;
 
 /// `unbloat bench lab` arguments.
@@ -109,10 +109,6 @@ pub fn latency_bound_ms(profile: &LinkProfile) -> f64 {
     let wire = unbloat_shaper::goodput::LinkFraming::from(&profile.link_layer()).wire_bytes(1500);
     10.0 + 2.0 * profile.slower_rate().seconds_for(wire) * 1000.0
 }
-
-/// Below this p-value of the rank test, unbloat's p99 over several runs counts as worse than
-/// piece_of_cake's: a higher median alone is often one unlucky start of rrul (see [`crate::spread`]).
-pub const SIGNIFICANT: f64 = 0.05;
 
 /// The failed checks of one profile, in words, from the medians over its runs. `cpu_bound` is how
 /// many of the runs measured the machine rather than the link ([`LabReport::machine_bound`]).

@@ -6,13 +6,12 @@
 //! "More goodput" is the two directions' median shares of the theoretical goodput, summed: each
 //! direction weighs by its own link, so a slow upload counts as much as the download. "Equal or
 //! lower p99" is the steady state's UDP BE p99 (the load after its first 3 s): a higher median
-//! counts as worse only when the rank test says so ([`crate::bench::SIGNIFICANT`]) or, with
+//! counts as worse only when the rank test says so ([`crate::spread::SIGNIFICANT`]) or, with
 //! one run each, by the medians alone.
 
 use serde::Serialize;
 
-use crate::bench::SIGNIFICANT;
-use crate::spread::{p_larger, Spread, StrategySpread};
+use crate::spread::{p_larger, Spread, StrategySpread, SIGNIFICANT};
 use crate::strategies::{SqmRecipe, Strategy};
 
 /// How many profiles must hold, and of how many (the profiles that are not CPU-bound).

@@ -44,6 +44,11 @@ impl Spread {
     }
 }
 
+/// Below this p-value of the rank test, one strategy's p99 over several runs counts as worse than
+/// another's (unbloat's than piece_of_cake's, unbloat-tuned's than the real sqm-scripts'): a
+/// higher median alone is often one unlucky start of rrul (see this module's head).
+pub const SIGNIFICANT: f64 = 0.05;
+
 /// The one-sided p-value of the Mann-Whitney U test that `a`'s values tend to be larger than
 /// `b`'s: the share of all ways to split the pooled values into groups of `a`'s and `b`'s sizes
 /// whose U is at least the observed one (ties count a half). Exact, by enumeration, up to 20
