@@ -86,13 +86,14 @@ impl Session {
         }
     }
 
-    /// Sends the Finish and reads the report: the server saw the test to its end.
+    /// Sends the Finish and reads the report: the server saw the test to its end. It waits at
+    /// least [`crate::protocol::REPORT_WAIT`]: the load's queue stands between the two.
     pub fn finish(&mut self) -> Result<Vec<String>, MeasureError> {
         match load::request(
             &mut self.control,
             self.addr,
             &ClientMsg::Finish,
-            self.timeout,
+            self.timeout.max(crate::protocol::REPORT_WAIT),
         ) {
             Ok(ServerMsg::Report { .. }) => Ok(Vec::new()),
             Ok(other) => Ok(vec![format!(

@@ -47,6 +47,14 @@ use std::time::Instant;
 
 use unbloat_report::Direction;
 
+/// The least time the final report may take: on a bloated link the Finish and its report wait
+/// behind what the load left queued. The lab's dsl-2002 (800 kbit/s, a 1000-packet modem FIFO)
+/// holds 17 s of it after an unshaped download; `unbloat tune`'s capacity phase is one, and its
+/// report did not arrive within the 5 s connection timeout. The client waits that long for the
+/// report, and the server that long past the test for the Finish (an upload's queue holds it
+/// back); a peer that is gone closes or resets the connection, which ends the wait at once.
+pub const REPORT_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The first eight bytes of every TCP connection, both ways.
 pub const MAGIC: [u8; 8] = *b"unbloat\0";
 /// The version of the control protocol this build speaks. Bump it on any change to the frames

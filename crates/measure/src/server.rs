@@ -525,7 +525,7 @@ fn control_session(mut conn: TcpStream, peer: SocketAddr, req: TestRequest, shar
         return;
     }
     // The client's idle phases, the load and some slack for connecting and the final report.
-    let session = Duration::from_millis(u64::from(req.session_ms)) + Duration::from_secs(10);
+    let session = Duration::from_millis(u64::from(req.session_ms)) + crate::protocol::REPORT_WAIT;
     let test = Arc::new(ActiveTest {
         peer: canonical(peer.ip()),
         streams: req.streams.clone(),
