@@ -30,6 +30,8 @@ use crate::trace::{RateTrace, MAHIMAHI_PACKET_BYTES};
 
 /// The delay the reaction to a halving is measured against: the lab's steady bound.
 pub const BOUND_MS: f64 = 30.0;
+/// When the step trace halves the link, seconds into the trace.
+const HALVING_S: f64 = 40.0;
 /// How long the delay must stay under the bound for the reaction to count as over.
 const SETTLED_S: f64 = 2.0;
 
@@ -232,7 +234,7 @@ fn latency(out: &Path, run: &StrategyRun) -> (Option<f64>, Option<f64>, Option<f
     (at(50.0), at(99.0), startup)
 }
 
-/// Seconds from `halving_s` (trace time, which starts with the test) until the UDP BE induced
+/// Seconds from `halving_s` (the test's time) until the UDP BE induced
 /// delay stayed under [`BOUND_MS`] for [`SETTLED_S`].
 fn reaction(results: &Results, idle_ms: f64, halving_s: f64) -> Option<f64> {
     let series = results.probes.iter().find(|s| s.name == "UDP BE")?;
@@ -282,7 +284,12 @@ pub fn rows(trace: &str, test: &str, runs: &[(LabReport, PathBuf)]) -> Vec<Autor
                             unbloat_report::files::read_results(&out.join(&run.results_file))
                                 .ok()?;
                         let idle = run.row.probe("UDP BE")?.idle_ms?;
-                        reaction(&results, idle, 40.0)
+                        // The halving is 40 s into the trace, which started before the test.
+                        reaction(
+                            &results,
+                            idle,
+                            HALVING_S - run.trace_offset_s.unwrap_or(0.0),
+                        )
                     })
                     .flatten();
                 for (i, v) in [

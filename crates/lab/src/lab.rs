@@ -133,6 +133,10 @@ pub struct StrategyRun {
     /// `unbloat-autorate`, `cake-autorate`: the controller's bounds and what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller: Option<crate::autorate_lab::ControllerRun>,
+    /// A variable link: how far the trace had played when the test started, seconds (the test's
+    /// time plus this is the trace's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_offset_s: Option<f64>,
 }
 
 /// Everything a lab run produced; also written as `lab.json` in the report directory.
@@ -524,7 +528,14 @@ fn run_here(
         if let Some(n) = &streams {
             test_args.extend(["--streams", n.as_str()]);
         }
-        let (results, busy, commands, tuned, controller) = run_strategy(
+        let Ran {
+            results,
+            busy,
+            shown: commands,
+            tuned,
+            controller,
+            trace_started_unix,
+        } = run_strategy(
             profile,
             strategy,
             req,
@@ -562,12 +573,14 @@ fn run_here(
         if let Some(c) = &controller {
             notes.push(format!("{strategy}: {}", c.summary()));
         }
+        let trace_offset_s = trace_started_unix.map(|t| results.metadata.started_at_unix - t);
         runs.push(StrategyRun {
             row,
             commands,
             results_file,
             tuned,
             controller,
+            trace_offset_s,
         });
     }
     let report = LabReport {
@@ -634,6 +647,9 @@ fn run_strategy(
     // A variable link: the modem follows the profile's traces from the test's start, the same
     // way for every strategy.
     let trace_started = std::time::Instant::now();
+    let trace_started_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
     let player = match &profile.traces {
         t if t.down.is_some() || t.up.is_some() => Some(
             crate::trace_player::TracePlayer::start(&live, profile, t.clone())
@@ -641,6 +657,7 @@ fn run_strategy(
         ),
         _ => None,
     };
+    let played = player.is_some();
     let measured = measure(&mut live, &strategy.name(), far_end, test_args, dir, exe);
     if let Some(p) = player {
         p.stop().map_err(|e| LabError::Script {
@@ -655,18 +672,30 @@ fn run_strategy(
         .map(|c| c.finish(&dir.join("controller-rates.svg"), Some(trace_started)))
         .transpose()?;
     live.teardown()?;
-    Ok((results, busy, shown, tuned, controller))
+    Ok(Ran {
+        results,
+        busy,
+        shown,
+        tuned,
+        controller,
+        trace_started_unix: played.then_some(trace_started_unix),
+    })
 }
 
-/// A strategy's run: its results, how busy the CPU was, its setup as shown, what tune found,
-/// what a rate controller cost.
-type Ran = (
-    Results,
-    Option<crate::cpu::CpuUse>,
-    Vec<String>,
-    Option<crate::tune_lab::TuneRow>,
-    Option<crate::autorate_lab::ControllerRun>,
-);
+/// A strategy's run.
+struct Ran {
+    results: Results,
+    /// How busy the CPU was during the load.
+    busy: Option<crate::cpu::CpuUse>,
+    /// Its setup, as shown.
+    shown: Vec<String>,
+    /// What tune found.
+    tuned: Option<crate::tune_lab::TuneRow>,
+    /// What a rate controller cost.
+    controller: Option<crate::autorate_lab::ControllerRun>,
+    /// When the trace player started (Unix seconds), on a variable link.
+    trace_started_unix: Option<f64>,
+}
 
 /// Starts the far end's servers in the server namespace, runs `unbloat test` from the LAN host
 /// with `extra` arguments and `--out dir`, stops the servers, and reads the results file. Also

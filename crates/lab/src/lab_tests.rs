@@ -223,6 +223,7 @@ fn a_run_measured_the_machine_when_its_calibration_or_a_busiest_second_says_so()
             results_file: "x.json".into(),
             tuned: None,
             controller: None,
+            trace_offset_s: None,
         }
     };
     let report = |calibration: Calibration, peak: f64| LabReport {
