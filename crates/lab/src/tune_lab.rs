@@ -409,7 +409,7 @@ mod tests {
         let (best, _) = walk(|p| p != 86 && p <= 94);
         assert_eq!(best, Some(Rate::from_kbit(9_400)));
         // Failures before any pass do not end it either.
-        let (best, seen) = walk(|p| p >= 90 && p <= 96);
+        let (best, seen) = walk(|p| (90..=96).contains(&p));
         assert_eq!(best, Some(Rate::from_kbit(9_600)));
         assert_eq!(seen.len(), 11);
         assert_eq!(walk(|_| false), (None, GRID_PERCENT.to_vec()));
