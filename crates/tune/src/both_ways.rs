@@ -20,6 +20,8 @@
 use serde::{Deserialize, Serialize};
 use unbloat_units::Rate;
 
+use crate::search;
+
 /// Each back-off keeps this share of both rates.
 pub const BACKOFF_PERCENT: u64 = 95;
 /// Back-offs after the first check (so at most 1 + this many loaded runs).
@@ -32,6 +34,9 @@ pub const MIN_GAIN: f64 = 0.10;
 pub struct Measured {
     /// Steady-state induced latency, p99, ms (the load's first 3 s left out).
     pub steady_p99_ms: f64,
+    /// The steady state's trend, ms/s: a pair whose round trip keeps rising is above a line
+    /// however low its p99 still is (`search::passes`).
+    pub growth_ms_per_s: Option<f64>,
     /// The first 3 s: reported beside it, never deciding.
     pub startup_peak_ms: Option<f64>,
     pub goodput_down: Rate,
@@ -44,6 +49,8 @@ pub struct BothStep {
     pub down: Rate,
     pub up: Rate,
     pub steady_p99_ms: f64,
+    #[serde(default)]
+    pub growth_ms_per_s: Option<f64>,
     pub startup_peak_ms: Option<f64>,
     pub goodput_down: Rate,
     pub goodput_up: Rate,
@@ -70,11 +77,12 @@ pub fn check<E>(
     loop {
         let m = measure(d, u)?;
         // NaN (no steady samples) is not a pass.
-        let pass = m.steady_p99_ms <= bound_ms;
+        let pass = search::passes(bound_ms, m.steady_p99_ms, m.growth_ms_per_s);
         steps.push(BothStep {
             down: d,
             up: u,
             steady_p99_ms: m.steady_p99_ms,
+            growth_ms_per_s: m.growth_ms_per_s,
             startup_peak_ms: m.startup_peak_ms,
             goodput_down: m.goodput_down,
             goodput_up: m.goodput_up,
@@ -97,9 +105,12 @@ pub fn check<E>(
             continue;
         }
         if n >= 2 && !pass {
-            let (before, now) = (steps[n - 2].steady_p99_ms, steps[n - 1].steady_p99_ms);
-            // NaN compares false: a run without steady samples is no gain either.
-            let helped = now < before * (1.0 - MIN_GAIN);
+            let (before, now) = (&steps[n - 2], &steps[n - 1]);
+            // NaN compares false: a run without steady samples is no gain either. A rise that
+            // stopped is a gain too (the pair before was over a line, this one is not).
+            let helped = now.steady_p99_ms < before.steady_p99_ms * (1.0 - MIN_GAIN)
+                || (search::rising(bound_ms, before.growth_ms_per_s)
+                    && !search::rising(bound_ms, now.growth_ms_per_s));
             if !helped {
                 steps[n - 2].chosen = true;
                 return Ok(steps);
@@ -125,6 +136,7 @@ mod tests {
     fn m(p99: f64) -> Measured {
         Measured {
             steady_p99_ms: p99,
+            growth_ms_per_s: Some(0.1),
             startup_peak_ms: Some(50.0),
             goodput_down: Rate::from_mbit(70),
             goodput_up: Rate::from_mbit(18),
@@ -225,6 +237,49 @@ mod tests {
         .unwrap();
         assert_eq!(steps.len(), 2);
         assert!(steps[0].chosen);
+    }
+
+    /// A pair whose round trip keeps rising is above a line: it fails however low its p99 still
+    /// is, as a search step does (8 s of rrul cannot show a small excess in its p99 alone).
+    #[test]
+    fn a_rising_pair_fails_within_the_bound_and_a_back_off_that_stops_the_rise_helps() {
+        let mut seen = vec![(20.0, 5.0), (19.0, 0.2), (19.5, 0.1)].into_iter();
+        let steps = check(
+            Rate::from_kbit(15_282),
+            Rate::from_kbit(995),
+            36.5,
+            3,
+            |_, _| {
+                let (p99, growth) = seen.next().unwrap();
+                Ok::<_, ()>(Measured {
+                    growth_ms_per_s: Some(growth),
+                    ..m(p99)
+                })
+            },
+        )
+        .unwrap();
+        let got: Vec<(bool, bool)> = steps.iter().map(|s| (s.pass, s.chosen)).collect();
+        // Rising at 5 ms/s fails; the back-off passes; halfway back passes too and is kept.
+        assert_eq!(got, [(false, false), (true, false), (true, true)]);
+        // A back-off that still rises but lowers the p99 by less than 10 % is no gain: unless
+        // it stopped the rise, the pair before is kept.
+        let mut seen = vec![(20.0, 5.0), (19.0, 4.0), (18.5, 4.0)].into_iter();
+        let steps = check(
+            Rate::from_kbit(15_282),
+            Rate::from_kbit(995),
+            36.5,
+            3,
+            |_, _| {
+                let (p99, growth) = seen.next().unwrap();
+                Ok::<_, ()>(Measured {
+                    growth_ms_per_s: Some(growth),
+                    ..m(p99)
+                })
+            },
+        )
+        .unwrap();
+        assert_eq!(steps.len(), 2);
+        assert!(steps[0].chosen && !steps[0].pass);
     }
 
     #[test]

@@ -31,7 +31,7 @@ use unbloat_units::Rate;
 
 use crate::both_ways::{self, BothStep, Measured};
 use crate::interrupt::{Shared, Stop};
-use crate::search::{Next, Outcome as SearchOutcome, Reading, Search, Step};
+use crate::search::{self, Next, Outcome as SearchOutcome, Reading, Search, Step};
 use crate::shaping::Shaping;
 use crate::sweep_phase::FramingFound;
 use crate::TuneError;
@@ -272,6 +272,7 @@ fn phases(
             let p = primary(&sum);
             let m = Measured {
                 steady_p99_ms: p.and_then(|p| p.steady_induced_p99_ms).unwrap_or(f64::NAN),
+                growth_ms_per_s: p.and_then(|p| p.steady_growth_ms_per_s),
                 startup_peak_ms: p.and_then(|p| p.startup_peak_induced_ms),
                 goodput_down: goodput(&sum, true).unwrap_or(Rate::ZERO),
                 goodput_up: goodput(&sum, false).unwrap_or(Rate::ZERO),
@@ -282,10 +283,15 @@ fn phases(
                 &format!(
                     "{d} down, {u} up: steady p99 +{:.1} ms ({}), start-up peak +{} ms",
                     m.steady_p99_ms,
-                    if m.steady_p99_ms <= bound {
-                        "within the bound"
+                    if m.steady_p99_ms > bound || !m.steady_p99_ms.is_finite() {
+                        "over the bound".to_string()
+                    } else if search::rising(bound, m.growth_ms_per_s) {
+                        format!(
+                            "within the bound but rising {:+.1} ms/s: above a line",
+                            m.growth_ms_per_s.unwrap_or(0.0)
+                        )
                     } else {
-                        "over the bound"
+                        "within the bound".to_string()
                     },
                     fmt_opt(m.startup_peak_ms)
                 ),

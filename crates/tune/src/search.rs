@@ -74,7 +74,7 @@ pub struct Reading {
 pub const STEADY_S: f64 = 5.0;
 
 /// Whether a step keeps `bound_ms`: its steady p99 [`within`] it and its trend not [`rising`].
-/// The exhaustive sweep of `bench tune` judges its grid by the same rule.
+/// The both-ways check and the exhaustive sweep of `bench tune` judge by the same rule.
 pub fn passes(bound_ms: f64, steady_p99_ms: f64, growth_ms_per_s: Option<f64>) -> bool {
     within(bound_ms, steady_p99_ms) && !rising(bound_ms, growth_ms_per_s)
 }
@@ -85,7 +85,7 @@ fn within(bound_ms: f64, steady_p99_ms: f64) -> bool {
 }
 
 /// The trend lifts the round trip by more than half the bound over [`STEADY_S`].
-fn rising(bound_ms: f64, growth_ms_per_s: Option<f64>) -> bool {
+pub fn rising(bound_ms: f64, growth_ms_per_s: Option<f64>) -> bool {
     growth_ms_per_s.is_some_and(|g| g * STEADY_S > bound_ms / 2.0)
 }
 
