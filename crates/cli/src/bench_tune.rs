@@ -33,10 +33,10 @@ pub struct TuneBenchArgs {
     /// other direction at the rate tune chose, by the both-ways check's bound).
     #[arg(long, value_enum, default_value = "one-way")]
     pub grid: GridLoad,
-    /// Passed to `unbloat tune --bound`, and the bound the grid judges by. Where the emulation's
-    /// own jitter puts rrul's steady p99 near 10 ms at any rate (User-Mode Linux on a slow host
-    /// at 40 Mbit/s), a bound of 20 ms moves the pass/fail boundary to the line, where the search
-    /// looks for it.
+    /// Passed to `unbloat tune --bound`, and the bound the grid judges by. Where the link's own
+    /// floor puts the steady p99 near the bound at every rate (rrul on a slow ATM uplink, or User-
+    /// Mode Linux's jitter at 40 Mbit/s), pass and fail are noise; a higher bound moves the
+    /// boundary back to the line, where the search looks for it.
     #[arg(long, value_name = "TIME", default_value = "10ms")]
     pub bound: String,
     /// Passed to `unbloat tune --max-time`.
