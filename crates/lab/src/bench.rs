@@ -24,7 +24,7 @@ use unbloat_units::Time;
 use crate::bench_tuned::{self, TunedVsSqm};
 use crate::lab::{io, run_lab, validate, LabArgs, LabError, LabReport};
 use crate::profile::{shipped_names, LinkProfile};
-use crate::spread::{self, p_larger, Spread, StrategySpread, SIGNIFICANT};
+use crate::spread::{self, Spread, StrategySpread};
 use crate::strategies::Strategy;
 
 /// `unbloat bench lab` arguments.
@@ -141,14 +141,11 @@ pub fn checks(name: &str, bound: f64, rows: &[StrategySpread], cpu_bound: usize)
         }
         if let Some(c) = row(Strategy::SqmPieceOfCake) {
             if let (Some(a), Some(b)) = (&u.be_p99_ms, &c.be_p99_ms) {
-                let (single, p) = (a.n == 1 && b.n == 1, p_larger(&a.values, &b.values));
-                let evidence = match p {
-                    Some(p) if !single => {
-                        format!(" (rank test over {} + {} runs: p = {p:.3})", a.n, b.n)
-                    }
-                    _ => String::new(),
-                };
-                if a.median > b.median && (single || p.is_some_and(|p| p < SIGNIFICANT)) {
+                let (worse, p) = spread::worse(a, b);
+                let evidence = p.map_or(String::new(), |p| {
+                    format!(" (rank test over {} + {} runs: p = {p:.3})", a.n, b.n)
+                });
+                if worse {
                     failed.push(format!(
                         "{name}: unbloat p99 {:.1} ms worse than sqm-piece-of-cake {:.1} ms{evidence}",
                         a.median, b.median
@@ -314,14 +311,18 @@ pub fn run_benchmark(
                 eprintln!("bench lab: {}, run {i} of {}", lab.profile, args.runs);
                 run.out = lab.out.join(format!("run-{i}"));
             }
-            let done = run.out.join("lab.json");
-            if args.resume && done.is_file() {
+            let kept = if args.resume {
+                LabReport::finished(&run.out)?
+            } else {
+                None
+            };
+            if let Some(done) = kept {
                 eprintln!(
                     "bench lab: {}, run {i}: kept from {}",
                     lab.profile,
-                    done.display()
+                    run.out.join("lab.json").display()
                 );
-                runs.push(LabReport::read(&done, "cannot read")?);
+                runs.push(done);
                 continue;
             }
             runs.push(run_lab(&run, unbloat_exe)?);

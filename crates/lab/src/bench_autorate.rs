@@ -387,13 +387,17 @@ pub fn run(args: &BenchAutorateArgs, exe: &Path) -> Result<Vec<AutorateRow>, Lab
             let mut runs = vec![];
             for k in 1..=args.runs {
                 let dir = out.join(name).join(test).join(format!("run-{k}"));
-                let done = dir.join("lab.json");
-                if args.resume && done.is_file() {
+                let kept = if args.resume {
+                    LabReport::finished(&dir)?
+                } else {
+                    None
+                };
+                if let Some(done) = kept {
                     eprintln!(
                         "unbloat bench autorate: {name}, {test}, run {k}: kept from {}",
-                        done.display()
+                        dir.join("lab.json").display()
                     );
-                    runs.push((LabReport::read(&done, "cannot read")?, dir));
+                    runs.push((done, dir));
                     continue;
                 }
                 eprintln!(

@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use crate::spread::{p_larger, Spread, StrategySpread, SIGNIFICANT};
+use crate::spread::{self, Spread, StrategySpread};
 use crate::strategies::{SqmRecipe, Strategy};
 
 /// How many profiles must hold, and of how many (the profiles that are not CPU-bound).
@@ -62,13 +62,8 @@ fn worse_p99(a: &Option<Spread>, b: &Option<Spread>) -> (bool, String) {
     let (Some(a), Some(b)) = (a, b) else {
         return (true, "missing".into());
     };
-    let single = a.n == 1 && b.n == 1;
-    let p = p_larger(&a.values, &b.values);
-    let worse = a.median > b.median && (single || p.is_some_and(|p| p < SIGNIFICANT));
-    let evidence = match p {
-        Some(p) if !single => format!(", rank test p = {p:.3}"),
-        _ => String::new(),
-    };
+    let (worse, p) = spread::worse(a, b);
+    let evidence = p.map_or(String::new(), |p| format!(", rank test p = {p:.3}"));
     (
         worse,
         format!(

@@ -191,6 +191,16 @@ impl LabReport {
         })
     }
 
+    /// The report a finished run left in `dir` (its `lab.json`), if there is one: what the
+    /// benchmarks' `--resume` keeps instead of running the lab again.
+    pub fn finished(dir: &Path) -> Result<Option<LabReport>, LabError> {
+        let path = dir.join("lab.json");
+        if !path.is_file() {
+            return Ok(None);
+        }
+        LabReport::read(&path, "cannot read").map(Some)
+    }
+
     pub fn rows(&self) -> Vec<Row> {
         self.runs.iter().map(|r| r.row.clone()).collect()
     }

@@ -49,6 +49,16 @@ impl Spread {
 /// higher median alone is often one unlucky start of rrul (see this module's head).
 pub const SIGNIFICANT: f64 = 0.05;
 
+/// Whether `a`'s values are worse (larger) than `b`'s over the runs: a higher median counts only
+/// when the rank test says so (p below [`SIGNIFICANT`]), or by the medians alone with one run
+/// each. The p-value comes along when there is one to report (not with one run each).
+pub fn worse(a: &Spread, b: &Spread) -> (bool, Option<f64>) {
+    let single = a.n == 1 && b.n == 1;
+    let p = p_larger(&a.values, &b.values);
+    let worse = a.median > b.median && (single || p.is_some_and(|p| p < SIGNIFICANT));
+    (worse, p.filter(|_| !single))
+}
+
 /// The one-sided p-value of the Mann-Whitney U test that `a`'s values tend to be larger than
 /// `b`'s: the share of all ways to split the pooled values into groups of `a`'s and `b`'s sizes
 /// whose U is at least the observed one (ties count a half). Exact, by enumeration, up to 20
