@@ -378,6 +378,18 @@ pub fn load_benchmark(dir: &Path) -> Result<Vec<ProfileBench>, LabError> {
     Ok(benches)
 }
 
+/// Test fixture: two real adsl runs of `bench lab --runs 5` (session 4) laid out as a benchmark
+/// writes them, `dir/run-1/lab.json` and `dir/run-2/lab.json`.
+#[cfg(test)]
+pub(crate) fn lay_out_adsl_runs(dir: &Path) {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bench-adsl");
+    for k in [1, 2] {
+        let run = dir.join(format!("run-{k}"));
+        std::fs::create_dir_all(&run).expect("mkdir");
+        std::fs::copy(fixtures.join(format!("run-{k}.json")), run.join("lab.json")).expect("copy");
+    }
+}
+
 /// A profile's report subdirectory: its name, or a file's stem (`my/adsl-x.toml` -> `adsl-x`).
 fn dir_name(profile: &str) -> String {
     Path::new(profile)
@@ -513,15 +525,8 @@ mod tests {
 
     #[test]
     fn a_finished_benchmark_is_checked_again_from_its_lab_json_files() {
-        // Two real adsl runs of `bench lab --runs 5` (session 4), laid out as bench lab writes them.
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bench-adsl");
         let dir = std::env::temp_dir().join(format!("unbloat-bench-from-{}", std::process::id()));
-        for k in [1, 2] {
-            let run = dir.join("adsl").join(format!("run-{k}"));
-            std::fs::create_dir_all(&run).expect("mkdir");
-            std::fs::copy(fixtures.join(format!("run-{k}.json")), run.join("lab.json"))
-                .expect("copy");
-        }
+        lay_out_adsl_runs(&dir.join("adsl"));
         let loaded = load_benchmark(&dir);
         let empty = load_benchmark(&dir.join("adsl/run-1"));
         std::fs::remove_dir_all(&dir).expect("cleanup");
@@ -555,14 +560,8 @@ mod tests {
     fn resume_keeps_the_finished_runs_and_starts_no_lab() {
         // Two real adsl runs (none and unbloat) where bench lab --runs 2 writes them: with
         // --resume both are read back, and no lab is started (the binary does not exist).
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bench-adsl");
         let out = std::env::temp_dir().join(format!("unbloat-bench-resume-{}", std::process::id()));
-        for k in [1, 2] {
-            let run = out.join("adsl").join(format!("run-{k}"));
-            std::fs::create_dir_all(&run).expect("mkdir");
-            std::fs::copy(fixtures.join(format!("run-{k}.json")), run.join("lab.json"))
-                .expect("copy");
-        }
+        lay_out_adsl_runs(&out.join("adsl"));
         let args = BenchLabArgs {
             profiles: Some("adsl".into()),
             strategies: Some("none,unbloat".into()),

@@ -506,17 +506,11 @@ mod tests {
     fn resume_keeps_finished_runs_and_runs_nothing_more() {
         // Real lab.json files (bench lab's fixtures) stand for two finished runs of the step's
         // rrul; with both on disk, resume must read them and start no lab (there is none here).
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bench-adsl");
         let out = std::env::temp_dir().join(format!(
             "unbloat-bench-autorate-resume-{}",
             std::process::id()
         ));
-        for k in [1, 2] {
-            let run = out.join("step/rrul").join(format!("run-{k}"));
-            std::fs::create_dir_all(&run).expect("mkdir");
-            std::fs::copy(fixtures.join(format!("run-{k}.json")), run.join("lab.json"))
-                .expect("copy");
-        }
+        crate::bench::lay_out_adsl_runs(&out.join("step/rrul"));
         let args = BenchAutorateArgs {
             traces: Some(out.join("no-such-dir")),
             only: Some("step".into()),

@@ -243,41 +243,31 @@ mod tests {
     /// is, as a search step does (8 s of rrul cannot show a small excess in its p99 alone).
     #[test]
     fn a_rising_pair_fails_within_the_bound_and_a_back_off_that_stops_the_rise_helps() {
-        let mut seen = vec![(20.0, 5.0), (19.0, 0.2), (19.5, 0.1)].into_iter();
-        let steps = check(
-            Rate::from_kbit(15_282),
-            Rate::from_kbit(995),
-            36.5,
-            3,
-            |_, _| {
-                let (p99, growth) = seen.next().unwrap();
-                Ok::<_, ()>(Measured {
-                    growth_ms_per_s: Some(growth),
-                    ..m(p99)
-                })
-            },
-        )
-        .unwrap();
+        // Each check's (p99, trend) in turn, on adsl2-pppoa's pair and both-ways bound.
+        let run = |readings: Vec<(f64, f64)>| {
+            let mut seen = readings.into_iter();
+            check(
+                Rate::from_kbit(15_282),
+                Rate::from_kbit(995),
+                36.5,
+                3,
+                |_, _| {
+                    let (p99, growth) = seen.next().unwrap();
+                    Ok::<_, ()>(Measured {
+                        growth_ms_per_s: Some(growth),
+                        ..m(p99)
+                    })
+                },
+            )
+            .unwrap()
+        };
+        let steps = run(vec![(20.0, 5.0), (19.0, 0.2), (19.5, 0.1)]);
         let got: Vec<(bool, bool)> = steps.iter().map(|s| (s.pass, s.chosen)).collect();
         // Rising at 5 ms/s fails; the back-off passes; halfway back passes too and is kept.
         assert_eq!(got, [(false, false), (true, false), (true, true)]);
         // A back-off that still rises but lowers the p99 by less than 10 % is no gain: unless
         // it stopped the rise, the pair before is kept.
-        let mut seen = vec![(20.0, 5.0), (19.0, 4.0), (18.5, 4.0)].into_iter();
-        let steps = check(
-            Rate::from_kbit(15_282),
-            Rate::from_kbit(995),
-            36.5,
-            3,
-            |_, _| {
-                let (p99, growth) = seen.next().unwrap();
-                Ok::<_, ()>(Measured {
-                    growth_ms_per_s: Some(growth),
-                    ..m(p99)
-                })
-            },
-        )
-        .unwrap();
+        let steps = run(vec![(20.0, 5.0), (19.0, 4.0), (18.5, 4.0)]);
         assert_eq!(steps.len(), 2);
         assert!(steps[0].chosen && !steps[0].pass);
     }
