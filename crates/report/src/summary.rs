@@ -27,7 +27,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::format;
-use crate::model::{Direction, Phase, Phases, ProbeKind, ProbeSeries, Results, StreamSeries};
+use crate::model::{
+    Direction, Phase, Phases, ProbeKind, ProbeSample, ProbeSeries, Results, StreamSeries,
+};
 use crate::stats::{self, Grade, Sorted};
 
 /// The summary of one run. Serialised as-is for `unbloat test --json`.
@@ -106,6 +108,22 @@ pub struct ProbeSummary {
     /// 1 % over, while one at or below it keeps the trend flat. `unbloat tune` fails a step on it.
     #[serde(default)]
     pub steady_growth_ms_per_s: Option<f64>,
+    /// The steady state of each way the probe crossed, from its one-way delays (when the far
+    /// end stamps them): which direction a queue stands or grows in. The clocks' offset is
+    /// constant within a run, so it cancels out of these induced figures.
+    #[serde(default)]
+    pub steady_up: Option<Leg>,
+    #[serde(default)]
+    pub steady_down: Option<Leg>,
+}
+
+/// The steady state of one way of a probe's trip: induced one-way delay and its trend.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Leg {
+    /// Loaded one-way delay, p99, minus its idle median, ms.
+    pub induced_p99_ms: f64,
+    /// ms per second, as `steady_growth_ms_per_s`.
+    pub growth_ms_per_s: Option<f64>,
 }
 
 /// The start-up of a load: its first 3 s. Slow start overshoots every queue on the path at first,
@@ -237,7 +255,33 @@ fn summarise_probe(series: &ProbeSeries, phases: &Phases) -> ProbeSummary {
         steady_induced_p99_ms: induced(stats::percentile(&steady, 99.0)),
         startup_peak_induced_ms: induced(startup_peak),
         steady_growth_ms_per_s: growth,
+        steady_up: leg(series, phases, |s| s.owd_up_ms),
+        steady_down: leg(series, phases, |s| s.owd_down_ms),
     }
+}
+
+/// One way's steady state ([`Leg`]), from the delays `way` picks; `None` without an idle
+/// median or steady samples of it.
+fn leg(series: &ProbeSeries, phases: &Phases, way: fn(&ProbeSample) -> Option<f64>) -> Option<Leg> {
+    let idle: Vec<f64> = series
+        .samples
+        .iter()
+        .filter(|s| phases.phase_of(s.t) == Phase::IdleBefore)
+        .filter_map(way)
+        .collect();
+    let steady_from = phases.load_start() + STARTUP_S;
+    let steady: Vec<(f64, f64)> = series
+        .samples
+        .iter()
+        .filter(|s| phases.phase_of(s.t) == Phase::Loaded && s.t >= steady_from)
+        .filter_map(|s| way(s).map(|d| (s.t, d)))
+        .collect();
+    let delays: Vec<f64> = steady.iter().map(|(_, d)| *d).collect();
+    let p99 = stats::percentile(&delays, 99.0)?;
+    Some(Leg {
+        induced_p99_ms: stats::induced_latency(p99, stats::median(&idle)?)?,
+        growth_ms_per_s: stats::slope(&steady),
+    })
 }
 
 /// Mean goodput of `stream` over the samples whose interval midpoint is in the loaded phase.

@@ -11,6 +11,13 @@
 //! halfway back (2.5 % above it) is tried, and kept if it passes too: one back-off's 5 % was what
 //! separated tune's result from the best rate in `bench tune` on every profile.
 //!
+//! A failed pair backs off the direction at fault when the probe's one-way delays tell it: the
+//! leg (server to tester for the download, tester to server for the upload) that broke its share
+//! of the bound ([`Bounds`]). adsl's pairs failed on the download's start-up queue still draining
+//! (falling 1 to 13 ms/s) while the upload, at 98.8 % of its line, kept its leg: backing off both
+//! cost the upload 5 % for nothing. Without stamps, or when neither leg broke its share alone
+//! (the two tails added up), both back off.
+//!
 //! A back-off that lowers the delay by less than [`MIN_GAIN`] is not worth its rate: on slow
 //! links the delay is the packets' own time on the wire, not a queue (adsl2-pppoa's 1 Mbit/s ATM
 //! uplink under rrul: 123, 50.3, then 47.9 ms, where one full packet takes 14 ms). The checks
@@ -18,6 +25,7 @@
 //! hidden.
 
 use serde::{Deserialize, Serialize};
+use unbloat_report::summary::Leg;
 use unbloat_units::Rate;
 
 use crate::search;
@@ -41,6 +49,42 @@ pub struct Measured {
     pub startup_peak_ms: Option<f64>,
     pub goodput_down: Rate,
     pub goodput_up: Rate,
+    /// The download's leg (server to tester) and the upload's, when the far end stamps probes.
+    pub down_leg: Option<Leg>,
+    pub up_leg: Option<Leg>,
+}
+
+/// The both-ways bound on the round trip, and each leg's share of it (the shares sum to it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bounds {
+    pub round_trip_ms: f64,
+    pub down_ms: f64,
+    pub up_ms: f64,
+}
+
+impl Bounds {
+    /// From the one-way searches' bounds (the user's `bound_ms` plus each direction's packet
+    /// slack): the round trip crosses both slacks and the user's bound once; each leg gets its
+    /// slack and half the user's bound.
+    pub fn new(bound_ms: f64, bound_down_ms: f64, bound_up_ms: f64) -> Bounds {
+        Bounds {
+            round_trip_ms: bound_down_ms + bound_up_ms - bound_ms,
+            down_ms: bound_down_ms - bound_ms / 2.0,
+            up_ms: bound_up_ms - bound_ms / 2.0,
+        }
+    }
+
+    /// Which of (down, up) a failed run backs off: the legs that broke their share, or both
+    /// when the legs cannot say.
+    fn at_fault(&self, m: &Measured) -> (bool, bool) {
+        let broke = |leg: Option<Leg>, share: f64| {
+            leg.map(|l| !search::passes(share, l.induced_p99_ms, l.growth_ms_per_s))
+        };
+        match (broke(m.down_leg, self.down_ms), broke(m.up_leg, self.up_ms)) {
+            (Some(d), Some(u)) if d || u => (d, u),
+            _ => (true, true),
+        }
+    }
 }
 
 /// One check of a pair of rates.
@@ -54,6 +98,10 @@ pub struct BothStep {
     pub startup_peak_ms: Option<f64>,
     pub goodput_down: Rate,
     pub goodput_up: Rate,
+    #[serde(default)]
+    pub down_leg: Option<Leg>,
+    #[serde(default)]
+    pub up_leg: Option<Leg>,
     /// Whether `steady_p99_ms` was within the bound.
     pub pass: bool,
     /// The pair the run keeps (exactly one step has it).
@@ -61,16 +109,17 @@ pub struct BothStep {
     pub chosen: bool,
 }
 
-/// Checks `(down, up)` with `measure` (which shapes and loads both ways), backing off while the
-/// bound is broken, backing off still helps and `max_checks` (what the time left holds; at least
+/// Checks `(down, up)` with `measure` (which shapes and loads both ways), backing off the
+/// direction at fault ([`Bounds::at_fault`]) while the round trip's bound is broken, backing off still helps and `max_checks` (what the time left holds; at least
 /// one, at most 1 + [`MAX_BACKOFFS`]) allows. The steps in order, one of them `chosen`.
 pub fn check<E>(
     down: Rate,
     up: Rate,
-    bound_ms: f64,
+    bounds: Bounds,
     max_checks: usize,
     mut measure: impl FnMut(Rate, Rate) -> Result<Measured, E>,
 ) -> Result<Vec<BothStep>, E> {
+    let bound_ms = bounds.round_trip_ms;
     let mut steps: Vec<BothStep> = Vec::new();
     let (mut d, mut u) = (down, up);
     let mut halfway = false;
@@ -86,6 +135,8 @@ pub fn check<E>(
             startup_peak_ms: m.startup_peak_ms,
             goodput_down: m.goodput_down,
             goodput_up: m.goodput_up,
+            down_leg: m.down_leg,
+            up_leg: m.up_leg,
             pass,
             chosen: false,
         });
@@ -120,7 +171,15 @@ pub fn check<E>(
             steps[n - 1].chosen = true;
             return Ok(steps);
         }
-        (d, u) = (d.percent(BACKOFF_PERCENT), u.percent(BACKOFF_PERCENT));
+        let (back_down, back_up) = bounds.at_fault(&m);
+        let back = |r: Rate, at_fault: bool| {
+            if at_fault {
+                r.percent(BACKOFF_PERCENT)
+            } else {
+                r
+            }
+        };
+        (d, u) = (back(d, back_down), back(u, back_up));
     }
 }
 
@@ -140,16 +199,99 @@ mod tests {
             startup_peak_ms: Some(50.0),
             goodput_down: Rate::from_mbit(70),
             goodput_up: Rate::from_mbit(18),
+            down_leg: None,
+            up_leg: None,
         }
+    }
+
+    /// A round-trip bound whose legs cannot be told apart (no stamps in `m`).
+    fn rt(ms: f64) -> Bounds {
+        Bounds {
+            round_trip_ms: ms,
+            down_ms: ms / 2.0,
+            up_ms: ms / 2.0,
+        }
+    }
+
+    fn leg(p99: f64, growth: f64) -> Option<Leg> {
+        Some(Leg {
+            induced_p99_ms: p99,
+            growth_ms_per_s: Some(growth),
+        })
+    }
+
+    /// adsl in `bench lab`: the pair failed on the download's start-up queue still draining while
+    /// the upload's leg kept its share; only the download backs off. Legs that each keep their
+    /// share while the round trip does not (two tails added up) back both off.
+    #[test]
+    fn the_direction_whose_leg_broke_its_share_backs_off_alone() {
+        // adsl's bounds: 10 ms, 13.5 down and 43.0 up with the packets' slack.
+        let bounds = Bounds::new(10.0, 13.5, 43.0);
+        assert_eq!(
+            (bounds.round_trip_ms, bounds.down_ms, bounds.up_ms),
+            (46.5, 8.5, 38.0)
+        );
+        let mut asked = vec![];
+        let mut seen = vec![
+            (73.3, leg(50.0, -8.0), leg(20.0, 0.1)),
+            (30.0, leg(6.0, -0.2), leg(21.0, 0.0)),
+            (44.0, leg(8.0, 0.1), leg(37.0, 0.2)),
+        ]
+        .into_iter();
+        let steps = check(
+            Rate::from_kbit(6474),
+            Rate::from_kbit(759),
+            bounds,
+            3,
+            |d, u| {
+                asked.push((d, u));
+                let (p99, down_leg, up_leg) = seen.next().unwrap();
+                Ok::<_, ()>(Measured {
+                    down_leg,
+                    up_leg,
+                    ..m(p99)
+                })
+            },
+        )
+        .unwrap();
+        let up = Rate::from_kbit(759);
+        assert_eq!(
+            asked,
+            [
+                (Rate::from_kbit(6474), up),
+                (Rate::from_kbit(6150), up),
+                (Rate::from_kbit(6312), up),
+            ]
+        );
+        assert!(steps[2].chosen && steps[2].down_leg.is_some());
+        // Neither leg over its share, the round trip over: both back off.
+        let both = Measured {
+            down_leg: leg(8.0, 0.0),
+            up_leg: leg(37.0, 0.0),
+            ..m(47.0)
+        };
+        assert_eq!(bounds.at_fault(&both), (true, true));
+        let rising_up = Measured {
+            down_leg: leg(2.0, 0.0),
+            up_leg: leg(20.0, 5.0),
+            ..m(47.0)
+        };
+        assert_eq!(bounds.at_fault(&rising_up), (false, true));
     }
 
     #[test]
     fn a_pair_within_the_bound_is_kept_after_one_run() {
         let mut runs = 0;
-        let steps = check(Rate::from_mbit(78), Rate::from_mbit(19), 10.0, 3, |_, _| {
-            runs += 1;
-            Ok::<_, ()>(m(4.0))
-        })
+        let steps = check(
+            Rate::from_mbit(78),
+            Rate::from_mbit(19),
+            rt(10.0),
+            3,
+            |_, _| {
+                runs += 1;
+                Ok::<_, ()>(m(4.0))
+            },
+        )
         .unwrap();
         assert_eq!(runs, 1);
         assert_eq!(
@@ -162,10 +304,16 @@ mod tests {
     #[test]
     fn over_the_bound_both_rates_back_off_until_it_holds() {
         let mut asked = vec![];
-        let steps = check(Rate::from_mbit(80), Rate::from_mbit(20), 10.0, 3, |d, u| {
-            asked.push((d, u));
-            Ok::<_, ()>(m(if asked.len() < 2 { 25.0 } else { 6.0 }))
-        })
+        let steps = check(
+            Rate::from_mbit(80),
+            Rate::from_mbit(20),
+            rt(10.0),
+            3,
+            |d, u| {
+                asked.push((d, u));
+                Ok::<_, ()>(m(if asked.len() < 2 { 25.0 } else { 6.0 }))
+            },
+        )
         .unwrap();
         assert_eq!(
             asked,
@@ -183,17 +331,25 @@ mod tests {
     #[test]
     fn halfway_back_failing_keeps_the_back_off_and_no_time_means_no_halfway() {
         let mut seen = vec![25.0, 6.0, 14.0].into_iter();
-        let steps = check(Rate::from_mbit(80), Rate::from_mbit(20), 10.0, 3, |_, _| {
-            Ok::<_, ()>(m(seen.next().unwrap()))
-        })
+        let steps = check(
+            Rate::from_mbit(80),
+            Rate::from_mbit(20),
+            rt(10.0),
+            3,
+            |_, _| Ok::<_, ()>(m(seen.next().unwrap())),
+        )
         .unwrap();
         let chosen: Vec<bool> = steps.iter().map(|s| s.chosen).collect();
         assert_eq!(chosen, [false, true, false]);
         // Two checks' time: the back-off that passed is the end.
         let mut seen = vec![25.0, 6.0].into_iter();
-        let steps = check(Rate::from_mbit(80), Rate::from_mbit(20), 10.0, 2, |_, _| {
-            Ok::<_, ()>(m(seen.next().unwrap()))
-        })
+        let steps = check(
+            Rate::from_mbit(80),
+            Rate::from_mbit(20),
+            rt(10.0),
+            2,
+            |_, _| Ok::<_, ()>(m(seen.next().unwrap())),
+        )
         .unwrap();
         assert_eq!(steps.len(), 2);
         assert!(steps[1].chosen);
@@ -202,10 +358,16 @@ mod tests {
     #[test]
     fn the_back_offs_are_bounded_and_a_last_failure_is_kept_as_such() {
         let mut p99 = 100.0;
-        let steps = check(Rate::from_mbit(80), Rate::from_mbit(20), 10.0, 3, |_, _| {
-            p99 /= 2.0;
-            Ok::<_, ()>(m(p99))
-        })
+        let steps = check(
+            Rate::from_mbit(80),
+            Rate::from_mbit(20),
+            rt(10.0),
+            3,
+            |_, _| {
+                p99 /= 2.0;
+                Ok::<_, ()>(m(p99))
+            },
+        )
         .unwrap();
         assert_eq!(steps.len(), 1 + MAX_BACKOFFS);
         assert!(steps.iter().all(|s| !s.pass));
@@ -221,7 +383,7 @@ mod tests {
         let steps = check(
             Rate::from_kbit(15_763),
             Rate::from_kbit(1_001),
-            35.0,
+            rt(35.0),
             3,
             |_, _| Ok::<_, ()>(m(seen.next().unwrap())),
         )
@@ -231,9 +393,13 @@ mod tests {
         assert_eq!(chosen, [false, true, false]);
         assert_eq!(steps[1].up, Rate::from_bits_per_sec(950_950));
         // Runs without steady samples gain nothing either: the first pair is kept.
-        let steps = check(Rate::from_mbit(80), Rate::from_mbit(20), 10.0, 3, |_, _| {
-            Ok::<_, ()>(m(f64::NAN))
-        })
+        let steps = check(
+            Rate::from_mbit(80),
+            Rate::from_mbit(20),
+            rt(10.0),
+            3,
+            |_, _| Ok::<_, ()>(m(f64::NAN)),
+        )
         .unwrap();
         assert_eq!(steps.len(), 2);
         assert!(steps[0].chosen);
@@ -249,7 +415,7 @@ mod tests {
             check(
                 Rate::from_kbit(15_282),
                 Rate::from_kbit(995),
-                36.5,
+                rt(36.5),
                 3,
                 |_, _| {
                     let (p99, growth) = seen.next().unwrap();
@@ -274,9 +440,13 @@ mod tests {
 
     #[test]
     fn the_time_left_caps_the_back_offs() {
-        let steps = check(Rate::from_mbit(80), Rate::from_mbit(20), 10.0, 1, |_, _| {
-            Ok::<_, ()>(m(40.0))
-        })
+        let steps = check(
+            Rate::from_mbit(80),
+            Rate::from_mbit(20),
+            rt(10.0),
+            1,
+            |_, _| Ok::<_, ()>(m(40.0)),
+        )
         .unwrap();
         assert_eq!(steps.len(), 1);
         assert!(steps[0].chosen && !steps[0].pass);
@@ -284,9 +454,13 @@ mod tests {
 
     #[test]
     fn a_measurement_error_ends_the_check() {
-        let r = check(Rate::from_mbit(80), Rate::from_mbit(20), 10.0, 3, |_, _| {
-            Err::<Measured, _>("the far end went away")
-        });
+        let r = check(
+            Rate::from_mbit(80),
+            Rate::from_mbit(20),
+            rt(10.0),
+            3,
+            |_, _| Err::<Measured, _>("the far end went away"),
+        );
         assert_eq!(r, Err("the far end went away"));
     }
 }

@@ -289,6 +289,8 @@ mod tests {
             startup_peak_ms: Some(40.0),
             growth_ms_per_s: Some(0.1),
             goodput: Rate::from_kbit(k * 9 / 10),
+            down_leg: None,
+            up_leg: None,
             pass,
         };
         let cap = Capacity {

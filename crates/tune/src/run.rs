@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use unbloat_measure::client::{NoProgress, TestPlan};
 use unbloat_measure::profile::Profile;
 use unbloat_measure::timeline::run_plan;
-use unbloat_report::summary::Summary;
+use unbloat_report::summary::{Leg, Summary};
 use unbloat_shaper::goodput::{GoodputModel, LinkFraming};
 use unbloat_shaper::linklayer::LinkLayer;
 use unbloat_shaper::options::ShapeOptions;
@@ -258,13 +258,14 @@ fn phases(
     let mut both = vec![];
     if let (Some(d), Some(u)) = (down, up) {
         // The probe crosses both loaded directions: each adds its packets' slack to the bound.
-        let bound = bound_down_ms + bound_up_ms - s.bound_ms;
+        let bounds = both_ways::Bounds::new(s.bound_ms, bound_down_ms, bound_up_ms);
+        let bound = bounds.round_trip_ms;
         report.phase(
             6,
             "both ways",
             &format!("{d} down and {u} up under rrul ({} s)", STEP_LOAD.as_secs()),
         );
-        both = both_ways::check(d, u, bound, budget.both_ways_checks(), |d, u| {
+        both = both_ways::check(d, u, bounds, budget.both_ways_checks(), |d, u| {
             lock(shaping)
                 .shape(&with(d, u))
                 .map_err(TuneError::Shaping)?;
@@ -276,12 +277,14 @@ fn phases(
                 startup_peak_ms: p.and_then(|p| p.startup_peak_induced_ms),
                 goodput_down: goodput(&sum, true).unwrap_or(Rate::ZERO),
                 goodput_up: goodput(&sum, false).unwrap_or(Rate::ZERO),
+                down_leg: p.and_then(|p| p.steady_down),
+                up_leg: p.and_then(|p| p.steady_up),
             };
             report.phase(
                 6,
                 "both ways",
                 &format!(
-                    "{d} down, {u} up: steady p99 +{:.1} ms ({}), start-up peak +{} ms",
+                    "{d} down, {u} up: steady p99 +{:.1} ms ({}){}, start-up peak +{} ms",
                     m.steady_p99_ms,
                     if m.steady_p99_ms > bound || !m.steady_p99_ms.is_finite() {
                         "over the bound".to_string()
@@ -293,6 +296,7 @@ fn phases(
                     } else {
                         "within the bound".to_string()
                     },
+                    legs(m.down_leg, m.up_leg),
                     fmt_opt(m.startup_peak_ms)
                 ),
             );
@@ -393,6 +397,8 @@ fn search_one(
                         startup_peak_ms: peak,
                         growth_ms_per_s: p.and_then(|p| p.steady_growth_ms_per_s),
                         goodput: good,
+                        down_leg: p.and_then(|p| p.steady_down),
+                        up_leg: p.and_then(|p| p.steady_up),
                     },
                 );
                 let last = search.steps().last().expect("just recorded");
@@ -400,8 +406,9 @@ fn search_one(
                     phase,
                     name,
                     &format!(
-                        "{rate}: steady p99 +{p99:.1} ms ({}), start-up peak +{} ms, goodput {}",
+                        "{rate}: steady p99 +{p99:.1} ms ({}){}, start-up peak +{} ms, goodput {}",
                         last.verdict(search.bound_ms()),
+                        legs(last.down_leg, last.up_leg),
                         fmt_opt(peak),
                         readable(good)
                     ),
@@ -414,6 +421,17 @@ fn search_one(
 /// The shaping, for one transaction; a poisoned lock (a panic elsewhere) still restores.
 fn lock(s: &Shared) -> std::sync::MutexGuard<'_, Box<dyn Shaping + Send>> {
     s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A run's one-way legs, for its progress line: which way the delay stood.
+fn legs(down: Option<Leg>, up: Option<Leg>) -> String {
+    match (down, up) {
+        (Some(d), Some(u)) => format!(
+            "; one way: down +{:.1} ms, up +{:.1} ms",
+            d.induced_p99_ms, u.induced_p99_ms
+        ),
+        _ => String::new(),
+    }
 }
 
 /// The bound at a line rate: the user's plus [`PACKETS_OF_SLACK`] full packets' time.

@@ -21,6 +21,7 @@
 //! [`CEILING_PERCENT`] of `C`, and returns [`Next::Done`] within `max_steps` steps.
 
 use serde::{Deserialize, Serialize};
+use unbloat_report::summary::Leg;
 use unbloat_units::Rate;
 
 /// The first rate tried, in percent of the measured capacity.
@@ -66,6 +67,10 @@ pub struct Reading {
     pub growth_ms_per_s: Option<f64>,
     /// Goodput of the loaded direction.
     pub goodput: Rate,
+    /// The probe's one-way legs, when the far end stamps it: for the report, which way the
+    /// delay stood (the search judges the round trip, as the user's bound is written).
+    pub down_leg: Option<Leg>,
+    pub up_leg: Option<Leg>,
 }
 
 /// A step's steady state (8 s of load less the 3 s start-up) over which the trend may not lift
@@ -102,6 +107,10 @@ pub struct Step {
     pub growth_ms_per_s: Option<f64>,
     /// Goodput of the loaded direction.
     pub goodput: Rate,
+    #[serde(default)]
+    pub down_leg: Option<Leg>,
+    #[serde(default)]
+    pub up_leg: Option<Leg>,
     /// Whether `steady_p99_ms` was within the bound and the trend flat enough.
     pub pass: bool,
 }
@@ -189,6 +198,8 @@ impl Search {
             startup_peak_ms: r.startup_peak_ms,
             growth_ms_per_s: r.growth_ms_per_s,
             goodput: r.goodput,
+            down_leg: r.down_leg,
+            up_leg: r.up_leg,
             pass,
         });
     }
@@ -282,6 +293,8 @@ mod tests {
             steady_p99_ms: p99,
             startup_peak_ms: Some(100.0),
             growth_ms_per_s: Some(0.2),
+            down_leg: None,
+            up_leg: None,
             goodput,
         }
     }

@@ -377,3 +377,47 @@ fn steady_goodput_leaves_slow_starts_ramp_out() {
     assert!(whole < 28e6, "{whole}");
     assert_eq!(summary.upload.steady_goodput_bps, None);
 }
+
+/// A queue standing in the download shows in the down leg only; without stamps there are no legs.
+#[test]
+fn one_way_legs_say_which_direction_a_queue_stands_in() {
+    let phases = Phases {
+        idle_before_s: 2.0,
+        load_s: 8.0,
+        idle_after_s: 1.0,
+    };
+    // Idle: 15 ms up, 5 ms down (an offset between the clocks); loaded: the down leg grows
+    // from +20 ms by 2 ms/s, the up leg stays put.
+    let sample = |t: f64, up: f64, down: f64| ProbeSample {
+        t,
+        rtt_ms: Some(up + down),
+        owd_up_ms: Some(up),
+        owd_down_ms: Some(down),
+        send_lag_ms: 0.0,
+    };
+    let mut samples: Vec<ProbeSample> = (0..4).map(|k| sample(k as f64 * 0.5, 15.0, 5.0)).collect();
+    samples.extend((0..16).map(|k| {
+        let t = 2.0 + k as f64 * 0.5;
+        sample(t, 15.0, 25.0 + 2.0 * (t - 2.0))
+    }));
+    let mut be = probe("UDP BE", ProbeKind::Udp, 0, &[]);
+    be.samples = samples;
+    let s = Summary::from_results(&results(phases, vec![], vec![be]));
+    let (up, down) = (
+        s.probes[0].steady_up.expect("up"),
+        s.probes[0].steady_down.expect("down"),
+    );
+    assert!(up.induced_p99_ms.abs() < 1e-9, "{up:?}");
+    assert!(up.growth_ms_per_s.expect("trend").abs() < 1e-9, "{up:?}");
+    // The last steady sample: 25 + 2 * 7.5 = 40 ms, 35 over the idle 5 ms.
+    assert!((down.induced_p99_ms - 35.0).abs() < 0.5, "{down:?}");
+    assert!(
+        (down.growth_ms_per_s.expect("trend") - 2.0).abs() < 1e-9,
+        "{down:?}"
+    );
+    let plain = Summary::from_results(&hand_made());
+    assert_eq!(
+        (plain.probes[0].steady_up, plain.probes[0].steady_down),
+        (None, None)
+    );
+}
