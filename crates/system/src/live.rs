@@ -3,8 +3,11 @@
 //!
 //! One `tc -j -s -d -batch -` reads the qdiscs and filters of both devices (each command prints
 //! one JSON array). Classes are read apart, one `tc -j -s -d class show` per device, and only
-//! when HTB is involved: iproute2 6.1's `class show` ignores `-j` inside a batch and prints text.
-//! In User-Mode Linux every process costs 50-100 ms, which is why this matters.
+//! where an HTB qdisc holds them (the only classes unbloat reads): iproute2 6.1's `class show`
+//! ignores `-j` inside a batch and prints text, or nothing for a device without classes, and in
+//! the batch that broke its one-array-per-command reading, so every read fell back to a process
+//! per command (9 for a status). In User-Mode Linux every process costs 50-100 ms, which is why
+//! this matters.
 
 use crate::runner::{Cmd, RunError, Runner};
 use unbloat_shaper::plan::{Plan, RootQdisc};
@@ -19,25 +22,16 @@ pub fn read(
     ifb: Option<&IfName>,
     classes: bool,
 ) -> Result<LiveTexts, RunError> {
-    // One tc process for everything (a process costs far more than the reads, most of all in
-    // User-Mode Linux, and the daemon's metrics read this every scrape): per device its qdiscs,
-    // filters and, when asked, classes.
-    let device = |dev: &IfName, ingress: bool| {
-        let mut lines = vec![
-            format!("qdisc show dev {dev}"),
-            format!("filter show dev {dev}"),
-        ];
-        if ingress {
-            lines.push(format!("filter show dev {dev} ingress"));
-        }
-        if classes {
-            lines.push(format!("class show dev {dev}"));
-        }
-        lines
-    };
-    let mut batch = device(wan, true);
+    // One tc process for the qdiscs and filters (a process costs far more than the reads, most
+    // of all in User-Mode Linux, and the daemon's metrics read this every scrape).
+    let mut batch = vec![
+        format!("qdisc show dev {wan}"),
+        format!("filter show dev {wan}"),
+        format!("filter show dev {wan} ingress"),
+    ];
     if let Some(ifb) = ifb {
-        batch.extend(device(ifb, false));
+        batch.push(format!("qdisc show dev {ifb}"));
+        batch.push(format!("filter show dev {ifb}"));
     }
     let out =
         runner.run(&Cmd::tc(["-j", "-s", "-d", "-batch", "-"]).stdin(batch.join("\n") + "\n"))?;
@@ -57,13 +51,24 @@ pub fn read(
     let mut it = arrays.into_iter();
     let mut next = || it.next().unwrap_or_default();
     let (qdisc, filter, filter_ingress) = (next(), next(), next());
-    let class = if classes { next() } else { String::new() };
-    let ifb = ifb.map(|name| IfbTexts {
-        name: name.clone(),
-        qdisc: next(),
-        filter: next(),
-        class: if classes { next() } else { String::new() },
-    });
+    let ifb_texts = ifb.map(|name| (name, next(), next()));
+    let class_of = |dev: &IfName, qdisc: &str| -> Result<String, RunError> {
+        if classes && holds_htb(qdisc) {
+            one(runner, &format!("class show dev {dev}"))
+        } else {
+            Ok(String::new())
+        }
+    };
+    let class = class_of(wan, &qdisc)?;
+    let ifb = match ifb_texts {
+        Some((name, qdisc, filter)) => Some(IfbTexts {
+            name: name.clone(),
+            class: class_of(name, &qdisc)?,
+            qdisc,
+            filter,
+        }),
+        None => None,
+    };
     Ok(LiveTexts {
         qdisc,
         class,
@@ -71,6 +76,15 @@ pub fn read(
         filter_ingress,
         ifb,
     })
+}
+
+/// Whether a device's `tc -j qdisc show` lists an HTB qdisc (text that is not JSON: we cannot
+/// tell, so yes).
+fn holds_htb(qdisc_json: &str) -> bool {
+    match serde_json::from_str::<Vec<serde_json::Value>>(qdisc_json) {
+        Ok(qdiscs) => qdiscs.iter().any(|q| q["kind"] == "htb"),
+        Err(_) => !qdisc_json.trim().is_empty(),
+    }
 }
 
 fn one(runner: &dyn Runner, line: &str) -> Result<String, RunError> {
@@ -158,4 +172,91 @@ fn join(m: &[unbloat_shaper::verify::Mismatch]) -> String {
         .map(|m| m.to_string())
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::RecordingRunner;
+
+    fn name(s: &str) -> IfName {
+        s.parse().unwrap()
+    }
+
+    /// A runner whose batch read prints `qdisc_wan` and `qdisc_ifb` as the two devices' qdiscs
+    /// and `[]` for every filter list, and `class show` prints `CLASSES dev`.
+    fn kernel(qdisc_wan: &'static str, qdisc_ifb: &'static str) -> RecordingRunner {
+        RecordingRunner::new()
+            .stdout_when(
+                |c| c.args.iter().any(|a| a == "-batch"),
+                format!("{qdisc_wan}\n[]\n[]\n{qdisc_ifb}\n[]\n"),
+            )
+            .stdout_when(
+                |c| c.args.iter().any(|a| a == "class"),
+                "class htb 1:1 root rate 10Mbit ceil 10Mbit burst 1600b cburst 1600b\n",
+            )
+    }
+
+    /// Regression: `class show` in the batch printed text (or nothing), the batch never read as
+    /// one array per command, and every read fell back to a process per command: 9 per status.
+    #[test]
+    fn cake_is_read_with_one_process_and_htb_classes_apart() {
+        let cake = r#"[{"kind":"cake","handle":"8001:","root":true}]"#;
+        let r = kernel(cake, cake);
+        let texts = read(&r, &name("eth0"), Some(&name("ifb4eth0")), true).unwrap();
+        assert_eq!(r.calls().len(), 1, "{:?}", r.lines());
+        assert_eq!(
+            texts.qdisc,
+            serde_json::from_str::<serde_json::Value>(cake)
+                .unwrap()
+                .to_string()
+        );
+        assert_eq!(texts.class, "");
+        assert_eq!(texts.ifb.as_ref().unwrap().filter, "[]");
+
+        let htb = r#"[{"kind":"htb","handle":"1:","root":true}]"#;
+        let r = kernel(htb, cake);
+        let texts = read(&r, &name("eth0"), Some(&name("ifb4eth0")), true).unwrap();
+        assert_eq!(
+            r.lines()[1..],
+            ["tc -j -s -d class show dev eth0".to_string()],
+            "classes of the HTB device only"
+        );
+        assert!(texts.class.starts_with("class htb 1:1"), "{}", texts.class);
+        assert_eq!(texts.ifb.unwrap().class, "");
+
+        // Not asked for classes: none read, HTB or not.
+        let r = kernel(htb, htb);
+        read(&r, &name("eth0"), Some(&name("ifb4eth0")), false).unwrap();
+        assert_eq!(r.calls().len(), 1);
+    }
+
+    /// A batch that prints fewer arrays than it has commands (a device gone under us): one
+    /// process per command, and what failed reads as nothing there.
+    #[test]
+    fn a_short_batch_falls_back_to_one_command_each() {
+        let r = RecordingRunner::new()
+            .stdout_when(|c| c.args.iter().any(|a| a == "-batch"), "[]\n")
+            .fail_when(
+                |c| c.args.iter().any(|a| a == "ingress"),
+                2,
+                "Cannot find device",
+            )
+            .stdout_when(
+                |c| c.args.iter().any(|a| a == "qdisc"),
+                "[{\"kind\":\"htb\"}]",
+            );
+        let texts = read(&r, &name("eth0"), None, true).unwrap();
+        assert_eq!(
+            r.lines()[1..],
+            [
+                "tc -j -s -d qdisc show dev eth0",
+                "tc -j -s -d filter show dev eth0",
+                "tc -j -s -d filter show dev eth0 ingress",
+                "tc -j -s -d class show dev eth0",
+            ]
+        );
+        assert_eq!(texts.filter_ingress, "");
+        assert!(texts.ifb.is_none());
+    }
 }
