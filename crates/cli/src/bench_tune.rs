@@ -12,7 +12,7 @@ use clap::Args;
 use unbloat_lab::profile::{shipped_names, LinkProfile};
 use unbloat_lab::tune_lab::{best_on_grid, TuneLab, TuneRow};
 use unbloat_system::runner::SystemRunner;
-use unbloat_tune::run::{bound_at, OTHER_PERCENT};
+use unbloat_tune::run::{bound_at, BOTH_LOAD, OTHER_PERCENT, STEP_LOAD};
 use unbloat_tune::search::passes;
 use unbloat_units::Rate;
 
@@ -23,9 +23,9 @@ pub struct TuneBenchArgs {
     /// Profiles to tune, comma-separated names or files (default: every shipped profile).
     #[arg(long, value_name = "LIST")]
     pub profiles: Option<String>,
-    /// Also sweep a grid of rates (80 % to 104 % of the line, 2 % apart, an 8 s test per rate,
-    /// `--grid` says which) for the best rate within the same bound: slow (about 7 minutes per
-    /// profile).
+    /// Also sweep a grid of rates (80 % to 104 % of the line, 2 % apart, a test per rate as long
+    /// as tune's own: 8 s one way, 12 s rrul; `--grid` says which) for the best rate within the
+    /// same bound: slow (about 7 minutes per profile).
     #[arg(long)]
     pub exhaustive: bool,
     /// The grid's load: `one-way` (each direction's own test with the other at 85 %, as tune's
@@ -178,13 +178,15 @@ fn exhaustive(
         GridLoad::OneWay => line.percent(OTHER_PERCENT),
         GridLoad::Rrul => found.unwrap_or(line.percent(OTHER_PERCENT)),
     };
+    // Each load as long as tune's: a search step's one way, a both-ways check's rrul.
     let test = |way: &'static str| match load {
-        GridLoad::OneWay => way,
-        GridLoad::Rrul => "rrul",
+        GridLoad::OneWay => (way, STEP_LOAD),
+        GridLoad::Rrul => ("rrul", BOTH_LOAD),
     };
     let up_at = other(row.up_found, up_line);
     row.down_best = best_on_grid(down_line, |r| {
-        let got = lab.steady_at(r, up_at, &link, test("download"));
+        let (profile, secs) = test("download");
+        let got = lab.steady_at(r, up_at, &link, profile, secs);
         judge("download", r, bound_down, got)
     })
     .map_err(|e| anyhow!(e))?;
@@ -194,7 +196,8 @@ fn exhaustive(
         GridLoad::Rrul => other(row.down_found, down_line),
     };
     row.up_best = best_on_grid(up_line, |r| {
-        let got = lab.steady_at(down_at, r, &link, test("upload"));
+        let (profile, secs) = test("upload");
+        let got = lab.steady_at(down_at, r, &link, profile, secs);
         judge("upload", r, bound_up, got)
     })
     .map_err(|e| anyhow!(e))?;

@@ -61,7 +61,7 @@ pub struct TuneArgs {
     /// link's rate is added: no shaper keeps less).
     #[arg(long, value_name = "TIME", default_value = "10ms")]
     pub bound: Time,
-    /// The longest the run may take: at least 2m10s (1m50s with --no-sweep), what the phases
+    /// The longest the run may take: at least 2m20s (2m with --no-sweep), what the phases
     /// with 3 search steps each way and one both-ways check need; longer runs search more steps.
     #[arg(long, value_name = "TIME", default_value = "3m", value_parser = parse_duration)]
     pub max_time: Duration,

@@ -465,12 +465,12 @@ fn the_help_states_the_rule() {
 fn a_tune_max_time_below_its_phases_is_refused_with_the_floor() {
     let base = ["tune", "eth0", "--server", "http://127.0.0.1:9/"];
     for (extra, floor) in [
-        (&["--max-time", "1m"][..], "between 2m10s and 60m"),
+        (&["--max-time", "1m"][..], "between 2m20s and 60m"),
         (
             &["--max-time", "100s", "--no-sweep"][..],
-            "between 1m50s and 60m",
+            "between 2m and 60m",
         ),
-        (&["--max-time", "61m"][..], "between 2m10s and 60m"),
+        (&["--max-time", "61m"][..], "between 2m20s and 60m"),
     ] {
         let args: Vec<&str> = base.iter().chain(extra).copied().collect();
         let out = unbloat(&args);

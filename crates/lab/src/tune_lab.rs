@@ -145,14 +145,15 @@ impl<'r> TuneLab<'r> {
     }
 
     /// The steady-state p99 induced latency and the steady state's trend (ms/s) of one
-    /// `unbloat test` (`download`, `upload` or `rrul`, 8 s) with the link shaped at `down`/`up` and
-    /// `link` options as tune found them.
+    /// `unbloat test` (`download`, `upload` or `rrul`) of `load` with the link shaped at
+    /// `down`/`up` and `link` options as tune found them.
     pub fn steady_at(
         &self,
         down: Rate,
         up: Rate,
         link: &[String],
         profile: &str,
+        load: std::time::Duration,
     ) -> Result<(f64, Option<f64>), TuneLabError> {
         let (d, u) = (
             format!("{}kbit", down.bits_per_sec() / 1000),
@@ -161,13 +162,14 @@ impl<'r> TuneLab<'r> {
         let mut start = vec!["start", "wan0", "--down", &d, "--up", &u, "--json"];
         start.extend(link.iter().map(String::as_str));
         self.unbloat_json(&start)?;
+        let load = format!("{}s", load.as_secs());
         let v = self.unbloat_json(&[
             "test",
             &self.server,
             "--profile",
             profile,
             "--duration",
-            "8s",
+            &load,
             "--idle",
             "3s",
             "--probe-rate",

@@ -137,7 +137,7 @@ unbloat_system::real_kernel_test! {
             strategies: "unbloat-tuned".into(),
             duration: unbloat_units::Time::from_secs(10),
             // tune's default, 3 minutes: 4 steps each way and one both-ways check. Its floor,
-            // 130 s, gives 3, a 5 % resolution: in CI once a stall of the host's CPU failed the
+            // 140 s, gives 3, a 5 % resolution: in CI once a stall of the host's CPU failed the
             // first step (95 %) and the search ended at 89 % of the line.
             tune_max_time: unbloat_units::Time::from_secs(180),
             out: out.clone(),
