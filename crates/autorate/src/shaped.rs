@@ -35,6 +35,7 @@ impl ShapedLink {
         cake_both_ways(iface, &record.plan)?;
         let opts: ShapeOptions = serde_json::from_value(record.options.clone())
             .map_err(|e| format!("reading unbloat's record of {iface}: {e}"))?;
+        let opts = ingress_mode_as_planned(opts, &record.plan);
         let ifb = record
             .plan
             .ingress
@@ -52,6 +53,18 @@ impl ShapedLink {
             rtnl: Rtnl::open().map_err(|e| format!("rtnetlink: {e}"))?,
         })
     }
+}
+
+/// `opts` with cake's `ingress` mode as `plan` has it, unless the user set it. Left unset, the
+/// mode follows the rate (on from 4 Mbit/s: `unbloat_shaper::cake::INGRESS_MODE_FROM`), so a
+/// cut across that line planned a mode change, which set-rate refuses as more than a rate: on
+/// the lab's ramp trace `unbloat autorate` cut 6276 kbit/s below 4 Mbit/s and ended with "set-rate
+/// changes rates only".
+fn ingress_mode_as_planned(mut opts: ShapeOptions, plan: &Plan) -> ShapeOptions {
+    if let Some(RootQdisc::Cake(c)) = plan.ingress.as_ref().map(|i| &i.shaping.root) {
+        opts.ingress_keyword.get_or_insert(c.ingress);
+    }
+    opts
 }
 
 /// `Ok` when `plan` has cake at both roots: autorate moves both rates.
@@ -88,5 +101,52 @@ impl Link for ShapedLink {
             .set(&req)
             .map(|_| ())
             .map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use unbloat_shaper::spec::Spec;
+
+    fn plan(down: &str, opts: &ShapeOptions) -> Plan {
+        let o = ShapeOptions {
+            down: Some(down.parse().unwrap()),
+            up: Some("1mbit".parse().unwrap()),
+            ..opts.clone()
+        };
+        Plan::build(&Spec::new("wan0".parse().unwrap(), &o).unwrap())
+    }
+
+    fn ingress_of(p: &Plan) -> bool {
+        match &p.ingress.as_ref().unwrap().shaping.root {
+            RootQdisc::Cake(c) => c.ingress,
+            RootQdisc::Htb(_) => unreachable!(),
+        }
+    }
+
+    /// Regression (the lab's ramp trace): shaped at 6276 kbit/s, a cut below 4 Mbit/s planned
+    /// cake without its ingress mode, and set-rate refused it. Pinned, the cut plans the mode in
+    /// place; a mode the user set is kept whatever the plan says.
+    #[test]
+    fn a_cut_below_4mbit_keeps_the_ingress_mode_the_shaping_has() {
+        let unset = ShapeOptions::default();
+        let at_base = plan("6276kbit", &unset);
+        assert!(ingress_of(&at_base));
+        assert!(
+            !ingress_of(&plan("1308kbit", &unset)),
+            "unpinned, the mode follows the rate"
+        );
+        let pinned = ingress_mode_as_planned(unset.clone(), &at_base);
+        assert!(ingress_of(&plan("1308kbit", &pinned)));
+
+        let said = ShapeOptions {
+            ingress_keyword: Some(false),
+            ..unset
+        };
+        assert_eq!(
+            ingress_mode_as_planned(said.clone(), &at_base).ingress_keyword,
+            Some(false)
+        );
     }
 }

@@ -114,6 +114,12 @@ real_kernel_test! {
         let cut = wait_until(Duration::from_secs(8), || cake_rate(&ns, "ifb4wan0").is_some_and(|r| r < 10_000_000));
         assert!(cut.is_some(), "the download stayed at {:?}: {}", cake_rate(&ns, "ifb4wan0"), run.log());
         assert_eq!(cake_rate(&ns, "wan0"), Some(20_000_000), "the upload's path has no queue");
+        // Cuts go on below 4 Mbit/s, where cake's ingress mode would be off for a new setup: a
+        // rate change still (regression: on the lab's ramp trace such a cut ended the run with
+        // "set-rate changes rates only").
+        let low = wait_until(Duration::from_secs(8), || cake_rate(&ns, "ifb4wan0").is_some_and(|r| r < 4_000_000));
+        assert!(low.is_some(), "the download stayed at {:?}: {}", cake_rate(&ns, "ifb4wan0"), run.said());
+        assert!(ns.tc("-d qdisc show dev ifb4wan0").contains(" ingress"), "{}", ns.tc("-d qdisc show dev ifb4wan0"));
 
         // SIGINT while the rate is low: back to base, exit 0.
         let (code, said) = run.stop("INT");
