@@ -17,7 +17,7 @@
 //! router's `wan0` as its user would: nothing, the real sqm-scripts with OpenWrt's defaults
 //! (piece_of_cake, `diffserv3 nat` + `besteffort`: cake's `triple-isolate`), `unbloat start`
 //! with `--isolation flows`, with only the rates, with `--ack-filter`, and with `--rtt 100ms`
-//! (cake's own rtt in place of the router's 300ms, to show what that default buys).
+//! (cake's own rtt in place of the router's 300ms upload, to show what that default buys).
 //!
 //! Measured: each host's goodput each way (iperf3's half-second intervals after the first 2 s of
 //! ramp, and without the last, the streams' flush), host a's share of the two hosts' total (fair is 0.50), and host a's ping to the server
@@ -79,7 +79,7 @@ pub enum Setup {
     /// `unbloat start wan0 --down D --up U --ack-filter`.
     UnbloatAckFilter,
     /// `unbloat start wan0 --down D --up U --rtt 100ms`: the router's defaults with cake's own
-    /// rtt, to show what `rtt 300ms` buys a host's lone flow.
+    /// rtt both ways, to show what the upload's `rtt 300ms` buys a host's lone flow.
     UnbloatRtt100,
 }
 

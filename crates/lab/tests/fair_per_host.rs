@@ -7,7 +7,7 @@
 //! out of `wan0`. Per-flow fairness gives host a 1/9 of each direction (0.11); per-host, a half.
 //!
 //! - With only the rates, host a gets at least 40 % each way, and unbloat says why
-//!   ("per-host fair (..., rtt 300ms): masquerade on wan0 (iptables-legacy)").
+//!   ("per-host fair (..., rtt 300ms up): masquerade on wan0 (iptables-legacy)").
 //! - With `--isolation flows` by hand, host a gets under 40 % each way: the test sees the
 //!   difference, so the first check is not passing by accident.
 //! - A router that forwards without NAT, and IPv6 hosts (routed, never NATed), get the same.
@@ -102,7 +102,7 @@ real_kernel_test! {
         let fair = assert_fair(Family::Ipv4, true, "unbloat start with only the rates, IPv4 behind masquerade");
         let said = fair.fairness.clone().unwrap_or_default();
         assert!(
-            said.starts_with("per-host fair (dual-srchost up, dual-dsthost down, nat, rtt 300ms): masquerade on wan0 (iptables"),
+            said.starts_with("per-host fair (dual-srchost up, dual-dsthost down, nat, rtt 300ms up): masquerade on wan0 (iptables"),
             "{said}"
         );
         let flows = measure(Family::Ipv4, true, Setup::UnbloatFlows);
@@ -122,7 +122,7 @@ real_kernel_test! {
         let routed = assert_fair(Family::Ipv4, false, "unbloat start, IPv4 routed without NAT");
         let said = routed.fairness.clone().unwrap_or_default();
         assert!(
-            said.starts_with("per-host fair (dual-srchost up, dual-dsthost down, nonat, rtt 300ms): this machine forwards IPv4 and IPv6, with no NAT on wan0"),
+            said.starts_with("per-host fair (dual-srchost up, dual-dsthost down, nonat, rtt 300ms up): this machine forwards IPv4 and IPv6, with no NAT on wan0"),
             "{said}"
         );
         assert_fair(Family::Ipv6, true, "unbloat start, IPv6 hosts behind a router that masquerades IPv4");

@@ -19,16 +19,24 @@
 //!   user would notice changes);
 //! - HTB + fq_codel: fq_codel hashes flows, not hosts; nothing can be chosen, and the line says so.
 //!
-//! A router also gets cake's `rtt 300ms` ("oceanic", so codel's target is 15 ms) in place of
-//! 100 ms. Per-host fairness divides a host's share among its flows, so a host with one upload
-//! has one TCP flow holding its half alone, and codel's 5 ms target leaves that lone flow less
-//! queue than one CUBIC back-off needs (about 0.3 of its round trip): its queue runs dry after a
-//! drop and the other host's eight flows take the slot. `unbloat bench fair` measured host a's
-//! share up at 0.41 and 0.40 (IPv4, IPv6; 20/5 Mbit/s, 20 ms) with rtt 100ms, 0.44 with 200ms and
-//! 0.48 with 300ms; 0.40-0.43 against 0.49 at 10 Mbit/s up, so it is not the rate. Sparse flows
-//! (ping, DNS, games, VoIP) do not wait for codel and kept their latency (a's ping under load
-//! 24/26 ms p50/p90 with 300ms, 24/28 with 100ms); what grows is the queue a bulk flow may keep
-//! in its own slot, up to 15 ms.
+//! A router's upload also gets cake's `rtt 300ms` ("oceanic", so codel's target is 15 ms) in
+//! place of 100 ms. Per-host fairness divides a host's share among its flows, so a host with one
+//! upload has one TCP flow holding its half alone, and codel's 5 ms target leaves that lone flow
+//! less queue than one CUBIC back-off needs (about 0.3 of its round trip): its queue runs dry
+//! after a drop and the other host's eight flows take the slot. `unbloat bench fair` measured host
+//! a's share up at 0.41 and 0.40 (IPv4, IPv6; 20/5 Mbit/s, 20 ms) with rtt 100ms, 0.44 with 200ms
+//! and 0.48 with 300ms; 0.40-0.43 against 0.49 at 10 Mbit/s up, so it is not the rate. Sparse
+//! flows (ping, DNS, games, VoIP) do not wait for codel and kept their latency (a's ping under
+//! load 24/26 ms p50/p90 with 300ms, 24/28 with 100ms); what grows is the queue a bulk flow may
+//! keep in its own slot, up to 15 ms.
+//!
+//! The download keeps cake's 100 ms. Its lone flow kept its half either way (a's share down 0.50
+//! with 300ms, 0.51 with 100ms, two runs each of `bench fair --setups
+//! unbloat-default,unbloat-rtt100`), and there the longer target cost latency: an ingress shaper
+//! sits behind the modem, and flows that codel lets keep 15 ms queue send bursts that wait in the
+//! modem's buffer, upstream of it. On the lab's adsl (7 Mbit/s, ATM) under 30 s of rrul at 96 % of
+//! the line, the steady p99 was 174 and 116 ms with 300ms both ways, 56 and 61 ms with 300ms up
+//! and 100ms down (this default), 68 and 47 ms with 100ms both ways.
 //!
 //! The user's `--isolation`, `--nat`/`--no-nat`, `--rtt`, their config keys and option-string
 //! words always win: [`Fairness::defaults`] fills only what nobody said, and [`line`] reads what the final spec
@@ -44,7 +52,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use unbloat_units::Time;
 
-/// cake's rtt on a router (see the module's note): "oceanic", codel's target 15 ms.
+/// cake's rtt on a router's upload (see the module's note): "oceanic", codel's target 15 ms.
 pub const ROUTER_RTT: Time = Time::from_millis(300);
 
 /// A NAT statement found for the WAN.
@@ -132,22 +140,32 @@ pub struct Fairness {
     pub isolation: Option<Isolation>,
     /// cake's `nat` where the user said nothing.
     pub nat: Option<bool>,
-    /// cake's `rtt` where the user said none ([`ROUTER_RTT`] on a router).
+    /// cake's `rtt` for the upload where the user said none ([`ROUTER_RTT`] on a router).
     pub rtt: Option<Time>,
     /// Why, as the machine shows it: `masquerade on eth0 (nftables)`.
     pub why: String,
 }
 
 impl Fairness {
-    /// Options holding only these defaults, to merge *under* the user's
-    /// (`ShapeOptions::merge(&fairness.defaults(), &user)`), so everything the user said wins.
-    pub fn defaults(&self) -> ShapeOptions {
-        ShapeOptions {
+    /// `user`'s options over these defaults, so everything the user said wins. The upload's rtt
+    /// is a word of its option string (cake's grammar, `rtt 300ms`), put before the user's own
+    /// words so that an `rtt` among them still wins; an `rtt` the user set for both ways leaves it
+    /// out. Being a word of the options, it is in unbloat's record, and a later set-rate or
+    /// autorate plans the same cake from it.
+    pub fn apply(&self, user: &ShapeOptions) -> ShapeOptions {
+        let defaults = ShapeOptions {
             isolation: self.isolation,
             nat: self.nat,
-            rtt: self.rtt,
             ..ShapeOptions::default()
+        };
+        let mut opts = ShapeOptions::merge(&defaults, user);
+        if let (Some(rtt), None) = (self.rtt, opts.rtt) {
+            opts.extra_egress = Some(match &opts.extra_egress {
+                Some(words) => format!("rtt {rtt} {words}"),
+                None => format!("rtt {rtt}"),
+            });
         }
+        opts
     }
 }
 
@@ -271,13 +289,18 @@ pub fn line(spec: &Spec, fairness: &Fairness, user: &ShapeOptions) -> String {
         "per-flow"
     };
     let nat = if nat == Some(true) { "nat" } else { "nonat" };
-    // cake's rtt when it is not cake's own 100 ms: once if both ways agree, else each way's.
+    // cake's rtt where it is not cake's own 100 ms: once if both ways agree, else each such way's
+    // (a router's default: `rtt 300ms up`).
     let rtt = if rtts.iter().all(|(t, _)| *t == CAKE_DEFAULT_RTT) {
         String::new()
     } else if rtts.windows(2).all(|w| w[0].0 == w[1].0) {
         format!(", rtt {}", rtts[0].0)
     } else {
-        let each: Vec<String> = rtts.iter().map(|(t, side)| format!("{t} {side}")).collect();
+        let each: Vec<String> = rtts
+            .iter()
+            .filter(|(t, _)| *t != CAKE_DEFAULT_RTT)
+            .map(|(t, side)| format!("{t} {side}"))
+            .collect();
         format!(", rtt {}", each.join(", "))
     };
     let how = format!("{}, {nat}{rtt}", modes.join(", "));
@@ -330,11 +353,7 @@ mod tests {
             ..user
         };
         let f = decide("eth0", user.qdisc.unwrap_or_default(), m);
-        let spec = Spec::new(
-            "eth0".parse().unwrap(),
-            &ShapeOptions::merge(&f.defaults(), &user),
-        )
-        .unwrap();
+        let spec = Spec::new("eth0".parse().unwrap(), &f.apply(&user)).unwrap();
         assert!(spec.warnings.is_empty(), "{:?}", spec.warnings);
         line(&spec, &f, &user)
     }
@@ -347,7 +366,7 @@ mod tests {
         assert_eq!(f.nat, Some(true));
         assert_eq!(
             spec_line(&m, ShapeOptions::default()),
-            "per-host fair (dual-srchost up, dual-dsthost down, nat, rtt 300ms): masquerade on eth0 (nftables)"
+            "per-host fair (dual-srchost up, dual-dsthost down, nat, rtt 300ms up): masquerade on eth0 (nftables)"
         );
     }
 
@@ -362,7 +381,7 @@ mod tests {
             );
             assert_eq!(
                 spec_line(&m, ShapeOptions::default()),
-                format!("per-host fair (dual-srchost up, dual-dsthost down, nonat, rtt 300ms): this machine forwards {says}, with no NAT on eth0")
+                format!("per-host fair (dual-srchost up, dual-dsthost down, nonat, rtt 300ms up): this machine forwards {says}, with no NAT on eth0")
             );
         }
     }
@@ -371,7 +390,7 @@ mod tests {
     fn a_machine_that_forwards_nothing_keeps_triple_isolate() {
         let m = machine(false, false, NatFinding::None);
         let f = decide("eth0", Qdisc::Cake, &m);
-        assert_eq!(f.defaults(), ShapeOptions::default());
+        assert_eq!(f.apply(&ShapeOptions::default()), ShapeOptions::default());
         assert!(spec_line(&m, ShapeOptions::default())
             .starts_with("cake's default (triple-isolate up, triple-isolate down, nonat): this machine forwards nothing"));
     }
@@ -419,14 +438,14 @@ mod tests {
         };
         assert_eq!(
             spec_line(&m, flows),
-            "per-flow (flows up, flows down, nat, rtt 300ms): as configured; the machine: masquerade on eth0 (iptables-legacy)"
+            "per-flow (flows up, flows down, nat, rtt 300ms up): as configured; the machine: masquerade on eth0 (iptables-legacy)"
         );
         let nonat = ShapeOptions {
             nat: Some(false),
             ..ShapeOptions::default()
         };
         assert!(spec_line(&m, nonat).starts_with(
-            "per-host fair (dual-srchost up, dual-dsthost down, nonat, rtt 300ms): as configured"
+            "per-host fair (dual-srchost up, dual-dsthost down, nonat, rtt 300ms up): as configured"
         ));
         let words = ShapeOptions {
             extra_egress: Some("triple-isolate".into()),
@@ -434,16 +453,34 @@ mod tests {
         };
         assert!(user_said(&words));
         assert!(spec_line(&m, words).starts_with(
-            "per-flow (triple-isolate up, dual-dsthost down, nat, rtt 300ms): as configured"
+            "per-flow (triple-isolate up, dual-dsthost down, nat, rtt 300ms up): as configured"
         ));
     }
 
-    /// A router's lone flows get codel's 15 ms target; the user's rtt, said either way, wins,
-    /// and the line says what each way holds.
+    /// A router's lone uploads get codel's 15 ms target, its download cake's own 100 ms; the
+    /// user's rtt, said either way, wins, and the line says what each way holds.
     #[test]
-    fn a_router_gets_rtt_300ms_unless_the_user_says_otherwise() {
+    fn a_routers_upload_gets_rtt_300ms_unless_the_user_says_otherwise() {
         let m = nat_router("nftables", NatFamily::Ipv4);
         assert_eq!(decide("eth0", Qdisc::Cake, &m).rtt, Some(ROUTER_RTT));
+        assert_eq!(
+            spec_line(&m, ShapeOptions::default()),
+            "per-host fair (dual-srchost up, dual-dsthost down, nat, rtt 300ms up): masquerade on eth0 (nftables)"
+        );
+        let f = decide("eth0", Qdisc::Cake, &m);
+        let nat_words = ShapeOptions {
+            extra_egress: Some("nat rtt 50ms".into()),
+            ..ShapeOptions::default()
+        };
+        assert_eq!(
+            f.apply(&nat_words).extra_egress.as_deref(),
+            Some("rtt 300ms nat rtt 50ms"),
+            "the user's words after the default's, so theirs win"
+        );
+        assert_eq!(
+            spec_line(&m, nat_words),
+            "per-host fair (dual-srchost up, dual-dsthost down, nat, rtt 50ms up): as configured; the machine: masquerade on eth0 (nftables)"
+        );
         let metro = ShapeOptions {
             rtt: Some(Time::from_millis(10)),
             ..ShapeOptions::default()
@@ -458,7 +495,7 @@ mod tests {
         };
         assert_eq!(
             spec_line(&m, internet_up),
-            "per-host fair (dual-srchost up, dual-dsthost down, nat, rtt 100ms up, 300ms down): masquerade on eth0 (nftables)"
+            "per-host fair (dual-srchost up, dual-dsthost down, nat): masquerade on eth0 (nftables)"
         );
         let own = machine(false, false, NatFinding::None);
         assert_eq!(decide("eth0", Qdisc::Cake, &own).rtt, None);
@@ -472,7 +509,7 @@ mod tests {
             ..ShapeOptions::default()
         };
         let f = decide("eth0", Qdisc::FqCodel, &m);
-        assert_eq!(f.defaults(), ShapeOptions::default());
+        assert_eq!(f.apply(&ShapeOptions::default()), ShapeOptions::default());
         assert_eq!(
             spec_line(&m, fq),
             "per-flow: fq_codel hashes flows, not hosts (cake would be fair per host); masquerade on eth0 (nftables)"

@@ -65,7 +65,7 @@ pub fn with_fairness(
     let qdisc = user.qdisc.unwrap_or_default();
     let machine = hostnet::read_machine(runner, Path::new("/proc"), iface.as_str());
     let f = fairness::decide(iface.as_str(), qdisc, &machine);
-    let opts = ShapeOptions::merge(&f.defaults(), user);
+    let opts = f.apply(user);
     let spec = checked(Spec::new(iface, &opts)?)?;
     Ok(Planned {
         fairness: fairness::line(&spec, &f, user),
