@@ -50,7 +50,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Settings {
         Settings {
-            delay_threshold_ms: 15.0,
+            delay_threshold_ms: 20.0,
             window: 6,
             detect: 3,
             high_load: 0.75,
@@ -293,7 +293,8 @@ mod tests {
     #[test]
     fn the_climb_slows_near_where_the_last_bloat_was() {
         let mut d = dir();
-        let t = feed(&mut d, 0, 6, 40.0);
+        // 2.5 times the threshold: a cut of 13 %.
+        let t = feed(&mut d, 0, 6, 50.0);
         d.tick(MS(t), Rate::from_mbit(10));
         let cut = d.rate();
         // Clean and loaded: fast while well under the 10 Mbit/s it carried, slow near it.

@@ -100,7 +100,7 @@ pub struct AutorateArgs {
     #[arg(
         long,
         value_name = "TIME",
-        default_value = "15ms",
+        default_value = "20ms",
         help_heading = "Probes"
     )]
     pub threshold: Time,
