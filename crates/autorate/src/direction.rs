@@ -30,6 +30,7 @@ use unbloat_units::Rate;
 /// The rates a direction may take: the config's type, so a table and the flags check theirs
 /// alike ([`Bounds::new`]).
 pub use unbloat_shaper::autorate_config::RateBounds as Bounds;
+use unbloat_shaper::autorate_config::DEFAULT_THRESHOLD;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Settings {
@@ -50,7 +51,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Settings {
         Settings {
-            delay_threshold_ms: 20.0,
+            delay_threshold_ms: DEFAULT_THRESHOLD.micros() as f64 / 1000.0,
             window: 6,
             detect: 3,
             high_load: 0.75,

@@ -100,7 +100,7 @@ pub struct AutorateArgs {
     #[arg(
         long,
         value_name = "TIME",
-        default_value = "20ms",
+        default_value_t = unbloat_shaper::autorate_config::DEFAULT_THRESHOLD,
         help_heading = "Probes"
     )]
     pub threshold: Time,

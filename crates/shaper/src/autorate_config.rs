@@ -81,6 +81,13 @@ pub struct AutorateConfig {
 }
 
 /// The probe methods `--probe` takes.
+/// A delay sample this far over its reflector's baseline counts as delayed, unless the table or
+/// `--threshold` says otherwise. 20 ms, not cake-autorate's 30: on the lab's step trace (bench
+/// autorate, 3 runs) 15 ms cut so often that a lone download kept 90 % against cake-autorate's
+/// 91 %; 20 ms kept 91-92 % (cake-autorate 88-90 %) at a steady p99 of 22 ms (cake-autorate's
+/// 116-171); 30 ms gained 2 % more for 10 ms more p50.
+pub const DEFAULT_THRESHOLD: Time = Time::from_millis(20);
+
 pub const PROBES: [&str; 3] = ["auto", "echo", "timestamp"];
 
 impl AutorateTable {
@@ -129,11 +136,7 @@ impl AutorateTable {
                 return Err("probe = \"timestamp\" needs IPv4 reflectors: ICMPv6 has no timestamp (\"auto\" uses echo for IPv6 ones)".into());
             }
         }
-        // 20 ms, not cake-autorate's 30: on the lab's step trace (bench autorate, 3 runs)
-        // 15 ms cut so often that a lone download kept 90 % against cake-autorate's 91 %;
-        // 20 ms kept 91-92 % (cake-autorate 88-90 %) at a steady p99 of 22 ms (cake-autorate's
-        // 116-171), and 30 ms gained no goodput for another 10 ms of it.
-        let threshold = self.threshold.unwrap_or(Time::from_millis(20));
+        let threshold = self.threshold.unwrap_or(DEFAULT_THRESHOLD);
         if threshold.micros() == 0 {
             return Err("`threshold` must be more than 0ms".into());
         }
