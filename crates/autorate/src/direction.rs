@@ -1,19 +1,20 @@
 //! One direction's shaper rate, moved by what the link shows.
 //!
 //! Each delay sample's delta (over its reflector's baseline) goes into a short window; bloat is
-//! [`Settings::detect`] delayed samples out of the last [`Settings::window`]. At each tick, with
+//! [`Settings::detect`] delayed samples out of the last [`Settings::window`], a delayed sample
+//! one over the threshold plus a full packet's time at the current rate. At each tick, with
 //! the rate the interface achieved since the last one:
 //! - **bloat**: down to the achieved rate times a factor from 0.99 (delta just over the
-//!   threshold) to 0.75 (delta at 4x it), so the cut follows what the link really carried, not
+//!   threshold) to 0.75 (delta three thresholds over it), so the cut follows what the link really carried, not
 //!   the rate that was too high (a link whose rate halved is caught in one cut); a direction
 //!   that carried under [`Settings::blame_load`] of its rate is cut from its rate instead, as
 //!   cake-autorate does, since what it carried says nothing of the link; then the window starts
 //!   afresh, and no other cut comes within [`Settings::bloat_refractory`];
-//! - **loaded and clean** (achieved over [`Settings::high_load`] of the rate): up by up to 4 %,
-//!   less as the delta nears the threshold; but by at most 0.75 % from 3 % under to 10 % over
-//!   the rate the link carried at the last bloat, for [`Settings::memory`] after it: the climb
-//!   back is fast, the probe past the point where the queue last built slow, and fast again beyond it
-//!   (CUBIC's shape, in steps), so the sawtooth's peaks overshoot less and a link that grew is
+//! - **loaded and clean** (achieved over [`Settings::high_load`] of the rate): up by 4 % while
+//!   the mean delta is under half the threshold, less as it nears the threshold; but by at most
+//!   0.75 % from 3 % under to 10 % over the rate the link carried at the last bloat, for
+//!   [`Settings::memory`] after it: the climb back is fast, the probe past the point where the
+//!   queue last built slow, and fast again beyond it (CUBIC's shape, in steps), so the sawtooth's peaks overshoot less and a link that grew is
 //!   still found in seconds;
 //! - **light load**: back towards the base rate by 1 % at most every [`Settings::decay_every`]:
 //!   an idle link is not probed for capacity it may no longer have.
@@ -34,8 +35,15 @@ use unbloat_shaper::autorate_config::DEFAULT_THRESHOLD;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Settings {
-    /// A sample this far over its baseline counts as delayed.
+    /// A sample this far over its baseline counts as delayed, plus a full packet's time on the
+    /// wire at the current rate ([`Settings::packet_bits`]).
     pub delay_threshold_ms: f64,
+    /// The largest packet on the wire, in bits. At a low rate, a probe that waits behind one
+    /// packet in the shaper is delayed by the shaper's own serialization, not by a queue: at
+    /// 0.5 Mbit/s a 1538-byte frame takes 25 ms, more than the threshold, and counted as
+    /// bloat it held the rate at its minimum while the link carried ten times as much
+    /// (cake-autorate compensates its thresholds the same way).
+    pub packet_bits: u64,
     pub window: usize,
     pub detect: usize,
     pub high_load: f64,
@@ -52,6 +60,7 @@ impl Default for Settings {
     fn default() -> Settings {
         Settings {
             delay_threshold_ms: DEFAULT_THRESHOLD.micros() as f64 / 1000.0,
+            packet_bits: 1538 * 8,
             window: 6,
             detect: 3,
             high_load: 0.75,
@@ -100,6 +109,8 @@ pub struct Direction {
     /// What the link carried at the last bloat.
     bloat_at: Option<Rate>,
     last_decay: Duration,
+    /// Since when the direction has been loaded and clean, without a cut.
+    climbing_since: Option<Duration>,
 }
 
 impl Direction {
@@ -113,6 +124,7 @@ impl Direction {
             last_cut: None,
             bloat_at: None,
             last_decay: Duration::ZERO,
+            climbing_since: None,
         }
     }
 
@@ -160,8 +172,18 @@ impl Direction {
                 .is_none_or(|t| now.saturating_sub(t) >= self.settings.bloat_refractory)
     }
 
+    /// The packet's time on the wire at the current rate, in milliseconds.
+    fn wire_ms(&self) -> f64 {
+        self.settings.packet_bits as f64 * 1000.0 / self.rate.bits_per_sec().max(1) as f64
+    }
+
+    /// The threshold at the current rate: the configured one plus [`Direction::wire_ms`].
+    fn threshold_ms(&self) -> f64 {
+        self.settings.delay_threshold_ms + self.wire_ms()
+    }
+
     fn bloated(&self) -> bool {
-        let thr = self.settings.delay_threshold_ms;
+        let thr = self.threshold_ms();
         self.deltas.iter().filter(|d| **d > thr).count() >= self.settings.detect
     }
 
@@ -177,17 +199,19 @@ impl Direction {
             self.rate = b.base;
             return Move::Stalled;
         }
-        let thr = s.delay_threshold_ms;
+        let thr = self.threshold_ms();
         let clamp = |r: Rate| r.max(b.min).min(b.max);
         let cut_allowed = self
             .last_cut
             .is_none_or(|t| now.saturating_sub(t) >= s.bloat_refractory);
         if self.bloated() {
+            self.climbing_since = None;
             if !cut_allowed {
                 return Move::Hold;
             }
-            // 0 at the threshold, 1 at four times it.
-            let depth = ((self.avg_delta_ms() - thr) / (3.0 * thr)).clamp(0.0, 1.0);
+            // 0 at the threshold, 1 at three configured thresholds over it.
+            let depth =
+                ((self.avg_delta_ms() - thr) / (3.0 * s.delay_threshold_ms)).clamp(0.0, 1.0);
             let factor = 0.99 - depth * (0.99 - 0.75);
             let load = achieved.bits_per_sec() as f64 / self.rate.bits_per_sec().max(1) as f64;
             let from = if load >= s.blame_load {
@@ -196,14 +220,22 @@ impl Direction {
                 self.rate
             };
             self.rate = clamp(scale(from, factor));
-            self.bloat_at = Some(from);
+            // Only an overshoot marks where the link's rate is: a link that fell (it carried
+            // under high_load of the rate) may rise again as fast, as LTE does after a dip, and
+            // a slow probe at the dip's rate kept it there for seconds.
+            self.bloat_at = (load >= s.high_load).then_some(from);
             self.deltas.clear();
             self.last_cut = Some(now);
             return Move::Bloat { achieved };
         }
         let load = achieved.bits_per_sec() as f64 / self.rate.bits_per_sec().max(1) as f64;
         if load > s.high_load {
-            let room = (1.0 - self.avg_delta_ms() / thr).clamp(0.0, 1.0);
+            // The full step up to half the configured threshold over the wire time, none at
+            // the threshold (cake-autorate's shape: 1 up to 10 ms, 0 at 30): on a jittery
+            // link the clean deltas sit near half the threshold, and a step scaled down from
+            // 0 ms climbed at half speed after every dip.
+            let half = s.delay_threshold_ms / 2.0;
+            let room = ((thr - self.avg_delta_ms()) / half).clamp(0.0, 1.0);
             let recent = self
                 .last_cut
                 .is_some_and(|t| now.saturating_sub(t) < s.memory);
@@ -211,7 +243,21 @@ impl Direction {
                 let r = self.rate.bits_per_sec() as f64 / at.bits_per_sec().max(1) as f64;
                 (0.97..1.1).contains(&r)
             });
-            let step = if near { 0.0075 } else { 0.04 };
+            // The step grows from 4 % to 10 % over the first 4.5 s loaded and clean:
+            // after a dip a link comes back faster than 4 % a tick climbs (from a dip to 0.5
+            // Mbit/s to 6 took 12 s on the Verizon trace), and a climb that has been clean
+            // for seconds is not near the link's rate. Past the slow probe it starts again at 4 %.
+            if near {
+                self.climbing_since = Some(now);
+            }
+            let since = now
+                .saturating_sub(*self.climbing_since.get_or_insert(now))
+                .as_secs_f64();
+            let step = if near {
+                0.0075
+            } else {
+                0.04 * (1.0 + since / 3.0).min(2.5)
+            };
             let up = clamp(scale(self.rate, 1.0 + step * room));
             if up == self.rate {
                 return Move::Hold;
@@ -219,6 +265,7 @@ impl Direction {
             self.rate = up;
             return Move::Up;
         }
+        self.climbing_since = None;
         if now.saturating_sub(self.last_decay) >= s.decay_every && self.rate != b.base {
             self.last_decay = now;
             self.rate = if self.rate > b.base {
@@ -310,6 +357,69 @@ mod tests {
         assert!(cut < Rate::from_mbit(9), "{cut}");
         assert!(steps[0] > 1.035, "{steps:?}");
         assert!(steps.last().is_some_and(|s| *s < 1.008), "{steps:?}");
+    }
+
+    #[test]
+    fn a_full_packet_at_a_low_rate_is_not_bloat() {
+        let mut d = Direction::new(
+            Bounds {
+                min: Rate::from_kbit(500),
+                base: Rate::from_kbit(500),
+                max: Rate::from_mbit(50),
+            },
+            Settings::default(),
+        );
+        // 30 ms over the baseline: a 1538-byte frame's 24.6 ms at 500 kbit/s and a little.
+        let t = feed(&mut d, 0, 6, 30.0);
+        assert!(!d.wants_cut(MS(t)));
+        assert!(!matches!(
+            d.tick(MS(t), Rate::from_kbit(500)),
+            Move::Bloat { .. }
+        ));
+        // 50 ms is a queue at any rate.
+        let t = feed(&mut d, t, 6, 50.0);
+        assert!(matches!(
+            d.tick(MS(t), Rate::from_kbit(500)),
+            Move::Bloat { .. }
+        ));
+        // At 10 Mbit/s the frame takes 1.2 ms: 30 ms is bloat there.
+        let mut d = dir();
+        let t = feed(&mut d, 0, 6, 30.0);
+        assert!(matches!(
+            d.tick(MS(t), Rate::from_mbit(10)),
+            Move::Bloat { .. }
+        ));
+    }
+
+    #[test]
+    fn a_long_clean_climb_speeds_up_and_a_cut_starts_it_again() {
+        let mut d = dir();
+        let mut t = 0;
+        let mut steps = vec![];
+        // 4.2 s of it, from 10 Mbit/s: 50 would stop it at 4.8 s.
+        for _ in 0..21 {
+            t = feed(&mut d, t, 4, 0.0);
+            let before = d.rate();
+            d.tick(MS(t), before);
+            steps.push(d.rate().bits_per_sec() as f64 / before.bits_per_sec() as f64);
+        }
+        assert!((steps[0] - 1.04).abs() < 0.001, "{steps:?}");
+        assert!(steps[20] > 1.09, "{steps:?}");
+        // A cut where the link fell (it carried a third of the rate): the climb back starts
+        // at 4 % and is not held near that rate.
+        let t = feed(&mut d, t, 6, 60.0);
+        let fell = scale(d.rate(), 0.35);
+        assert!(matches!(d.tick(MS(t), fell), Move::Bloat { .. }));
+        let mut t = t + 400;
+        let mut back = vec![];
+        for _ in 0..8 {
+            t = feed(&mut d, t, 4, 0.0);
+            let before = d.rate();
+            d.tick(MS(t), before);
+            back.push(d.rate().bits_per_sec() as f64 / before.bits_per_sec() as f64);
+        }
+        assert!(back.iter().all(|s| *s > 1.035), "{back:?}");
+        assert!(back[0] < 1.045, "{back:?}");
     }
 
     #[test]
