@@ -5,17 +5,18 @@
 //! one over the threshold plus a full packet's time at the current rate. At each tick, with
 //! the rate the interface achieved since the last one:
 //! - **bloat**: down to the achieved rate times a factor from 0.99 (delta just over the
-//!   threshold) to 0.75 (delta three thresholds over it), so the cut follows what the link really carried, not
-//!   the rate that was too high (a link whose rate halved is caught in one cut); a direction
-//!   that carried under [`Settings::blame_load`] of its rate is cut from its rate instead, as
-//!   cake-autorate does, since what it carried says nothing of the link; then the window starts
-//!   afresh, and no other cut comes within [`Settings::bloat_refractory`];
+//!   threshold) to 0.75 (delta three thresholds over it), so the cut follows what the link
+//!   really carried, not the rate that was too high (a link whose rate halved is caught in one
+//!   cut); a direction that carried under [`Settings::blame_load`] of its rate is cut from its
+//!   rate instead, as cake-autorate does, since what it carried says nothing of the link; then
+//!   the window starts afresh, and no other cut comes within [`Settings::bloat_refractory`];
 //! - **loaded and clean** (achieved over [`Settings::high_load`] of the rate): up by 4 % while
-//!   the mean delta is under half the threshold, less as it nears the threshold; but by at most
-//!   0.75 % from 3 % under to 10 % over the rate the link carried at the last bloat, for
-//!   [`Settings::memory`] after it: the climb back is fast, the probe past the point where the
-//!   queue last built slow, and fast again beyond it (CUBIC's shape, in steps), so the sawtooth's peaks overshoot less and a link that grew is
-//!   still found in seconds;
+//!   the mean delta is under half the threshold, less as it nears the threshold, and more (up to
+//!   10 %) the longer the load has stayed clean; but by at most 0.75 % from 3 % under to 10 %
+//!   over the rate the link carried at the last overshoot (a cut while it carried at least
+//!   [`Settings::high_load`] of its rate), for [`Settings::memory`] after it: the climb back is fast, the probe past the
+//!   point where the queue last built slow, and fast again beyond it (CUBIC's shape, in steps),
+//!   so the sawtooth's peaks overshoot less and a link that grew is still found in seconds;
 //! - **light load**: back towards the base rate by 1 % at most every [`Settings::decay_every`]:
 //!   an idle link is not probed for capacity it may no longer have.
 //!
@@ -50,7 +51,7 @@ pub struct Settings {
     /// Under this share of its rate, what a direction carried is not the link's measure.
     pub blame_load: f64,
     pub bloat_refractory: Duration,
-    /// How long the rate carried at a bloat slows the climb past it.
+    /// How long the rate carried at an overshoot slows the climb past it.
     pub memory: Duration,
     pub decay_every: Duration,
     pub stall_after: Duration,
@@ -106,7 +107,7 @@ pub struct Direction {
     deltas: VecDeque<f64>,
     last_sample: Option<Duration>,
     last_cut: Option<Duration>,
-    /// What the link carried at the last bloat.
+    /// What the link carried at the last overshoot.
     bloat_at: Option<Rate>,
     last_decay: Duration,
     /// Since when the direction has been loaded and clean, without a cut.
