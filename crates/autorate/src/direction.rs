@@ -309,6 +309,19 @@ mod tests {
         t + n * 50
     }
 
+    /// `n` ticks of a clean link carrying all of the rate, from `t`: the time after them and
+    /// each tick's step (new rate over old).
+    fn climb(d: &mut Direction, mut t: u64, n: usize) -> (u64, Vec<f64>) {
+        let mut steps = vec![];
+        for _ in 0..n {
+            t = feed(d, t, 4, 0.0);
+            let before = d.rate();
+            d.tick(MS(t), before);
+            steps.push(d.rate().bits_per_sec() as f64 / before.bits_per_sec() as f64);
+        }
+        (t, steps)
+    }
+
     #[test]
     fn a_loaded_clean_link_climbs_and_stops_at_max() {
         let mut d = dir();
@@ -347,14 +360,7 @@ mod tests {
         d.tick(MS(t), Rate::from_mbit(10));
         let cut = d.rate();
         // Clean and loaded: fast while well under the 10 Mbit/s it carried, slow near it.
-        let mut t = t + 400;
-        let mut steps = vec![];
-        for _ in 0..10 {
-            t = feed(&mut d, t, 4, 0.0);
-            let before = d.rate();
-            d.tick(MS(t), before);
-            steps.push(d.rate().bits_per_sec() as f64 / before.bits_per_sec() as f64);
-        }
+        let (_, steps) = climb(&mut d, t + 400, 10);
         assert!(cut < Rate::from_mbit(9), "{cut}");
         assert!(steps[0] > 1.035, "{steps:?}");
         assert!(steps.last().is_some_and(|s| *s < 1.008), "{steps:?}");
@@ -395,15 +401,8 @@ mod tests {
     #[test]
     fn a_long_clean_climb_speeds_up_and_a_cut_starts_it_again() {
         let mut d = dir();
-        let mut t = 0;
-        let mut steps = vec![];
         // 4.2 s of it, from 10 Mbit/s: 50 would stop it at 4.8 s.
-        for _ in 0..21 {
-            t = feed(&mut d, t, 4, 0.0);
-            let before = d.rate();
-            d.tick(MS(t), before);
-            steps.push(d.rate().bits_per_sec() as f64 / before.bits_per_sec() as f64);
-        }
+        let (t, steps) = climb(&mut d, 0, 21);
         assert!((steps[0] - 1.04).abs() < 0.001, "{steps:?}");
         assert!(steps[20] > 1.09, "{steps:?}");
         // A cut where the link fell (it carried a third of the rate): the climb back starts
@@ -411,14 +410,7 @@ mod tests {
         let t = feed(&mut d, t, 6, 60.0);
         let fell = scale(d.rate(), 0.35);
         assert!(matches!(d.tick(MS(t), fell), Move::Bloat { .. }));
-        let mut t = t + 400;
-        let mut back = vec![];
-        for _ in 0..8 {
-            t = feed(&mut d, t, 4, 0.0);
-            let before = d.rate();
-            d.tick(MS(t), before);
-            back.push(d.rate().bits_per_sec() as f64 / before.bits_per_sec() as f64);
-        }
+        let (_, back) = climb(&mut d, t + 400, 8);
         assert!(back.iter().all(|s| *s > 1.035), "{back:?}");
         assert!(back[0] < 1.045, "{back:?}");
     }
