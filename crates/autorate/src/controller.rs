@@ -74,7 +74,7 @@ impl Config {
         let mut cfg = Config::new(down, up, reflectors);
         cfg.active = active;
         cfg.probe = probe;
-        cfg.settings.delay_threshold_ms = threshold.micros() as f64 / 1000.0;
+        cfg.settings.delay_threshold_ms = threshold.millis_f64();
         cfg
     }
 }

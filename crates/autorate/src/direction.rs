@@ -14,9 +14,10 @@
 //!   the mean delta is under half the threshold, less as it nears the threshold, and more (up to
 //!   10 %) the longer the load has stayed clean; but by at most 0.75 % from 3 % under to 10 %
 //!   over the rate the link carried at the last overshoot (a cut while it carried at least
-//!   [`Settings::high_load`] of its rate), for [`Settings::memory`] after it: the climb back is fast, the probe past the
-//!   point where the queue last built slow, and fast again beyond it (CUBIC's shape, in steps),
-//!   so the sawtooth's peaks overshoot less and a link that grew is still found in seconds;
+//!   [`Settings::high_load`] of its rate), for [`Settings::memory`] after it: the climb back is
+//!   fast, the probe past the point where the queue last built slow, and fast again beyond it
+//!   (CUBIC's shape, in steps), so the sawtooth's peaks overshoot less and a link that grew is
+//!   still found in seconds;
 //! - **light load**: back towards the base rate by 1 % at most every [`Settings::decay_every`]:
 //!   an idle link is not probed for capacity it may no longer have.
 //!
@@ -60,7 +61,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Settings {
         Settings {
-            delay_threshold_ms: DEFAULT_THRESHOLD.micros() as f64 / 1000.0,
+            delay_threshold_ms: DEFAULT_THRESHOLD.millis_f64(),
             packet_bits: 1538 * 8,
             window: 6,
             detect: 3,
@@ -201,6 +202,9 @@ impl Direction {
             return Move::Stalled;
         }
         let thr = self.threshold_ms();
+        // What the direction carried, as a share of its rate: what a cut starts from, and
+        // whether the climb may go on.
+        let load = achieved.bits_per_sec() as f64 / self.rate.bits_per_sec().max(1) as f64;
         let clamp = |r: Rate| r.max(b.min).min(b.max);
         let cut_allowed = self
             .last_cut
@@ -214,7 +218,6 @@ impl Direction {
             let depth =
                 ((self.avg_delta_ms() - thr) / (3.0 * s.delay_threshold_ms)).clamp(0.0, 1.0);
             let factor = 0.99 - depth * (0.99 - 0.75);
-            let load = achieved.bits_per_sec() as f64 / self.rate.bits_per_sec().max(1) as f64;
             let from = if load >= s.blame_load {
                 achieved.min(self.rate)
             } else {
@@ -229,7 +232,6 @@ impl Direction {
             self.last_cut = Some(now);
             return Move::Bloat { achieved };
         }
-        let load = achieved.bits_per_sec() as f64 / self.rate.bits_per_sec().max(1) as f64;
         if load > s.high_load {
             // The full step up to half the configured threshold over the wire time, none at
             // the threshold (cake-autorate's shape: 1 up to 10 ms, 0 at 30): on a jittery
@@ -248,16 +250,12 @@ impl Direction {
             // after a dip a link comes back faster than 4 % a tick climbs (from a dip to 0.5
             // Mbit/s to 6 took 12 s on the Verizon trace), and a climb that has been clean
             // for seconds is not near the link's rate. Past the slow probe it starts again at 4 %.
-            if near {
-                self.climbing_since = Some(now);
-            }
-            let since = now
-                .saturating_sub(*self.climbing_since.get_or_insert(now))
-                .as_secs_f64();
             let step = if near {
+                self.climbing_since = Some(now);
                 0.0075
             } else {
-                0.04 * (1.0 + since / 3.0).min(2.5)
+                let since = now.saturating_sub(*self.climbing_since.get_or_insert(now));
+                0.04 * (1.0 + since.as_secs_f64() / 3.0).min(2.5)
             };
             let up = clamp(scale(self.rate, 1.0 + step * room));
             if up == self.rate {
