@@ -95,8 +95,9 @@ pub struct AutorateArgs {
         help_heading = "Probes"
     )]
     pub probe: Probe,
-    /// A sample this far over its reflector's baseline counts as delayed; 3 of the last 6 is
-    /// bloat (cake-autorate uses 30ms one way).
+    /// A sample this far over its reflector's baseline, plus a full packet's time at the
+    /// current rate (25ms at 0.5mbit), counts as delayed; 3 of the last 6 is bloat
+    /// (cake-autorate uses 30ms one way, compensated alike).
     #[arg(
         long,
         value_name = "TIME",
