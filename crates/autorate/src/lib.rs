@@ -4,8 +4,8 @@
 //! The decisions are pure, with time passed in rather than read, so every one can be replayed
 //! in a test:
 //! - [`baseline`]: each reflector's empty-path delay (down fast, up slowly) and its health;
-//! - [`direction`]: one direction's rate: cut on bloat in proportion to what the link carried,
-//!   raised while loaded and clean, decayed towards base when light, back to base when every
+//! - [`direction`]: one direction's rate: cut on bloat (the upload from what it carried, the
+//!   download from its rate unless the link holds one), raised while loaded and clean, decayed towards base when light, back to base when every
 //!   reflector has gone quiet;
 //! - [`reflectors`]: which reflectors are probed, when, and which replace the bad ones;
 //! - [`controller`]: both directions and the reflectors together, a tick at a time;
