@@ -52,9 +52,8 @@ const OVERSHOOTS: usize = 3;
 /// Measured with `unbloat bench autorate` (1 run each): cutting the download from what it
 /// carried whenever that was under 75 % of its rate gave 43.5 % of the T-Mobile trace's
 /// capacity, against 64.1 % from its rate (3 runs of the old controller, which always cut
-/// from what was carried: 45.9 %); cutting
-/// the upload from its rate gave rrul a p99 of 1188 ms on the Verizon trace against 862 ms
-/// from what it carried (cake-autorate: 1059).
+/// from what was carried: 45.9 %); cutting the upload from its rate gave rrul a p99 of
+/// 1188 ms on the Verizon trace against 862 ms from what it carried (cake-autorate: 1059).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Way {
     Down,
