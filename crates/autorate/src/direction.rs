@@ -12,10 +12,10 @@
 //!   what it carried. On the T-Mobile trace a download carried under 70 % of its rate at three
 //!   cuts in four (TCP after a burst of loss, and the cell's own bursts), and cuts from that
 //!   cost a third of its goodput; the upload's cuts from its rate let rrul's p99 grow by more
-//!   than a third (see [`Way`]). A direction that carried under [`Settings::blame_load`] of its rate is always
-//!   cut from its rate, since what it carried says nothing of the link. Then the window starts
-//!   afresh, and no other cut comes within [`Settings::bloat_refractory`]; cuts less than
-//!   [`EPISODE`] apart are one episode, and only its first is an overshoot;
+//!   than a third (see [`Way`]). A direction that carried under [`Settings::blame_load`] of its
+//!   rate is always cut from its rate, since what it carried says nothing of the link. Then the
+//!   window starts afresh, and no other cut comes within [`Settings::bloat_refractory`]; cuts
+//!   less than [`EPISODE`] apart are one episode, and only its first is an overshoot;
 //! - **loaded and clean** (achieved over [`Settings::high_load`] of the rate): up by 4 % while
 //!   the mean delta is under half the threshold, less as it nears the threshold, and more (up to
 //!   10 %) the longer the load has stayed clean; but after an overshoot on a link that holds its
@@ -234,11 +234,10 @@ impl Direction {
         let thr = self.threshold_ms();
         // What the direction carried, as a share of its rate: what a cut starts from, and
         // whether the climb may go on.
-        let load = achieved.bits_per_sec() as f64 / self.rate.bits_per_sec().max(1) as f64;
+        let load = ratio(achieved, self.rate);
         let clamp = |r: Rate| r.max(b.min).min(b.max);
-        let cut_allowed = self
-            .last_cut
-            .is_none_or(|t| now.saturating_sub(t) >= s.bloat_refractory);
+        let since_cut = self.last_cut.map(|t| now.saturating_sub(t));
+        let cut_allowed = since_cut.is_none_or(|d| d >= s.bloat_refractory);
         if self.bloated() {
             self.climbing_since = None;
             if !cut_allowed {
@@ -260,10 +259,7 @@ impl Direction {
                 self.rate
             };
             self.rate = clamp(scale(from, factor));
-            let episode = self
-                .last_cut
-                .is_some_and(|t| now.saturating_sub(t) < EPISODE);
-            if !episode {
+            if since_cut.is_none_or(|d| d >= EPISODE) {
                 self.bloat_at = holds.then_some(carried);
                 if over {
                     self.overshoots.push_back((now, carried));
@@ -283,9 +279,7 @@ impl Direction {
             // 0 ms climbed at half speed after every dip.
             let half = s.delay_threshold_ms / 2.0;
             let room = ((thr - self.avg_delta_ms()) / half).clamp(0.0, 1.0);
-            let recent = self
-                .last_cut
-                .is_some_and(|t| now.saturating_sub(t) < s.memory);
+            let recent = since_cut.is_some_and(|d| d < s.memory);
             let near = self
                 .bloat_at
                 .filter(|_| recent)
@@ -367,7 +361,7 @@ mod tests {
             t = feed(d, t, 4, 0.0);
             let before = d.rate();
             d.tick(MS(t), before);
-            steps.push(d.rate().bits_per_sec() as f64 / before.bits_per_sec() as f64);
+            steps.push(ratio(d.rate(), before));
         }
         (t, steps)
     }
