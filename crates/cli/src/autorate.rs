@@ -27,6 +27,7 @@ use unbloat_shaper::autorate_config::pinned;
 use unbloat_shaper::options::{Qdisc, ShapeOptions};
 use unbloat_shaper::spec::{parse_iface, Spec};
 use unbloat_system::apply::{Request, Shaper};
+use unbloat_system::lock::ControllerLock;
 use unbloat_system::planned;
 use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::StateDir;
@@ -198,6 +199,10 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
         let spec = Spec::new(iface.clone(), &o).map_err(invalid)?;
         planned::checked(spec).map_err(invalid)?;
     }
+    // The interface's one controller, for the whole run (the daemon's `[autorate]` tables take
+    // the same lock); refused before anything changes.
+    state.ensure()?;
+    let _controller = ControllerLock::acquire(state.path(), iface.as_str(), "unbloat autorate")?;
     let pinger = Pinger::open(&args.reflectors).map_err(|e| anyhow!(e))?;
     let base_opts = ShapeOptions {
         down: Some(down.base),

@@ -8,8 +8,9 @@
 //!   `--on-exit stop` removes the shaping;
 //! - the daemon's `[autorate.wan0]`: a crossed table is refused (exit 2, nothing changed); a good
 //!   one shapes at the base rates and cuts on a queue, a link event's check keeps the cut (the
-//!   keeper plans at the controller's rates, not the file's), `unbloat status` shows them, and
-//!   SIGTERM leaves the base rates.
+//!   keeper plans at the controller's rates, not the file's), it waits while a controller run by
+//!   hand holds wan0, `unbloat autorate wan0` by hand beside it is refused (exit 1) without
+//!   touching the rates, `unbloat status` shows them, and SIGTERM leaves the base rates.
 
 mod common;
 
@@ -201,6 +202,9 @@ real_kernel_test! {
         assert!(text(&out).contains(":4:11: [autorate.wan0]: the download's rates must be 0 < min <= base <= max"), "{}", text(&out));
         assert_eq!(ns.snapshot(), before, "a refused config changed something");
 
+        // A controller run by hand holds wan0: the daemon's waits for it to end.
+        let mut by_hand = Run::start(&ns, "hand", &["--duration", "4"]);
+        assert!(wait_until(Duration::from_secs(10), || by_hand.log().contains("\"t\":")).is_some(), "no tick: {}", by_hand.said());
         let config = ns.run_dir.join("unbloat.toml");
         let reflectors = REFLECTORS.split(',').map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", ");
         let daemon = Run::spawn(&ns, "daemon", |log| {
@@ -211,6 +215,11 @@ real_kernel_test! {
             vec!["daemon".into(), "--config".into(), config.display().to_string()]
         });
         let said = || daemon.said();
+        let waits = wait_until(Duration::from_secs(10), || said().contains("wan0: autorate waits: wan0's rates are already moved by another autorate controller (unbloat autorate, pid"));
+        assert!(waits.is_some(), "{}", said());
+        assert_eq!(by_hand.child.wait().expect("it ends").code(), Some(0), "{}", by_hand.said());
+        let _ = std::fs::remove_file(&by_hand.log);
+        let _ = std::fs::remove_file(&by_hand.stderr);
         let ticking = wait_until(Duration::from_secs(15), || daemon.log().contains("\"t\":"));
         assert!(ticking.is_some(), "no tick logged: {}", said());
         assert_eq!((cake_rate(&ns, "ifb4wan0"), cake_rate(&ns, "wan0")), (Some(20_000_000), Some(20_000_000)), "{}", said());
@@ -218,6 +227,12 @@ real_kernel_test! {
         must(&format!("ip netns exec {} tc qdisc add dev peer0 root netem delay 80ms", far.0));
         let cut = wait_until(Duration::from_secs(8), || cake_rate(&ns, "ifb4wan0").is_some_and(|r| r < 10_000_000));
         assert!(cut.is_some(), "the download stayed at {:?}: {}", cake_rate(&ns, "ifb4wan0"), said());
+        // A second controller by hand is refused before it sets anything (it would start by
+        // putting the base rates back, then fight this one).
+        let out = ns.unbloat(&["autorate", "wan0", "--min", "2mbit", "--base", "20mbit", "--max", "40mbit", "--reflectors", REFLECTORS, "--duration", "3"]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains("wan0's rates are already moved by another autorate controller (the daemon's [autorate.wan0] table, pid"), "{}", text(&out));
+        assert!(cake_rate(&ns, "ifb4wan0").is_some_and(|r| r < 10_000_000), "the refused run reset the rate: {}", said());
         // A link event has the keeper check wan0: at the controller's rates, nothing to change.
         ns.must("ip link set dev wan0 alias wan");
         std::thread::sleep(Duration::from_millis(1500));

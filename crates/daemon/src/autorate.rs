@@ -28,6 +28,7 @@ use unbloat_autorate::run::{self, Link};
 use unbloat_autorate::shaped::ShapedLink;
 use unbloat_shaper::autorate_config::AutorateConfig;
 use unbloat_system::apply::Shaper;
+use unbloat_system::lock::ControllerLock;
 use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::StateDir;
 use unbloat_units::{IfName, Rate};
@@ -124,7 +125,9 @@ fn keep(name: &IfName, table: &AutorateConfig, live: &Live, stop: &AtomicBool) {
         Err(e) => return say::error(&format!("{name}: autorate cannot run: {e}")),
     };
     let runner = SystemRunner::from_env();
-    let shaper = Shaper::new(&runner, StateDir::from_env());
+    let state = StateDir::from_env();
+    let shaper = Shaper::new(&runner, state.clone());
+    let who = format!("the daemon's [autorate.{name}] table");
     let mut log = table.log.as_ref().and_then(|p| {
         std::fs::File::create(p)
             .map(std::io::BufWriter::new)
@@ -134,16 +137,24 @@ fn keep(name: &IfName, table: &AutorateConfig, live: &Live, stop: &AtomicBool) {
     let mut narrator = Narrator::events_only();
     let mut waiting: Option<String> = None;
     while !stop.load(Ordering::SeqCst) {
-        let opened = {
+        // The interface's one controller: a hand-run `unbloat autorate` there makes this one
+        // wait, as an unshaped interface does.
+        let held = state.ensure().map_err(|e| e.to_string()).and_then(|()| {
+            ControllerLock::acquire(state.path(), name.as_str(), &who).map_err(|e| e.to_string())
+        });
+        let opened = held.and_then(|held| {
             let _changes = live.lock();
-            ShapedLink::open(&shaper, name)
-        };
-        let mut link = match opened {
-            Ok(link) => Recorded {
-                name: name.as_str(),
-                link,
-                live,
-            },
+            ShapedLink::open(&shaper, name).map(|link| (held, link))
+        });
+        let (_held, mut link) = match opened {
+            Ok((held, link)) => (
+                held,
+                Recorded {
+                    name: name.as_str(),
+                    link,
+                    live,
+                },
+            ),
             Err(why) => {
                 if waiting.as_ref() != Some(&why) {
                     say::info(&format!("{name}: autorate waits: {why}"));
