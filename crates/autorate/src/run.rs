@@ -31,6 +31,9 @@ pub struct Summary {
     pub replaced: u64,
     /// Ticks at which the rates fell back to base for want of answers.
     pub stalled_ticks: u64,
+    /// Turns of the loop: each is a wait that ended (an answer, a stranger's ICMP, a probe or
+    /// a tick due), what the controller's CPU time goes with.
+    pub wakeups: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +78,7 @@ pub fn run(
         }
         let wait = c.next_wake(last_tick).saturating_sub(t);
         let answer = pinger.recv(wait).map_err(RunError::Socket)?;
+        summary.wakeups += 1;
         t = now();
         let mut now_please = false;
         if let Some(a) = answer {
