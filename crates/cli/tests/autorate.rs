@@ -202,8 +202,8 @@ real_kernel_test! {
         assert!(text(&out).contains(":4:11: [autorate.wan0]: the download's rates must be 0 < min <= base <= max"), "{}", text(&out));
         assert_eq!(ns.snapshot(), before, "a refused config changed something");
 
-        // A controller run by hand holds wan0: the daemon's waits for it to end.
-        let mut by_hand = Run::start(&ns, "hand", &["--duration", "4"]);
+        // A controller run by hand holds wan0: the daemon's waits until it is stopped.
+        let by_hand = Run::start(&ns, "hand", &[]);
         assert!(wait_until(Duration::from_secs(10), || by_hand.log().contains("\"t\":")).is_some(), "no tick: {}", by_hand.said());
         let config = ns.run_dir.join("unbloat.toml");
         let reflectors = REFLECTORS.split(',').map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", ");
@@ -217,9 +217,8 @@ real_kernel_test! {
         let said = || daemon.said();
         let waits = wait_until(Duration::from_secs(10), || said().contains("wan0: autorate waits: wan0's rates are already moved by another autorate controller (unbloat autorate, pid"));
         assert!(waits.is_some(), "{}", said());
-        assert_eq!(by_hand.child.wait().expect("it ends").code(), Some(0), "{}", by_hand.said());
-        let _ = std::fs::remove_file(&by_hand.log);
-        let _ = std::fs::remove_file(&by_hand.stderr);
+        let (code, hand_said) = by_hand.stop("INT");
+        assert_eq!(code, Some(0), "{hand_said}");
         let ticking = wait_until(Duration::from_secs(15), || daemon.log().contains("\"t\":"));
         assert!(ticking.is_some(), "no tick logged: {}", said());
         assert_eq!((cake_rate(&ns, "ifb4wan0"), cake_rate(&ns, "wan0")), (Some(20_000_000), Some(20_000_000)), "{}", said());
