@@ -199,8 +199,10 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
         let spec = Spec::new(iface.clone(), &o).map_err(invalid)?;
         planned::checked(spec).map_err(invalid)?;
     }
+    let shaper = Shaper::new(&runner, StateDir::from_env());
     // The interface's one controller, for the whole run (the daemon's `[autorate]` tables take
-    // the same lock); refused before anything changes.
+    // the same lock); refused before anything changes. A mistyped name leaves no lock file.
+    shaper.check_interface(iface.as_str())?;
     state.ensure()?;
     let _controller = ControllerLock::acquire(state.path(), iface.as_str(), "unbloat autorate")?;
     let pinger = Pinger::open(&args.reflectors).map_err(|e| anyhow!(e))?;
@@ -209,7 +211,6 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
         up: Some(up.base),
         ..opts.clone()
     };
-    let shaper = Shaper::new(&runner, StateDir::from_env());
     let fairness = match &record {
         Some(r) => {
             cake_both_ways(&iface, &r.plan).map_err(|e| invalid(anyhow!(e)))?;

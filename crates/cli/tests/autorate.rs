@@ -155,8 +155,8 @@ real_kernel_test! {
 
 real_kernel_test! {
     /// What cannot work is refused before anything changes: missing or crossed bounds, a
-    /// reflector that is not an address, HTB + fq_codel (its rates change through tc), and
-    /// timestamps to an IPv6 reflector.
+    /// reflector that is not an address, HTB + fq_codel (its rates change through tc),
+    /// timestamps to an IPv6 reflector, and an interface that is not there (exit 1).
     fn bad_input_is_refused_with_exit_2_and_nothing_changes() needs ["cake", "htb", "fq_codel", "ifb", "mirred", "u32", "ingress"] {
         let ns = Netns::new();
         let _far = ns.wan_to_far_end();
@@ -175,6 +175,12 @@ real_kernel_test! {
             assert!(text(&out).contains(says), "{args:?}: {}", text(&out));
             assert_eq!(ns.snapshot(), before, "{args:?} changed something");
         }
+        // A mistyped interface: exit 1, named, and not even a lock file left behind.
+        let out = ns.unbloat(&["autorate", "wan9", "--min", "2mbit", "--base", "20mbit", "--max", "40mbit"]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains("there is no network interface wan9 here"), "{}", text(&out));
+        assert!(!ns.run_dir.join("autorate.wan9.lock").exists(), "a lock file for a mistyped name");
+        assert_eq!(ns.snapshot(), before, "a mistyped interface changed something");
         let out = ns.unbloat(&["start", "wan0", "--down", "20mbit", "--up", "20mbit", "--qdisc", "fq_codel"]);
         assert!(out.status.success(), "{}", text(&out));
         let shaped = ns.snapshot();
