@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde::Serialize;
 use unbloat_units::Rate;
 
-use crate::direction::{Bounds, Direction, Move, Settings, Way};
+use crate::direction::{ratio, Bounds, Direction, Move, Settings, Way};
 use crate::probe::{Delay, Method, Probe};
 use crate::reflectors::{Deltas, Pool, Replaced};
 
@@ -209,10 +209,9 @@ impl Controller {
     /// Moves both rates with what the interface carried since the last tick.
     pub fn tick(&mut self, now: Duration, since: Duration, achieved: (Rate, Rate)) -> Tick {
         let replaced = self.pool.check(now);
-        let load = |a: Rate, r: Rate| a.bits_per_sec() as f64 / r.bits_per_sec().max(1) as f64;
         self.loads = (
-            load(achieved.0, self.down.rate()),
-            load(achieved.1, self.up.rate()),
+            ratio(achieved.0, self.down.rate()),
+            ratio(achieved.1, self.up.rate()),
         );
         let idle = self.track_idle(now, achieved);
         let dir = |d: &mut Direction, a: Rate| {

@@ -317,7 +317,7 @@ impl Direction {
 }
 
 /// `a` over `b`.
-fn ratio(a: Rate, b: Rate) -> f64 {
+pub(crate) fn ratio(a: Rate, b: Rate) -> f64 {
     a.bits_per_sec() as f64 / b.bits_per_sec().max(1) as f64
 }
 

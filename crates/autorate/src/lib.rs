@@ -5,8 +5,8 @@
 //! in a test:
 //! - [`baseline`]: each reflector's empty-path delay (down fast, up slowly) and its health;
 //! - [`direction`]: one direction's rate: cut on bloat (the upload from what it carried, the
-//!   download from its rate unless the link holds one), raised while loaded and clean, decayed towards base when light, back to base when every
-//!   reflector has gone quiet;
+//!   download from its rate unless the link holds one), raised while loaded and clean, decayed
+//!   towards base when light, back to base when every reflector has gone quiet;
 //! - [`reflectors`]: which reflectors are probed, when, and which replace the bad ones;
 //! - [`controller`]: both directions and the reflectors together, a tick at a time;
 //! - [`probe`]: the probes' vocabulary (kinds, the user's choice, what an answer measured).

@@ -199,7 +199,7 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
         let spec = Spec::new(iface.clone(), &o).map_err(invalid)?;
         planned::checked(spec).map_err(invalid)?;
     }
-    let shaper = Shaper::new(&runner, StateDir::from_env());
+    let shaper = Shaper::new(&runner, state.clone());
     // The interface's one controller, for the whole run (the daemon's `[autorate]` tables take
     // the same lock); refused before anything changes. A mistyped name leaves no lock file.
     shaper.check_interface(iface.as_str())?;
