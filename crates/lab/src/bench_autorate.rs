@@ -11,8 +11,9 @@
 //! Per trace and test, the medians over the runs: the steady state's UDP BE induced p50 and p99
 //! (the load's first 3 s left out, as every latency judgment here) with the start-up's peak
 //! beside it, goodput each way, and for the controllers their CPU time per minute of running
-//! (their cgroup: every process they started). On the step, also how long after the halving the
-//! induced delay was back under [`BOUND_MS`] to stay. The goals it checks: unbloat-autorate's
+//! (their cgroup: every process they started). On the step, also the reaction to the halving
+//! ([`reaction`]): how long until a second's median delay was back under [`BOUND_MS`], and how
+//! high the delay rose till then. The goals it checks: unbloat-autorate's
 //! steady p99 no worse than cake-autorate's, its goodput share ([`AutorateRow::share_pct`]) at
 //! least as high, its CPU at most a tenth of cake-autorate's.
 
@@ -32,8 +33,8 @@ use crate::trace::{RateTrace, MAHIMAHI_PACKET_BYTES};
 pub const BOUND_MS: f64 = 30.0;
 /// When the step trace halves the link, seconds into the trace.
 const HALVING_S: f64 = 40.0;
-/// How long the delay must stay under the bound for the reaction to count as over.
-const SETTLED_S: f64 = 2.0;
+/// The window whose median says the halving's queue is gone.
+const WINDOW_S: f64 = 1.0;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchAutorateArgs {
@@ -92,8 +93,10 @@ pub struct AutorateRow {
     /// CPU seconds per minute of running (controllers only).
     pub cpu_s_per_min: Option<f64>,
     pub rate_changes: Option<f64>,
-    /// The step only: seconds from the halving until the delay stayed under [`BOUND_MS`].
+    /// The step only: seconds from the halving until the delay was back under [`BOUND_MS`],
+    /// and the highest induced delay till then ([`reaction`]).
     pub reaction_s: Option<f64>,
+    pub reaction_peak_ms: Option<f64>,
 }
 
 /// mahimahi text for constant rates, each for its seconds.
@@ -239,26 +242,67 @@ fn latency(out: &Path, run: &StrategyRun) -> (Option<f64>, Option<f64>, Option<f
     (at(50.0), at(99.0), startup)
 }
 
-/// Seconds from `halving_s` (the test's time) until the UDP BE induced
-/// delay stayed under [`BOUND_MS`] for [`SETTLED_S`].
-fn reaction(results: &Results, idle_ms: f64, halving_s: f64) -> Option<f64> {
-    let series = results.probes.iter().find(|s| s.name == "UDP BE")?;
-    let after: Vec<(f64, Option<f64>)> = series
-        .samples
+/// The reaction to the step's halving.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reaction {
+    /// Seconds from the halving until the first [`WINDOW_S`] whose median induced delay is under
+    /// [`BOUND_MS`].
+    pub seconds: f64,
+    /// The highest induced delay from the halving to the end of that window, ms.
+    pub peak_ms: f64,
+}
+
+/// The reaction to a halving at `halving_s`, from the UDP BE probes' induced delays (time,
+/// `None` when lost) in the test's time; `None` when no window after it was back under the bound.
+///
+/// Why a window's median and not every probe: after the halving a controller keeps probing for
+/// rate, and the peaks of that sawtooth belong to the steady state (judged by its p99). The old
+/// rule (every probe under the bound for 2 s) read 19.2 s for unbloat-autorate, whose seconds
+/// after the halving had medians of 7-30 ms with peaks of 40-60, and 2.2 s for cake-autorate,
+/// whose medians swung from 4 to 110 ms but once stayed low for 3 s. A second whose median is
+/// under the bound has no standing queue left; lost probes count as over it.
+pub fn reaction(delays: &[(f64, Option<f64>)], halving_s: f64) -> Option<Reaction> {
+    let after: Vec<(f64, Option<f64>)> = delays
         .iter()
-        .filter(|s| s.t >= halving_s)
-        .map(|s| (s.t, s.rtt_ms.map(|r| r - idle_ms)))
+        .copied()
+        .filter(|(t, _)| *t >= halving_s)
         .collect();
-    let bad = |d: Option<f64>| d.is_none_or(|d| d >= BOUND_MS);
-    let mut last_bad = halving_s;
-    for (t, d) in &after {
-        if bad(*d) {
-            last_bad = *t;
-        } else if *t - last_bad >= SETTLED_S {
-            return Some(last_bad - halving_s);
+    let end = after.last()?.0;
+    for (i, &(t, _)) in after.iter().enumerate() {
+        if t + WINDOW_S > end {
+            // The window would run past the last probe: not a whole second.
+            return None;
+        }
+        let window: Vec<Option<f64>> = after[i..]
+            .iter()
+            .take_while(|(u, _)| *u < t + WINDOW_S)
+            .map(|s| s.1)
+            .collect();
+        let mut w: Vec<f64> = window.iter().map(|d| d.unwrap_or(f64::INFINITY)).collect();
+        if median(&mut w).is_some_and(|m| m < BOUND_MS) {
+            let peak = after[..i + window.len()]
+                .iter()
+                .filter_map(|s| s.1)
+                .fold(f64::NEG_INFINITY, f64::max);
+            return Some(Reaction {
+                seconds: t - halving_s,
+                peak_ms: peak,
+            });
         }
     }
     None
+}
+
+/// The UDP BE probes' induced delays (round trip less `idle_ms`), with their send times.
+fn induced(results: &Results, idle_ms: f64) -> Option<Vec<(f64, Option<f64>)>> {
+    let series = results.probes.iter().find(|s| s.name == "UDP BE")?;
+    Some(
+        series
+            .samples
+            .iter()
+            .map(|s| (s.t, s.rtt_ms.map(|r| r - idle_ms)))
+            .collect(),
+    )
 }
 
 fn median(v: &mut [f64]) -> Option<f64> {
@@ -276,7 +320,7 @@ pub fn rows(trace: &str, test: &str, runs: &[(LabReport, PathBuf)]) -> Vec<Autor
         .iter()
         .map(|r| r.row.strategy.clone())
         .map(|strategy| {
-            let mut cols: [Vec<f64>; 9] = Default::default();
+            let mut cols: [Vec<f64>; 10] = Default::default();
             for (report, out) in runs {
                 let Some(run) = report.runs.iter().find(|r| r.row.strategy == strategy) else {
                     continue;
@@ -291,8 +335,7 @@ pub fn rows(trace: &str, test: &str, runs: &[(LabReport, PathBuf)]) -> Vec<Autor
                         let idle = run.row.probe("UDP BE")?.idle_ms?;
                         // The halving is 40 s into the trace, which started before the test.
                         reaction(
-                            &results,
-                            idle,
+                            &induced(&results, idle)?,
                             HALVING_S - run.trace_offset_s.unwrap_or(0.0),
                         )
                     })
@@ -306,7 +349,8 @@ pub fn rows(trace: &str, test: &str, runs: &[(LabReport, PathBuf)]) -> Vec<Autor
                     share(test, run.row.down_share, run.row.up_share),
                     c.map(|c| c.cpu_s_per_min()),
                     c.map(|c| c.rate_changes as f64),
-                    react,
+                    react.map(|r| r.seconds),
+                    react.map(|r| r.peak_ms),
                 ]
                 .into_iter()
                 .enumerate()
@@ -314,7 +358,7 @@ pub fn rows(trace: &str, test: &str, runs: &[(LabReport, PathBuf)]) -> Vec<Autor
                     cols[i].extend(v);
                 }
             }
-            let [mut p50, mut p99, mut peak, mut down, mut up, mut share, mut cpu, mut changes, mut react] =
+            let [mut p50, mut p99, mut peak, mut down, mut up, mut share, mut cpu, mut changes, mut react, mut react_peak] =
                 cols;
             AutorateRow {
                 trace: trace.into(),
@@ -330,6 +374,7 @@ pub fn rows(trace: &str, test: &str, runs: &[(LabReport, PathBuf)]) -> Vec<Autor
                 cpu_s_per_min: median(&mut cpu),
                 rate_changes: median(&mut changes),
                 reaction_s: median(&mut react),
+                reaction_peak_ms: median(&mut react_peak),
             }
         })
         .collect()
@@ -444,7 +489,7 @@ pub fn render(rows: &[AutorateRow]) -> String {
     let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
     let mbit = |v: Option<f64>| f(v.map(|b| b / 1e6), 2);
     let mut s = format!(
-        "{:<22} {:<8} {:<17} {:>4} {:>14} {:>9} {:>11} {:>9} {:>7} {:>9} {:>8} {:>8}\n",
+        "{:<22} {:<8} {:<17} {:>4} {:>14} {:>9} {:>11} {:>9} {:>7} {:>9} {:>8} {:>12}\n",
         "trace",
         "test",
         "strategy",
@@ -456,11 +501,11 @@ pub fn render(rows: &[AutorateRow]) -> String {
         "share",
         "CPU s/min",
         "changes",
-        "react s"
+        "react s/peak"
     );
     for r in rows {
         s += &format!(
-            "{:<22} {:<8} {:<17} {:>4} {:>14} {:>9} {:>11} {:>9} {:>7} {:>9} {:>8} {:>8}\n",
+            "{:<22} {:<8} {:<17} {:>4} {:>14} {:>9} {:>11} {:>9} {:>7} {:>9} {:>8} {:>12}\n",
             r.trace,
             r.test,
             r.strategy,
@@ -472,7 +517,10 @@ pub fn render(rows: &[AutorateRow]) -> String {
             r.share_pct.map_or("-".into(), |v| format!("{v:.1}%")),
             f(r.cpu_s_per_min, 2),
             f(r.rate_changes, 0),
-            f(r.reaction_s, 1),
+            match (r.reaction_s, r.reaction_peak_ms) {
+                (Some(s), Some(p)) => format!("{s:.1}/{p:.0}"),
+                _ => "-".into(),
+            },
         );
     }
     let mut groups: Vec<(&str, &str)> = rows
@@ -490,7 +538,7 @@ pub fn render(rows: &[AutorateRow]) -> String {
             s += &format!("GOAL NOT MET: {line}\n");
         }
     }
-    s += "(UDP BE induced latency in ms: the steady state leaves the load's first 3 s out, start-up is their peak; medians over the runs; share: goodput in % of the theoretical, under rrul the mean of the two ways' (each less the other's ACKs), the goal's measure; CPU: the controller's cgroup, every process it started; react: seconds from the step's halving until the delay stayed under 30 ms for 2 s)\n";
+    s += "(UDP BE induced latency in ms: the steady state leaves the load's first 3 s out, start-up is their peak; medians over the runs; share: goodput in % of the theoretical, under rrul the mean of the two ways' (each less the other's ACKs), the goal's measure; CPU: the controller's cgroup, every process it started; react: seconds from the step's halving until a second's median delay was back under 30 ms, and the highest delay till then)\n";
     s
 }
 
@@ -547,6 +595,40 @@ mod tests {
         );
     }
 
+    /// Probes every 200 ms from `from` for `seconds`, each second's delays given by `at(second)`.
+    fn probes(
+        from: f64,
+        seconds: usize,
+        at: impl Fn(usize, usize) -> Option<f64>,
+    ) -> Vec<(f64, Option<f64>)> {
+        (0..seconds * 5)
+            .map(|i| (from + i as f64 * 0.2, at(i / 5, i % 5)))
+            .collect()
+    }
+
+    #[test]
+    fn the_reaction_ends_with_the_halvings_queue_not_with_the_sawtooth_after_it() {
+        // Halving at 10 s: two seconds of a standing queue (90-110 ms), then a sawtooth whose
+        // medians stay low but which peaks over the bound in every second.
+        let delays = probes(8.0, 12, |sec, k| match sec {
+            0 | 1 => Some(5.0),
+            2 | 3 => Some(90.0 + 5.0 * k as f64),
+            _ => Some(if k == 4 { 45.0 } else { 10.0 }),
+        });
+        let r = reaction(&delays, 10.0).expect("back under the bound");
+        // A window's median clears once most of it has: within half a window of the queue's end.
+        assert!((r.seconds - 2.0).abs() <= WINDOW_S / 2.0, "{r:?}");
+        assert!((r.peak_ms - 110.0).abs() < 1e-9, "{r:?}");
+        // A queue that never drains has no reaction, and lost probes count as over the bound.
+        assert_eq!(reaction(&probes(8.0, 12, |_, _| Some(80.0)), 10.0), None);
+        assert_eq!(
+            reaction(&probes(8.0, 12, |sec, _| (sec < 2).then_some(1.0)), 10.0),
+            None
+        );
+        // Nothing after the halving, or less than a window of it: no reading.
+        assert_eq!(reaction(&probes(0.0, 5, |_, _| Some(1.0)), 10.0), None);
+    }
+
     #[test]
     fn rrul_is_judged_on_both_ways_shares_and_the_download_on_its_own() {
         // 90 % down and 91 % up beat 83 % and 92 %: more download means more ACKs on the upload.
@@ -572,6 +654,7 @@ mod tests {
             cpu_s_per_min: Some(cpu),
             rate_changes: None,
             reaction_s: None,
+            reaction_peak_ms: None,
         };
         assert!(checks(&[
             row("unbloat-autorate", 40.0, 90.0, 1.0),
