@@ -257,9 +257,10 @@ pub struct Reaction {
 ///
 /// Why a window's median and not every probe: after the halving a controller keeps probing for
 /// rate, and the peaks of that sawtooth belong to the steady state (judged by its p99). The old
-/// rule (every probe under the bound for 2 s) read 19.2 s for unbloat-autorate, whose seconds
-/// after the halving had medians of 7-30 ms with peaks of 40-60, and 2.2 s for cake-autorate,
-/// whose medians swung from 4 to 110 ms but once stayed low for 3 s. A second whose median is
+/// rule (every probe under the bound for 2 s) read 19.2 s for unbloat-autorate and 2.2 s for
+/// cake-autorate, though both had drained the halving's queue within 2 s: after it, ours swung
+/// between 5 and 60 ms every 2-3 s, never 2 s under 30, and cake-autorate's between 4 and 130 ms
+/// more slowly, with one quiet stretch of 3 s right after the halving. A second whose median is
 /// under the bound has no standing queue left; lost probes count as over it.
 pub fn reaction(delays: &[(f64, Option<f64>)], halving_s: f64) -> Option<Reaction> {
     let after: Vec<(f64, Option<f64>)> = delays
