@@ -228,12 +228,15 @@ pub fn write_profiles(
 }
 
 /// The steady-state UDP BE induced p50 and p99 and the start-up's peak of one run.
-fn latency(out: &Path, run: &StrategyRun) -> (Option<f64>, Option<f64>, Option<f64>) {
-    let Ok(results) = unbloat_report::files::read_results(&out.join(&run.results_file)) else {
+fn latency(
+    results: Option<&Results>,
+    run: &StrategyRun,
+) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let Some(results) = results else {
         return (None, None, None);
     };
     let idle = run.row.probe("UDP BE").and_then(|p| p.idle_ms);
-    let steady = loaded_rtts(&results, "UDP BE", unbloat_report::summary::STARTUP_S);
+    let steady = loaded_rtts(results, "UDP BE", unbloat_report::summary::STARTUP_S);
     let at = |p| {
         let v = steady.as_ref()?;
         stats::induced_latency(stats::percentile(v, p)?, idle?)
@@ -326,17 +329,17 @@ pub fn rows(trace: &str, test: &str, runs: &[(LabReport, PathBuf)]) -> Vec<Autor
                 let Some(run) = report.runs.iter().find(|r| r.row.strategy == strategy) else {
                     continue;
                 };
-                let (p50, p99, peak) = latency(out, run);
+                // Read once: the latency and the step's reaction both come from the probes.
+                let results =
+                    unbloat_report::files::read_results(&out.join(&run.results_file)).ok();
+                let (p50, p99, peak) = latency(results.as_ref(), run);
                 let c = run.controller.as_ref();
                 let react = (trace == "step")
                     .then(|| {
-                        let results =
-                            unbloat_report::files::read_results(&out.join(&run.results_file))
-                                .ok()?;
                         let idle = run.row.probe("UDP BE")?.idle_ms?;
                         // The halving is 40 s into the trace, which started before the test.
                         reaction(
-                            &induced(&results, idle)?,
+                            &induced(results.as_ref()?, idle)?,
                             HALVING_S - run.trace_offset_s.unwrap_or(0.0),
                         )
                     })
