@@ -10,10 +10,10 @@ use std::time::Duration;
 use anyhow::anyhow;
 use clap::Args;
 use unbloat_lab::profile::{shipped_names, LinkProfile};
-use unbloat_lab::tune_lab::{best_on_grid, TuneLab, TuneRow};
+use unbloat_lab::tune_lab::{best_on_grid, Steady, TuneLab, TuneRow};
 use unbloat_system::runner::SystemRunner;
 use unbloat_tune::run::{bound_at, BOTH_LOAD, OTHER_PERCENT, STEP_LOAD};
-use unbloat_tune::search::passes;
+use unbloat_tune::search::{passes, settled_p99_ms};
 use unbloat_units::Rate;
 
 use crate::Failure;
@@ -162,10 +162,18 @@ fn exhaustive(
         GridLoad::OneWay => (bound_at(bound, down_line), bound_at(bound, up_line)),
         GridLoad::Rrul => (both, both),
     };
-    // Each rate judged as tune judges a step (p99 and trend), with progress: 13 rates or fewer
-    // each way, minutes in all.
-    let judge = |way: &str, r: Rate, bound: f64, got: Result<(f64, Option<f64>), _>| {
-        let (p99, growth) = got?;
+    // Each rate judged as tune judges a step (p99 and trend) or, under rrul, a both-ways check
+    // (a falling round trip on its second half), with progress: 13 rates or fewer each way,
+    // minutes in all.
+    let judge = |way: &str, r: Rate, bound: f64, got: Result<Steady, _>| {
+        let st: Steady = got?;
+        let (p99, growth) = match load {
+            GridLoad::OneWay => (st.p99_ms, st.growth_ms_per_s),
+            GridLoad::Rrul => (
+                settled_p99_ms(st.p99_ms, st.late_p99_ms, st.growth_ms_per_s),
+                st.growth_ms_per_s,
+            ),
+        };
         let pass = passes(bound, p99, growth);
         eprintln!(
             "  grid: {way} {r}: steady p99 +{p99:.1} ms, trend {} ms/s: {}",

@@ -144,9 +144,8 @@ impl<'r> TuneLab<'r> {
         )
     }
 
-    /// The steady-state p99 induced latency and the steady state's trend (ms/s) of one
-    /// `unbloat test` (`download`, `upload` or `rrul`) of `load` with the link shaped at
-    /// `down`/`up` and `link` options as tune found them.
+    /// The steady state ([`Steady`]) of one `unbloat test` (`download`, `upload` or `rrul`) of
+    /// `load` with the link shaped at `down`/`up` and `link` options as tune found them.
     pub fn steady_at(
         &self,
         down: Rate,
@@ -154,7 +153,7 @@ impl<'r> TuneLab<'r> {
         link: &[String],
         profile: &str,
         load: std::time::Duration,
-    ) -> Result<(f64, Option<f64>), TuneLabError> {
+    ) -> Result<Steady, TuneLabError> {
         let (d, u) = (
             format!("{}kbit", down.bits_per_sec() / 1000),
             format!("{}kbit", up.bits_per_sec() / 1000),
@@ -180,12 +179,22 @@ impl<'r> TuneLab<'r> {
         let p = v["probes"]
             .as_array()
             .and_then(|ps| ps.iter().find(|p| p["name"] == primary));
-        Ok((
-            p.and_then(|p| p["steady_induced_p99_ms"].as_f64())
-                .unwrap_or(f64::NAN),
-            p.and_then(|p| p["steady_growth_ms_per_s"].as_f64()),
-        ))
+        let f = |key: &str| p.and_then(|p| p[key].as_f64());
+        Ok(Steady {
+            p99_ms: f("steady_induced_p99_ms").unwrap_or(f64::NAN),
+            late_p99_ms: f("steady_late_induced_p99_ms"),
+            growth_ms_per_s: f("steady_growth_ms_per_s"),
+        })
     }
+}
+
+/// A test's steady state, as tune reads it from the primary probe: p99 induced latency, its
+/// second half's, and its trend (ms/s).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Steady {
+    pub p99_ms: f64,
+    pub late_p99_ms: Option<f64>,
+    pub growth_ms_per_s: Option<f64>,
 }
 
 /// `unbloat serve` in the server's namespace (its log in `dir`), and the address tune names.

@@ -108,6 +108,11 @@ pub struct ProbeSummary {
     /// 1 % over, while one at or below it keeps the trend flat. `unbloat tune` fails a step on it.
     #[serde(default)]
     pub steady_growth_ms_per_s: Option<f64>,
+    /// The steady state's second half, p99: where a short load's steady state still drains the
+    /// start-up queue at its beginning, what the load settles at (`unbloat tune`'s both-ways
+    /// check judges a falling pair on it).
+    #[serde(default)]
+    pub steady_late_induced_p99_ms: Option<f64>,
     /// The steady state of each way the probe crossed, from its one-way delays (when the far
     /// end stamps them): which direction a queue stands or grows in. The clocks' offset is
     /// constant within a run, so it cancels out of these induced figures.
@@ -227,6 +232,12 @@ fn summarise_probe(series: &ProbeSeries, phases: &Phases) -> ProbeSummary {
         .filter_map(|s| s.rtt_ms.map(|r| (s.t, r)))
         .partition(|(t, _)| *t < steady_from);
     let growth = stats::slope(&steady);
+    let late_from = (steady_from + phases.load_end()) / 2.0;
+    let late: Vec<f64> = steady
+        .iter()
+        .filter(|(t, _)| *t >= late_from)
+        .map(|(_, r)| *r)
+        .collect();
     let steady: Vec<f64> = steady.into_iter().map(|(_, r)| r).collect();
     let startup_peak = startup.into_iter().map(|(_, r)| r).reduce(f64::max);
     let (p50, p90, p99) = (
@@ -255,6 +266,7 @@ fn summarise_probe(series: &ProbeSeries, phases: &Phases) -> ProbeSummary {
         steady_induced_p99_ms: induced(stats::percentile(&steady, 99.0)),
         startup_peak_induced_ms: induced(startup_peak),
         steady_growth_ms_per_s: growth,
+        steady_late_induced_p99_ms: induced(stats::percentile(&late, 99.0)),
         steady_up: leg(series, phases, |s| s.owd_up_ms),
         steady_down: leg(series, phases, |s| s.owd_down_ms),
     }

@@ -45,6 +45,8 @@ pub struct Measured {
     /// The steady state's trend, ms/s: a pair whose round trip keeps rising is above a line
     /// however low its p99 still is (`search::passes`).
     pub growth_ms_per_s: Option<f64>,
+    /// The steady state's second half, p99, ms: judged instead while the trend falls.
+    pub late_p99_ms: Option<f64>,
     /// The first 3 s: reported beside it, never deciding.
     pub startup_peak_ms: Option<f64>,
     pub goodput_down: Rate,
@@ -95,6 +97,9 @@ pub struct BothStep {
     pub steady_p99_ms: f64,
     #[serde(default)]
     pub growth_ms_per_s: Option<f64>,
+    /// The steady state's second half, p99, ms.
+    #[serde(default)]
+    pub late_p99_ms: Option<f64>,
     pub startup_peak_ms: Option<f64>,
     pub goodput_down: Rate,
     pub goodput_up: Rate,
@@ -102,11 +107,18 @@ pub struct BothStep {
     pub down_leg: Option<Leg>,
     #[serde(default)]
     pub up_leg: Option<Leg>,
-    /// Whether `steady_p99_ms` was within the bound.
+    /// Whether the settled p99 ([`BothStep::judged_p99_ms`]) was within the bound.
     pub pass: bool,
     /// The pair the run keeps (exactly one step has it).
     #[serde(default)]
     pub chosen: bool,
+}
+
+impl BothStep {
+    /// The p99 the step was judged on ([`search::settled_p99_ms`]).
+    pub fn judged_p99_ms(&self) -> f64 {
+        search::settled_p99_ms(self.steady_p99_ms, self.late_p99_ms, self.growth_ms_per_s)
+    }
 }
 
 /// Checks `(down, up)` with `measure` (which shapes and loads both ways), backing off the
@@ -125,13 +137,15 @@ pub fn check<E>(
     let mut halfway = false;
     loop {
         let m = measure(d, u)?;
+        let settled = search::settled_p99_ms(m.steady_p99_ms, m.late_p99_ms, m.growth_ms_per_s);
         // NaN (no steady samples) is not a pass.
-        let pass = search::passes(bound_ms, m.steady_p99_ms, m.growth_ms_per_s);
+        let pass = search::passes(bound_ms, settled, m.growth_ms_per_s);
         steps.push(BothStep {
             down: d,
             up: u,
             steady_p99_ms: m.steady_p99_ms,
             growth_ms_per_s: m.growth_ms_per_s,
+            late_p99_ms: m.late_p99_ms,
             startup_peak_ms: m.startup_peak_ms,
             goodput_down: m.goodput_down,
             goodput_up: m.goodput_up,
@@ -159,7 +173,7 @@ pub fn check<E>(
             let (before, now) = (&steps[n - 2], &steps[n - 1]);
             // NaN compares false: a run without steady samples is no gain either. A rise that
             // stopped is a gain too (the pair before was over a line, this one is not).
-            let helped = now.steady_p99_ms < before.steady_p99_ms * (1.0 - MIN_GAIN)
+            let helped = now.judged_p99_ms() < before.judged_p99_ms() * (1.0 - MIN_GAIN)
                 || (search::rising(bound_ms, before.growth_ms_per_s)
                     && !search::rising(bound_ms, now.growth_ms_per_s));
             if !helped {
@@ -196,6 +210,7 @@ mod tests {
         Measured {
             steady_p99_ms: p99,
             growth_ms_per_s: Some(0.1),
+            late_p99_ms: None,
             startup_peak_ms: Some(50.0),
             goodput_down: Rate::from_mbit(70),
             goodput_up: Rate::from_mbit(18),
@@ -436,6 +451,38 @@ mod tests {
         let steps = run(vec![(20.0, 5.0), (19.0, 4.0), (18.5, 4.0)]);
         assert_eq!(steps.len(), 2);
         assert!(steps[0].chosen && !steps[0].pass);
+    }
+
+    /// adsl at 92 % in `bench tune`: +50.3 ms over the 46.5 ms bound with the round trip falling
+    /// (the start-up queue draining); its second half settled within it, so the pair is kept.
+    /// The same figures on a flat trend fail and back off.
+    #[test]
+    fn a_falling_pair_is_judged_on_its_second_half() {
+        let run = |growth: f64| {
+            let mut seen = vec![(50.3, 37.0), (40.0, 39.0), (42.0, 41.0)].into_iter();
+            check(
+                Rate::from_kbit(6440),
+                Rate::from_kbit(759),
+                rt(46.5),
+                3,
+                |_, _| {
+                    let (p99, late) = seen.next().unwrap();
+                    Ok::<_, ()>(Measured {
+                        growth_ms_per_s: Some(growth),
+                        late_p99_ms: Some(late),
+                        ..m(p99)
+                    })
+                },
+            )
+            .unwrap()
+        };
+        let falling = run(-1.1);
+        assert_eq!(falling.len(), 1);
+        assert!(falling[0].pass && falling[0].chosen);
+        assert_eq!(falling[0].judged_p99_ms(), 37.0);
+        let flat = run(0.1);
+        assert!(!flat[0].pass && flat.len() > 1, "{flat:?}");
+        assert_eq!(flat[0].judged_p99_ms(), 50.3);
     }
 
     #[test]

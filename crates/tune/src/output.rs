@@ -120,10 +120,16 @@ fn both_ways_table(t: &Tuned) -> String {
         .iter()
         .map(|s| {
             format!(
-                "<tr><td>{}</td><td>{}</td><td>{:.1} ms</td><td>{} ms</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{:.1} ms{}</td><td>{} ms</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 s.down,
                 s.up,
                 s.steady_p99_ms,
+                // A falling pair is judged on its second half (`search::settled_p99_ms`).
+                if s.judged_p99_ms() < s.steady_p99_ms {
+                    format!(" (falling; second half {:.1} ms)", s.judged_p99_ms())
+                } else {
+                    String::new()
+                },
                 s.startup_peak_ms.map_or("?".into(), |v| format!("{v:.1}")),
                 readable(s.goodput_down),
                 readable(s.goodput_up),

@@ -288,19 +288,26 @@ fn phases(
             let m = Measured {
                 steady_p99_ms: p.and_then(|p| p.steady_induced_p99_ms).unwrap_or(f64::NAN),
                 growth_ms_per_s: p.and_then(|p| p.steady_growth_ms_per_s),
+                late_p99_ms: p.and_then(|p| p.steady_late_induced_p99_ms),
                 startup_peak_ms: p.and_then(|p| p.startup_peak_induced_ms),
                 goodput_down: goodput(&sum, true).unwrap_or(Rate::ZERO),
                 goodput_up: goodput(&sum, false).unwrap_or(Rate::ZERO),
                 down_leg: p.and_then(|p| p.steady_down),
                 up_leg: p.and_then(|p| p.steady_up),
             };
+            let settled = search::settled_p99_ms(m.steady_p99_ms, m.late_p99_ms, m.growth_ms_per_s);
             report.phase(
                 6,
                 "both ways",
                 &format!(
-                    "{d} down, {u} up: steady p99 +{:.1} ms ({}){}, start-up peak +{} ms",
+                    "{d} down, {u} up: steady p99 +{:.1} ms{} ({}){}, start-up peak +{} ms",
                     m.steady_p99_ms,
-                    if m.steady_p99_ms > bound || !m.steady_p99_ms.is_finite() {
+                    if settled < m.steady_p99_ms {
+                        format!(", falling: its second half +{settled:.1} ms")
+                    } else {
+                        String::new()
+                    },
+                    if settled > bound || !settled.is_finite() {
                         "over the bound".to_string()
                     } else if search::rising(bound, m.growth_ms_per_s) {
                         format!(

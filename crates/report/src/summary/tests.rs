@@ -324,6 +324,40 @@ fn the_steady_state_leaves_out_the_loads_first_3_s_and_its_peak_is_reported() {
     );
 }
 
+/// A short load whose steady state begins with the start-up queue still draining: the steady
+/// p99 holds the drain, its second half what the load settled at, and the trend falls.
+#[test]
+fn the_steady_states_second_half_says_what_a_draining_load_settled_at() {
+    let phases = Phases {
+        idle_before_s: 1.0,
+        load_s: 12.0,
+        idle_after_s: 1.0,
+    };
+    // Idle 20 ms; from 4 s (the steady state's start) a queue of 60 ms draining by 20 ms/s,
+    // then 25 ms from 7 s to the end (13 s); the second half starts at 8.5 s.
+    let mut samples = vec![(0.0, Some(20.0)), (0.5, Some(20.0))];
+    samples.extend((0..18).map(|k| {
+        let t = 4.0 + k as f64 * 0.5;
+        (
+            t,
+            Some(if t < 7.0 {
+                80.0 - 20.0 * (t - 4.0)
+            } else {
+                25.0
+            }),
+        )
+    }));
+    let r = results(
+        phases,
+        vec![],
+        vec![probe("UDP BE", ProbeKind::Udp, 0, &samples)],
+    );
+    let be = &Summary::from_results(&r).probes[0];
+    assert!(be.steady_induced_p99_ms.unwrap() > 55.0, "{be:?}");
+    assert_eq!(be.steady_late_induced_p99_ms, Some(5.0));
+    assert!(be.steady_growth_ms_per_s.unwrap() < 0.0);
+}
+
 /// A web server's run: no UDP, so the primary class is the best-effort TCP connect, and the
 /// summary carries the draft's RPM from the four kinds (1/6 of the foreign sum + 1/2 of self).
 #[test]
