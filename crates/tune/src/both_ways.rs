@@ -56,6 +56,13 @@ pub struct Measured {
     pub up_leg: Option<Leg>,
 }
 
+impl Measured {
+    /// The p99 the run is judged on ([`search::settled_p99_ms`]).
+    pub fn judged_p99_ms(&self) -> f64 {
+        search::settled_p99_ms(self.steady_p99_ms, self.late_p99_ms, self.growth_ms_per_s)
+    }
+}
+
 /// The both-ways bound on the round trip, and each leg's share of it (the shares sum to it).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bounds {
@@ -137,9 +144,8 @@ pub fn check<E>(
     let mut halfway = false;
     loop {
         let m = measure(d, u)?;
-        let settled = search::settled_p99_ms(m.steady_p99_ms, m.late_p99_ms, m.growth_ms_per_s);
         // NaN (no steady samples) is not a pass.
-        let pass = search::passes(bound_ms, settled, m.growth_ms_per_s);
+        let pass = search::passes(bound_ms, m.judged_p99_ms(), m.growth_ms_per_s);
         steps.push(BothStep {
             down: d,
             up: u,

@@ -295,7 +295,7 @@ fn phases(
                 down_leg: p.and_then(|p| p.steady_down),
                 up_leg: p.and_then(|p| p.steady_up),
             };
-            let settled = search::settled_p99_ms(m.steady_p99_ms, m.late_p99_ms, m.growth_ms_per_s);
+            let settled = m.judged_p99_ms();
             report.phase(
                 6,
                 "both ways",
