@@ -1,31 +1,56 @@
 # The two commands of the README: `make lab` (the main job) and `make test`.
 CARGO ?= cargo
 BIN := target/release/unbloat
+# The test bench (crates/labcli): the lab and the benchmarks, never packaged; it runs $(BIN).
+LAB := target/release/unbloat-lab
 
-.PHONY: all deps build lab test bench deb static clean
+.PHONY: all deps build uml lab test bench deb static router clean
 
 all: build
 
+# Each target installs only what it needs: scripts/install-deps lab|deb|test.
 deps:
-	scripts/install-deps
+	scripts/install-deps test
 
+# The product never reads the tests' knobs (UNBLOAT_TC, ...): the check proves it of what was built.
+# One build makes both binaries, and the check runs on each.
 build:
 	$(CARGO) build --release --locked
+	scripts/check-release-knobs $(BIN) $(LAB)
 
-# Build, install what is missing, run the emulated before/after on a bloated VDSL2 link.
-lab: deps build
-	$(BIN) lab --out report
+# The lab's own User-Mode Linux (docs/kernel.md): built once, cached in /var/cache/unbloat/uml.
+uml:
+	scripts/uml/build
+
+# Build, install what is missing, run the emulated before/after on a bloated VDSL2 link. The
+# kernel: the host's if it has cake, netem and htb, else a User-Mode Linux that boots here (the
+# trial boot of `unbloat-lab kernel`), else the lab's own, built once.
+lab: build
+	scripts/install-deps lab
+	$(LAB) kernel -- true 2>/dev/null || scripts/uml/build
+	$(LAB) run --out report
 
 # Every test: units, golden scripts, fixtures, and the real-kernel tests (host kernel or UML).
 # One test thread: the lab's and the probes' tests run their own traffic and measure it, so
 # they must not share the CPUs. The binary's start/stop tests measure nothing; two threads
-# boot two User-Mode Linux guests at once and halve their time.
-test: deps build
-	$(CARGO) test --release --locked --workspace --exclude unbloat -- --test-threads=1
-	$(CARGO) test --release --locked -p unbloat -- --test-threads=2
+# boot two User-Mode Linux guests at once and halve their time. The tests inject faults through
+# the feature test-knobs (crates/system/src/knobs.rs); it rebuilds target/release/unbloat with
+# them, and the next `make build` (every target that ships depends on it) builds it without.
+# Last, the router builds (scripts/router): their sizes in the log, and a failure when either
+# grows past its budget.
+# The lab's tests run target/release/unbloat in their namespaces (and unbloat-lab's run it beside
+# target/release/unbloat-lab), so both are built first, with the same knobs as the tests (one
+# build, not two: building both ways costs CI minutes).
+test: deps uml
+	$(CARGO) build --release --locked -p unbloat -p unbloat-lab-cli --features unbloat-system/test-knobs
+	$(CARGO) test --release --locked --workspace --exclude unbloat --features unbloat-system/test-knobs -- --test-threads=1
+	$(CARGO) test --release --locked -p unbloat --features test-knobs -- --test-threads=2
+	scripts/router x86_64-unknown-linux-musl router
+	scripts/router x86_64-unknown-linux-musl full
 
 # The Debian package (docs/install.md): target/debian/unbloat_VERSION-1_ARCH.deb.
-deb: deps build
+deb: build
+	scripts/install-deps deb
 	scripts/deb
 
 # A statically linked binary for a router (docs/install.md): target/TARGET/release/unbloat.
@@ -33,8 +58,15 @@ TARGET ?= x86_64-unknown-linux-musl
 static:
 	scripts/static $(TARGET)
 
-bench: deps build
-	$(BIN) bench start
+# The router's builds (docs/install.md): size-optimised, static, stripped, at
+# target/TARGET/router/unbloat-router (shaping, status, test, daemon, autorate) and
+# unbloat-full (everything); each fails when over its budget.
+router:
+	scripts/router $(TARGET) router
+	scripts/router $(TARGET) full
+
+bench: deps build uml
+	$(LAB) bench start
 
 clean:
 	$(CARGO) clean

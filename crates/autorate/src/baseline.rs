@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use crate::probe::Deltas;
+
 /// How fast the baseline follows a sample below it (the share of the difference taken).
 pub const ALPHA_DOWN: f64 = 0.9;
 /// How fast it follows a sample above it: at one sample every 0.3 s, a 10 ms rise takes about
@@ -37,6 +39,74 @@ impl Baseline {
 
     pub fn value(&self) -> Option<f64> {
         self.value
+    }
+}
+
+/// How far a timestamp answer's one-way deltas may stray from its round trip's before the
+/// one-way baselines are taken to be wrong. With true baselines a one-way delta exceeds the round
+/// trip's by the paths' jitter at most (the round trip's baseline is the least *sum*, which may
+/// be a little over the sum of the two least one-way delays), and the two add up to no less than
+/// it; 50 ms is well over an LTE link's one-way jitter, and well under any clock step that
+/// matters.
+pub const RELEARN_MS: f64 = 50.0;
+/// Answers after a re-learn whose one-way deltas are not used: the round trip's delta stands
+/// in, while the new baselines find the path's floor (3 s at one answer every 0.3 s).
+pub const RELEARN_SAMPLES: u32 = 10;
+
+/// A reflector's one-way baselines, held to the round trip of the same probes (issue 36 item 4).
+///
+/// A one-way delay is two clocks' difference: the reflector's and ours. When either steps (NTP
+/// syncing a router that booted without a real-time clock, an admin setting the date), every
+/// one-way delay moves by the step, up one way and down the other, and the baselines, which
+/// rise at [`ALPHA_UP`], would take minutes to follow: in the controller's test a step of 5 s
+/// cut the download to its minimum within 10 s. The round trip comes from our monotonic clock
+/// alone and cannot step. Hence:
+/// - a one-way delta is never more than the round trip's delta: a queue one way is in the round
+///   trip too (it is clamped to it);
+/// - when one of them is more than [`RELEARN_MS`] over the round trip's, or the two add up to
+///   [`RELEARN_MS`] less than it, the baselines are not this path's any more: they are learnt
+///   again, and for [`RELEARN_SAMPLES`] answers the round trip's delta is given instead (blamed
+///   like an echo's, see [`crate::controller`]). The shortfall also catches one-way baselines
+///   learnt again while a queue stood that the round trip's baseline knows of: they would hide
+///   that queue for as long as it lasts.
+///
+/// Our own clock's steps do not reach here (the pinger's clock is monotonic after its start);
+/// a reflector's do, and are caught at its next answer.
+#[derive(Debug, Clone, Default)]
+pub struct OneWay {
+    down: Baseline,
+    up: Baseline,
+    relearning: u32,
+}
+
+impl OneWay {
+    /// The deltas of one answer's one-way delays, given its round trip's delta `rtt_delta` (over
+    /// the reflector's round-trip baseline, [`Baseline::delta`]).
+    pub fn deltas(&mut self, down: f64, up: f64, rtt_delta: f64) -> Deltas {
+        let raw = |b: &Baseline, sample: f64| b.value().map(|v| sample - v);
+        if let (Some(dd), Some(du)) = (raw(&self.down, down), raw(&self.up, up)) {
+            let over = dd.max(du) > rtt_delta + RELEARN_MS;
+            let short = dd + du < rtt_delta - RELEARN_MS;
+            if over || short {
+                *self = OneWay {
+                    relearning: RELEARN_SAMPLES,
+                    ..OneWay::default()
+                };
+            }
+        }
+        let (dd, du) = (self.down.delta(down), self.up.delta(up));
+        if self.relearning > 0 {
+            self.relearning -= 1;
+            return Deltas::Rtt(rtt_delta);
+        }
+        Deltas::OneWay {
+            down: dd.min(rtt_delta),
+            up: du.min(rtt_delta),
+        }
+    }
+
+    pub fn relearning(&self) -> bool {
+        self.relearning > 0
     }
 }
 
@@ -95,6 +165,52 @@ mod tests {
         // A shorter path: taken almost at once, and no negative delta.
         assert_eq!(b.delta(20.0), 0.0);
         assert!(b.value().unwrap() < 22.1);
+    }
+
+    #[test]
+    fn a_clock_step_is_learnt_again_and_meanwhile_the_round_trip_stands_in() {
+        let mut w = OneWay::default();
+        assert_eq!(
+            w.deltas(10.0, 10.0, 0.0),
+            Deltas::OneWay { down: 0.0, up: 0.0 }
+        );
+        // A queue of 40 ms on the way up, in the round trip too: taken as it is.
+        assert_eq!(
+            w.deltas(10.0, 50.0, 40.0),
+            Deltas::OneWay {
+                down: 0.0,
+                up: 40.0
+            }
+        );
+        // Jitter one way that the round trip does not show: clamped to it.
+        assert_eq!(
+            w.deltas(10.0, 25.0, 5.0),
+            Deltas::OneWay { down: 0.0, up: 5.0 }
+        );
+        // The reflector's clock steps 5 s back: 5 s "up" less, 5 s "down" more.
+        assert_eq!(w.deltas(5_010.0, -4_990.0, 0.0), Deltas::Rtt(0.0));
+        assert!(w.relearning());
+        for _ in 1..RELEARN_SAMPLES {
+            assert_eq!(w.deltas(5_010.0, -4_990.0, 4.0), Deltas::Rtt(4.0));
+        }
+        assert!(!w.relearning());
+        // Learnt again: a queue down shows down.
+        assert_eq!(
+            w.deltas(5_040.0, -4_990.0, 30.0),
+            Deltas::OneWay {
+                down: 30.0,
+                up: 0.0
+            }
+        );
+    }
+
+    #[test]
+    fn one_way_baselines_learnt_during_a_queue_are_learnt_again() {
+        let mut w = OneWay::default();
+        // The first answer came during a 200 ms queue down, which the round trip's baseline
+        // (older) knows of and the new one-way baselines do not.
+        w.deltas(210.0, 10.0, 200.0);
+        assert_eq!(w.deltas(210.0, 10.0, 200.0), Deltas::Rtt(200.0));
     }
 
     #[test]

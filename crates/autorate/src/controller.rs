@@ -363,6 +363,7 @@ mod tests {
             |_| Delay::OneWay {
                 down: 10.0,
                 up: 10.0,
+                rtt: 20.0,
             },
             |_| false,
             full,
@@ -374,6 +375,7 @@ mod tests {
             |_| Delay::OneWay {
                 down: 10.0,
                 up: 70.0,
+                rtt: 80.0,
             },
             |_| false,
             full,
@@ -384,6 +386,52 @@ mod tests {
         assert!(!ticks
             .iter()
             .any(|t| matches!(t.down.moved, Move::Bloat { .. })));
+    }
+
+    /// Issue 36 item 4: the wall clock steps 5 s forward (NTP after a boot without a real-time
+    /// clock): every timestamp answer reads 5 s more on the way down and 5 s less on the way
+    /// up. The round trip did not change, so neither may the rates: no cut to the minimum, and
+    /// within a bounded number of samples the download climbs again.
+    #[test]
+    fn a_clock_step_in_the_timestamps_does_not_cut_to_the_minimum() {
+        let mut c = Controller::new(cfg(6), MS(0));
+        let mut seq = 0;
+        let full = |(d, u): (Rate, Rate)| (d, u);
+        run(
+            &mut c,
+            &mut seq,
+            (0, 2_000),
+            |_| Delay::OneWay {
+                down: 10.0,
+                up: 10.0,
+                rtt: 20.0,
+            },
+            |_| false,
+            full,
+        );
+        let before = c.rates().0;
+        let ticks = run(
+            &mut c,
+            &mut seq,
+            (2_000, 12_000),
+            |_| Delay::OneWay {
+                down: 5_010.0,
+                up: -4_990.0,
+                rtt: 20.0,
+            },
+            |_| false,
+            full,
+        );
+        let lowest = ticks.iter().map(|t| t.down.rate).min().unwrap();
+        assert!(
+            lowest.bits_per_sec() >= before.bits_per_sec() * 9 / 10,
+            "a clock step cut the download from {before} to {lowest}"
+        );
+        assert!(
+            c.rates().0 > before,
+            "no climb after the step: {}",
+            c.rates().0
+        );
     }
 
     #[test]

@@ -49,7 +49,7 @@ const OVERSHOOTS: usize = 3;
 
 /// Which way a direction's traffic goes: what its cuts start from.
 ///
-/// Measured with `unbloat bench autorate` (1 run each): cutting the download from what it
+/// Measured with `unbloat-lab bench autorate` (1 run each): cutting the download from what it
 /// carried whenever that was under 75 % of its rate gave 43.5 % of the T-Mobile trace's
 /// capacity, against 64.1 % from its rate (3 runs of the old controller, which always cut
 /// from what was carried: 45.9 %); cutting the upload from its rate gave rrul a p99 of

@@ -12,10 +12,12 @@
 //! - [`probe`]: the probes' vocabulary (kinds, the user's choice, what an answer measured).
 //!
 //! The effects are three small modules: [`pinger`] (ICMP echo and timestamp probes through raw
-//! sockets), [`run`] (the loop, setting rates through a [`run::Link`] the caller provides) and
+//! sockets, each answer checked against what was sent, kept by the pure [`sent`]), [`run`] (the
+//! loop, setting rates through a [`run::Link`] the caller provides) and
 //! [`shaped`] (the `Link` of an interface unbloat shapes: `set-rate`'s in-place rtnetlink change,
-//! no process per change; for the CLI and the daemon). [`log`] reads and plots what a run wrote;
-//! [`narrate`] says it in words.
+//! no process per change; for the CLI and the daemon). [`start`] is what the CLI and the daemon
+//! both do to run a controller: the probes bound to the interface, its controller lock, the run
+//! with its log. [`log`] reads and plots what a run wrote; [`narrate`] says it in words.
 
 pub mod baseline;
 pub mod controller;
@@ -26,4 +28,6 @@ pub mod pinger;
 pub mod probe;
 pub mod reflectors;
 pub mod run;
+pub mod sent;
 pub mod shaped;
+pub mod start;

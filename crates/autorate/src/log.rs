@@ -28,6 +28,14 @@ pub struct TickLine {
     pub up: DirLine,
 }
 
+/// Opens the log at `path` for writing, emptied, mode 0644 when new. Root writes it wherever
+/// the command line or the config says, so through `unbloat_safefs`: a symbolic link at `path`
+/// (one planted in /tmp, say, at /etc/shadow) is refused rather than followed, and only a
+/// regular file is opened, never a FIFO that would block the controller or a device.
+pub fn create(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    unbloat_safefs::create(path, 0o644)
+}
+
 /// The log's first line: the interface and the settings of the run.
 pub fn start_event(iface: &str, cfg: &crate::controller::Config) -> serde_json::Value {
     let bounds = |b: &crate::direction::Bounds| serde_json::json!({"min_bps": b.min.bits_per_sec(), "base_bps": b.base.bits_per_sec(), "max_bps": b.max.bits_per_sec()});
@@ -199,6 +207,25 @@ pub fn plot(title: &str, ticks: &[TickLine]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 36 item 10: root writes the log where it is told; a link planted at that path
+    /// must not make it empty another file.
+    #[test]
+    fn a_log_at_a_symlink_is_refused_and_the_links_target_is_untouched() {
+        let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/tmp"))
+            .join(format!("autorate-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (target, link) = (dir.join("precious"), dir.join("autorate.log"));
+        std::fs::write(&target, "precious\n").unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let opened = create(&link);
+        let kept = std::fs::read_to_string(&target).unwrap();
+        let plain = create(&dir.join("plain.log")).map(|_| ());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(opened.is_err(), "a log was opened through a symbolic link");
+        assert_eq!(kept, "precious\n");
+        assert!(plain.is_ok(), "{plain:?}");
+    }
     use crate::controller::{DirTick, Tick};
     use crate::direction::Move;
     use unbloat_units::Rate;

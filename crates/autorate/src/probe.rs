@@ -53,6 +53,14 @@ pub enum Delay {
     /// An echo's round trip, in milliseconds.
     Rtt(f64),
     /// An ICMP timestamp's one-way delays (each with the two clocks' offset in it, which the
-    /// baseline takes out), in milliseconds.
+    /// baseline takes out), in milliseconds, and the same probe's round trip on our own clock:
+    /// what the one-way delays are held to ([`crate::baseline::OneWay`]).
+    OneWay { down: f64, up: f64, rtt: f64 },
+}
+
+/// The deltas of one answer over its reflector's baselines.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Deltas {
+    Rtt(f64),
     OneWay { down: f64, up: f64 },
 }

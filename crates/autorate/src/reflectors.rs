@@ -16,8 +16,9 @@
 //! when none answers at all, the directions fall back to their base rate (see
 //! [`crate::direction`]).
 //!
-//! Each reflector keeps its own baselines (one per direction with one-way delays, one for the
-//! round trip otherwise): paths differ, so their delays cannot share one.
+//! Each reflector keeps its own baselines (one for the round trip, and one per direction with
+//! one-way delays, which are held to the round trip: [`crate::baseline::OneWay`]): paths
+//! differ, so their delays cannot share one.
 //!
 //! Pure: times are passed in; the sockets are the caller's.
 
@@ -40,18 +41,13 @@ pub fn default_reflectors() -> Vec<std::net::IpAddr> {
 
 use serde::Serialize;
 
-use crate::baseline::{Baseline, Health, DEADLINE};
+use crate::baseline::{Baseline, Health, OneWay, DEADLINE};
 use crate::probe::{Delay, Method, Probe};
 
 /// How long an answer is waited for before its probe is forgotten.
 pub const LATE_LIMIT: Duration = Duration::from_secs(10);
 
-/// The deltas of one answer over its reflector's baselines.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Deltas {
-    Rtt(f64),
-    OneWay { down: f64, up: f64 },
-}
+pub use crate::probe::Deltas;
 
 /// A reflector swapped out, for the log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -70,8 +66,8 @@ struct Active {
     answered: bool,
     health: Health,
     rtt: Baseline,
-    down: Baseline,
-    up: Baseline,
+    /// The one-way baselines, held to the round trip (timestamp probes time both).
+    one_way: OneWay,
     next_probe: Duration,
 }
 
@@ -83,8 +79,7 @@ impl Active {
             answered: false,
             health: Health::new(now),
             rtt: Baseline::default(),
-            down: Baseline::default(),
-            up: Baseline::default(),
+            one_way: OneWay::default(),
             next_probe: first_probe,
         }
     }
@@ -208,10 +203,10 @@ impl Pool {
         }
         Some(match delay {
             Delay::Rtt(ms) => Deltas::Rtt(a.rtt.delta(ms)),
-            Delay::OneWay { down, up } => Deltas::OneWay {
-                down: a.down.delta(down),
-                up: a.up.delta(up),
-            },
+            Delay::OneWay { down, up, rtt } => {
+                let rtt_delta = a.rtt.delta(rtt);
+                a.one_way.deltas(down, up, rtt_delta)
+            }
         })
     }
 

@@ -34,6 +34,9 @@ pub struct Summary {
     /// Turns of the loop: each is a wait that ended (an answer, a stranger's ICMP, a probe or
     /// a tick due), what the controller's CPU time goes with.
     pub wakeups: u64,
+    /// Replies with the probes' identifier that answered none of them (forged, duplicated or
+    /// later than 10 s): dropped, never a sample.
+    pub unmatched: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -63,15 +66,13 @@ pub fn run(
     let mut applied = c.rates();
     let mut last_bytes = link.carried().map_err(RunError::Counters)?;
     let mut last_tick = now();
-    let mut seq: u16 = 0;
     // The clock is read once per turn of the loop and once per answer: in User-Mode Linux
     // (and on small routers without a vDSO) every read is a system call.
     let mut t = now();
     while !stop.load(Ordering::SeqCst) && until.is_none_or(|u| t < u) {
         for (addr, method) in c.due(t) {
-            seq = seq.wrapping_add(1);
             // A reflector that cannot be sent to (no route, for one) is a miss like any other.
-            if pinger.send(addr, seq, method).is_ok() {
+            if let Ok(seq) = pinger.send(addr, method) {
                 c.sent(u32::from(seq), addr, t);
                 summary.probes += 1;
             }
@@ -113,5 +114,6 @@ pub fn run(
         on_tick(&tick);
     }
     summary.seconds = now().as_secs_f64();
+    summary.unmatched = pinger.unmatched();
     Ok(summary)
 }

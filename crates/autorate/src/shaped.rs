@@ -29,13 +29,11 @@ impl ShapedLink {
     pub fn open(shaper: &Shaper, iface: &IfName) -> Result<ShapedLink, String> {
         let record = shaper
             .state
-            .load(iface.as_str())
+            .load(iface)
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("{iface} is not shaped by unbloat"))?;
         cake_both_ways(iface, &record.plan)?;
-        let opts: ShapeOptions = serde_json::from_value(record.options.clone())
-            .map_err(|e| format!("reading unbloat's record of {iface}: {e}"))?;
-        let opts = ingress_mode_as_planned(opts, &record.plan);
+        let opts = ingress_mode_as_planned(record.options.clone(), &record.plan);
         let ifb = record
             .plan
             .ingress

@@ -17,17 +17,17 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Context};
 use clap::Args;
-use unbloat_autorate::controller::{Config, Tick};
+use unbloat_autorate::controller::Config;
 use unbloat_autorate::direction::Bounds;
 use unbloat_autorate::narrate::Narrator;
-use unbloat_autorate::pinger::{Pinger, Probe};
-use unbloat_autorate::run::{self, Link};
+use unbloat_autorate::pinger::Probe;
+use unbloat_autorate::run::Link;
 use unbloat_autorate::shaped::{cake_both_ways, ShapedLink};
+use unbloat_autorate::start::{self, Session};
 use unbloat_shaper::autorate_config::pinned;
 use unbloat_shaper::options::{Qdisc, ShapeOptions};
 use unbloat_shaper::spec::{parse_iface, Spec};
 use unbloat_system::apply::{Request, Shaper};
-use unbloat_system::lock::ControllerLock;
 use unbloat_system::planned;
 use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::StateDir;
@@ -43,7 +43,8 @@ use crate::{invalid, Failure};
       --up-min 1mbit --up-base 8mbit --up-max 20mbit --probe timestamp --log autorate.log
   unbloat plot autorate.log            (rates, achieved rates and delays over time)")]
 pub struct AutorateArgs {
-    /// The WAN interface (shaped by unbloat with cake, or started here at the base rates).
+    /// The WAN interface (shaped by unbloat with cake, or started here at the base rates). The
+    /// probes leave by it and only its answers are read, whatever the default route.
     pub iface: String,
     /// The lowest rate either direction is set to (tc units: 2mbit, 500kbit).
     #[arg(long, value_name = "RATE", help_heading = "Rates")]
@@ -113,7 +114,8 @@ pub struct AutorateArgs {
     /// Stop after this long (a bare number is seconds); default: run until stopped.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub duration: Option<Time>,
-    /// Write every decision as a JSON line (`unbloat plot FILE` draws it).
+    /// Write every decision as a JSON line (`unbloat plot FILE` draws it); FILE is emptied
+    /// first, and refused if it is a symbolic link or not a regular file.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
     /// Print the run's summary as JSON on exit.
@@ -166,11 +168,11 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
     }
     let runner = SystemRunner::from_env();
     let state = StateDir::from_env();
-    let record = state.load(iface.as_str())?;
+    let record = state.load(&iface)?;
     // The options to shape with: the record's, or this machine's defaults; cake, with its
     // ingress mode pinned from the base rate.
     let mut opts: ShapeOptions = match &record {
-        Some(r) => serde_json::from_value(r.options.clone()).context("reading unbloat's record")?,
+        Some(r) => r.options.clone(),
         None => ShapeOptions::default(),
     };
     if opts.qdisc.unwrap_or_default() != Qdisc::Cake {
@@ -202,10 +204,18 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
     let shaper = Shaper::new(&runner, state.clone());
     // The interface's one controller, for the whole run (the daemon's `[autorate]` tables take
     // the same lock); refused before anything changes. A mistyped name leaves no lock file.
-    shaper.check_interface(iface.as_str())?;
-    state.ensure()?;
-    let _controller = ControllerLock::acquire(state.path(), iface.as_str(), "unbloat autorate")?;
-    let pinger = Pinger::open(&args.reflectors).map_err(|e| anyhow!(e))?;
+    shaper.check_interface(&iface)?;
+    let _controller = start::claim(&state, &iface, "unbloat autorate")?;
+    let cfg = Config::probing(
+        down,
+        up,
+        args.reflectors.clone(),
+        usize::from(args.pingers),
+        args.probe,
+        args.threshold,
+    );
+    // The probes leave by the interface whose rates they set, and only its answers are read.
+    let mut session = Session::open(&iface, cfg, Narrator::default()).map_err(|e| anyhow!(e))?;
     let base_opts = ShapeOptions {
         down: Some(down.base),
         up: Some(up.base),
@@ -234,27 +244,18 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
         .set_rate(&base)
         .with_context(|| format!("cannot set {iface} to its base rates"))?;
     let mut link = ShapedLink::open(&shaper, &iface).map_err(|e| anyhow!(e))?;
-    let cfg = Config::probing(
-        down,
-        up,
-        args.reflectors.clone(),
-        usize::from(args.pingers),
-        args.probe,
-        args.threshold,
-    );
     let mut log = match &args.log {
         Some(p) => Some(std::io::BufWriter::new(
-            std::fs::File::create(p)
+            unbloat_autorate::log::create(p)
                 .with_context(|| format!("cannot write the log {}", p.display()))?,
         )),
         None => None,
     };
-    let start = unbloat_autorate::log::start_event(iface.as_str(), &cfg);
-    write_line(&mut log, &start)?;
+    write_line(&mut log, &session.start_event())?;
     eprintln!(
         "unbloat autorate: {iface}: down {}..{} from {}, up {}..{} from {}; {} of {} reflectors probed ({}) every 0.3 s",
         down.min, down.max, down.base, up.min, up.max, up.base,
-        cfg.active.min(args.reflectors.len()),
+        session.config().active.min(args.reflectors.len()),
         args.reflectors.len(),
         match args.probe {
             Probe::Auto => "timestamps where answered, echo elsewhere",
@@ -263,20 +264,10 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
         }
     );
     stop::catch();
-    let mut say = Narrator::default();
-    let mut on_tick = |t: &Tick| {
-        for line in say.tick(t) {
-            eprintln!("unbloat autorate: {line}");
-        }
-        if let Some(l) = log.as_mut() {
-            // A line at a time, so that `tail -f` and a plot of a running log see every tick.
-            let _ = serde_json::to_writer(&mut *l, t);
-            let _ = l.write_all(b"\n");
-            let _ = l.flush();
-        }
-    };
     let until = args.duration.map(Time::as_duration);
-    let result = run::run(cfg, &mut link, &pinger, stop::flag(), until, &mut on_tick);
+    let result = session.run(&mut link, stop::flag(), until, log.as_mut(), &mut |line| {
+        eprintln!("unbloat autorate: {line}")
+    });
     // Whatever ended the run, the rates do not stay where the last tick left them.
     let left = match args.on_exit.as_str() {
         "stop" => shaper
@@ -303,8 +294,13 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
     if let Some(mut l) = log {
         l.flush()?;
     }
+    // Replies that matched no probe: forged, or duplicated on the way; worth a word.
+    let dropped = match summary.unmatched {
+        0 => String::new(),
+        n => format!(", {n} replies that answered no probe dropped"),
+    };
     eprintln!(
-        "unbloat autorate: stopped ({why}) after {:.0} s: {} rate changes, {} of {} probes answered, {} reflectors replaced; {left}",
+        "unbloat autorate: stopped ({why}) after {:.0} s: {} rate changes, {} of {} probes answered{dropped}, {} reflectors replaced; {left}",
         summary.seconds, summary.rate_changes, summary.answers, summary.probes, summary.replaced
     );
     if args.json {

@@ -21,15 +21,16 @@ pub struct DaemonArgs {
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics: Option<SocketAddr>,
     /// Serve the web page on this address (off unless given; e.g. 127.0.0.1:8723). Changes need
-    /// the token the daemon prints at start and writes to web-token in its run directory; bind
-    /// to 127.0.0.1 unless other machines must reach it.
+    /// the token the daemon writes to web-token in its run directory (/run/unbloat), readable by
+    /// root only and never logged; the start line gives a command that prints the page's address
+    /// with it. Bind to 127.0.0.1 unless other machines must reach it.
     #[arg(long, value_name = "HOST:PORT")]
     pub web: Option<SocketAddr>,
     /// A name the web page may be reached by, besides its IP addresses and localhost (e.g.
     /// router.lan); repeat for more. Other names are refused, which stops DNS rebinding.
     #[arg(long = "web-host", value_name = "NAME", requires = "web")]
     pub web_hosts: Vec<String>,
-    /// Lab reports (`unbloat lab --out` directories) the web page lists and serves read-only.
+    /// Lab reports (`unbloat-lab run --out` directories) the web page lists and serves read-only.
     #[arg(long, value_name = "DIR", requires = "web")]
     pub reports: Option<PathBuf>,
     /// Check every interface this often without a link event (puts back shaping deleted by

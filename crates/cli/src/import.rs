@@ -1,12 +1,19 @@
 //! `unbloat config import-sqm FILE`: the file read (at most 1 MiB of UTF-8), imported by
 //! [`unbloat_shaper::sqm_import`] (pure), and the result printed or written; `--check` puts
 //! `unbloat plan`'s commands for each table beside the ones the real sqm-scripts runs for the
-//! same queue ([`unbloat_lab::sqm_dry`]: its start-sqm with tc, ip and iptables printing instead
+//! same queue ([`unbloat_system::sqm::dry`]: its start-sqm with tc, ip and iptables printing instead
 //! of running).
 //!
+//! `--check` runs sqm-scripts' start-sqm, as root when unbloat is, so it takes sqm-scripts only
+//! from `--sqm-scripts DIR` or from where a distribution installs it ([`SYSTEM_DIR`]), never
+//! from anywhere looked for (a tree above the current directory could be anyone's), and only when
+//! no one but root (or the user running it) could have changed what runs
+//! ([`unbloat_system::sqm::peer::trusted_tree`]).
+//!
 //! Exit status 2 for anything wrong with the input (unreadable, not sqm's, a missing interface,
-//! an unknown script, a bad rate, a result unbloat's checks refuse) or an `--out` that exists
-//! without `--force`: nothing is written then. 1 if the output cannot be written.
+//! an unknown script, a bad rate, a result unbloat's checks refuse), an `--out` that exists
+//! without `--force`, or a `--check` without sqm-scripts it may run: nothing is written then. 1
+//! if the output cannot be written.
 
 use crate::{invalid, Failure};
 use anyhow::anyhow;
@@ -15,6 +22,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use unbloat_shaper::config::{ConfigFile, MAX_CONFIG_BYTES};
 use unbloat_shaper::sqm_import::{self, render, Import, NoteKind};
+use unbloat_system::sqm::SYSTEM_DIR;
 
 #[derive(Debug, Args)]
 pub struct ImportSqmArgs {
@@ -42,8 +50,10 @@ pub struct ImportSqmArgs {
     /// apart): their tables get `i-mean-it = true`.
     #[arg(long)]
     pub i_mean_it: bool,
-    /// sqm-scripts' source for --check (the directory with src/start-sqm); default:
-    /// shared/peers/sqm-scripts above the current directory or the binary.
+    /// sqm-scripts for --check: its source (the directory with src/start-sqm, such as
+    /// third_party/sqm-scripts in unbloat's source) or an installed copy (the directory with
+    /// start-sqm); default: /usr/lib/sqm, where distributions install it. Refused if anyone but
+    /// root (or you) could change what it holds: its scripts are run.
     #[arg(long, value_name = "DIR")]
     pub sqm_scripts: Option<PathBuf>,
 }
@@ -138,28 +148,32 @@ fn read(path: &Path) -> anyhow::Result<String> {
 }
 
 /// Write `text` to `out` through a temporary file in the same directory, renamed into place:
-/// a reader never sees half a file.
+/// a reader never sees half a file. The temporary file is a new one (`create_new`: O_EXCL,
+/// which follows no link) in a private directory beside `out`, so nothing anyone planted at
+/// a name we might use is written through, as root; the rename replaces a link at `out`
+/// itself, never its target.
 fn write(out: &Path, text: &str) -> Result<(), Failure> {
+    use std::os::unix::fs::OpenOptionsExt;
     let dir = out
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let name = out.file_name().map(|n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        name.unwrap_or_else(|| "unbloat".into()),
-        std::process::id()
-    ));
+    let fail = |e: std::io::Error| Failure::from(anyhow!("cannot write {}: {e}", out.display()));
+    let private = unbloat_safefs::private_dir(dir, ".unbloat-import").map_err(fail)?;
+    let tmp = private.join("new");
     let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&tmp)?;
         f.write_all(text.as_bytes())?;
         f.sync_all()?;
         std::fs::rename(&tmp, out)
     })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Failure::from(anyhow!("cannot write {}: {e}", out.display()))
-    })
+    let _ = std::fs::remove_file(&tmp);
+    let _ = std::fs::remove_dir(&private);
+    result.map_err(fail)
 }
 
 /// One interface of `--check`: unbloat's plan and sqm-scripts' commands.
@@ -170,25 +184,25 @@ struct Check {
     enabled: bool,
     unbloat: String,
     /// sqm-scripts' commands, or why they could not be had.
-    sqm: Result<unbloat_lab::sqm_dry::DryRun, String>,
+    sqm: Result<unbloat_system::sqm::dry::DryRun, String>,
 }
 
 fn checks(imp: &Import, args: &ImportSqmArgs) -> Result<Vec<Check>, Failure> {
-    let source = sqm_source(args);
+    // Only an enabled queue runs sqm-scripts.
+    let source = match imp.interfaces.iter().any(|i| i.enabled) {
+        true => Some(sqm_source(args)?),
+        false => None,
+    };
     let mut out = Vec::new();
     for i in &imp.interfaces {
         let unbloat = crate::shape::plan_text(i.iface.clone(), &i.options)?;
         let sqm = match (&source, i.enabled) {
-            (_, false) => Err("disabled in sqm: sqm-scripts starts nothing".to_string()),
-            (None, _) => Err(
-                "sqm-scripts' source not found (--sqm-scripts DIR, the directory with src/start-sqm)"
-                    .to_string(),
-            ),
-            (Some(src), true) => unbloat_lab::workdir::WorkDir::new("import-sqm")
+            (Some(src), true) => unbloat_system::sqm::workdir::WorkDir::new("import-sqm")
                 .and_then(|w| {
-                    unbloat_lab::sqm_dry::dry_run(src, &w.0, i.iface.as_str(), &i.sqm_env)
+                    unbloat_system::sqm::dry::dry_run(src, &w.0, i.iface.as_str(), &i.sqm_env)
                 })
                 .map_err(|e| format!("could not run sqm-scripts: {e}")),
+            _ => Err("disabled in sqm: sqm-scripts starts nothing".to_string()),
         };
         out.push(Check {
             iface: i.iface.to_string(),
@@ -202,15 +216,35 @@ fn checks(imp: &Import, args: &ImportSqmArgs) -> Result<Vec<Check>, Failure> {
     Ok(out)
 }
 
-/// sqm-scripts' source: the flag, or shared/peers/sqm-scripts above here or the binary.
-fn sqm_source(args: &ImportSqmArgs) -> Option<PathBuf> {
-    if let Some(d) = &args.sqm_scripts {
-        return Some(d.clone());
-    }
-    [std::env::current_dir().ok(), std::env::current_exe().ok()]
-        .into_iter()
-        .flatten()
-        .find_map(|start| unbloat_lab::sqm::find(&start))
+/// sqm-scripts for `--check`: `--sqm-scripts DIR`, else [`SYSTEM_DIR`] when sqm-scripts is
+/// installed there; nowhere else. Refused (exit status 2) when root could not safely run what it
+/// holds: a symbolic link, or anything another user may change, on the way to its scripts or
+/// among them.
+fn sqm_source(args: &ImportSqmArgs) -> Result<PathBuf, Failure> {
+    let dir = match &args.sqm_scripts {
+        Some(d) => d.clone(),
+        None if Path::new(SYSTEM_DIR).join("start-sqm").exists() => PathBuf::from(SYSTEM_DIR),
+        None => {
+            return Err(invalid(anyhow!(
+                "--check runs sqm-scripts, which is not installed ({SYSTEM_DIR}/start-sqm): pass \
+                 --sqm-scripts DIR, the directory with its src/start-sqm (third_party/sqm-scripts \
+                 in unbloat's source)"
+            )))
+        }
+    };
+    let Some(scripts) = unbloat_system::sqm::scripts(&dir) else {
+        return Err(invalid(anyhow!(
+            "--sqm-scripts {}: no src/start-sqm (nor start-sqm) there",
+            dir.display()
+        )));
+    };
+    unbloat_system::sqm::peer::trusted_tree(&scripts).map_err(|why| {
+        invalid(anyhow!(
+            "sqm-scripts in {}: refused, since --check runs its scripts: {why}",
+            dir.display()
+        ))
+    })?;
+    Ok(dir)
 }
 
 impl Check {
@@ -264,5 +298,49 @@ impl Check {
                 Err(why) => serde_json::json!({ "error": why }),
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// Issue 36 item 10: the temporary file beside `--out` had a predictable name
+    /// (`.NAME.PID.tmp`) and was opened through a link: root wrote the config into whatever
+    /// file a link planted there pointed at. Now the link is left alone and the config still
+    /// lands at `--out`.
+    #[test]
+    fn a_link_planted_at_the_temporary_name_is_not_written_through() {
+        let base = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/tmp"));
+        std::fs::create_dir_all(&base).expect("base");
+        let dir = base.join(format!("import-tmp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "precious").expect("victim");
+        let out = dir.join("unbloat.toml");
+        symlink(
+            &victim,
+            dir.join(format!(".unbloat.toml.{}.tmp", std::process::id())),
+        )
+        .expect("link");
+        let wrote = write(&out, "[interface.eth0]\n");
+        assert!(
+            wrote.is_ok(),
+            "{:?}",
+            wrote.err().map(|f| f.error.to_string())
+        );
+        assert_eq!(
+            std::fs::read_to_string(&victim).expect("victim"),
+            "precious"
+        );
+        let meta = std::fs::symlink_metadata(&out).expect("out");
+        assert!(meta.is_file(), "--out is a file of its own, not the link");
+        assert_eq!(
+            std::fs::read_to_string(&out).expect("out"),
+            "[interface.eth0]\n"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,27 +1,29 @@
 //! `unbloat`: smart queue management for Linux. This binary only parses arguments and glues the
-//! library crates together (see the workspace README for the map):
+//! library crates together (docs/architecture.md has the map):
 //! shaping (`plan`, `start`, `stop`, `status`, `config check`) in [`shape`], `config import-sqm`
 //! in [`import`], measuring (`test`,
-//! `serve`, `plot`) in [`measure`], the emulated network (`lab`) in [`lab`], benchmarks in
-//! [`bench`], running work in a kernel that has every qdisc in [`kernel`], and the man pages and
-//! shell completions generated from this very definition in [`docs`].
+//! `serve`, `plot`) in [`measure`], and the man pages and shell completions generated from this
+//! very definition in [`docs`]. The emulated network and the benchmarks are our test bench, not
+//! the product: they are the `unbloat-lab` binary (crates/labcli), which a router never carries.
 
+#[cfg(feature = "autorate")]
 mod autorate;
-mod bench;
-mod bench_daemon;
-mod bench_tune;
+#[cfg(feature = "daemon")]
 mod daemon;
+#[cfg(feature = "docs")]
 mod docs;
 mod flags;
-mod hosts;
+#[cfg(feature = "import")]
 mod import;
-mod kernel;
-mod lab;
 mod measure;
+mod plot;
 mod shape;
+#[cfg(feature = "tune")]
 mod tune;
 
-use clap::{CommandFactory, Parser, Subcommand};
+#[cfg(feature = "docs")]
+use clap::CommandFactory;
+use clap::{Parser, Subcommand};
 
 const EXIT_CODES: &str = "\
 Exit status:
@@ -29,7 +31,7 @@ Exit status:
   1  the operation failed; for start, stop and set-rate, every interface was left exactly as it
      was (or the message says ROLLBACK INCOMPLETE and what differs)
   2  invalid input (a flag, a value, a config file): nothing was touched
-  3  a test or lab ran but could not measure everything (partial results were saved)
+  3  a test ran but could not measure everything (partial results were saved)
 
 Examples:
   unbloat plan eth0 --down 78mbit --up 19950kbit --link vdsl2
@@ -41,8 +43,7 @@ Examples:
   unbloat serve                      (on the far end)
   unbloat test far.example.net --profile rrul --out results/
   unbloat tune eth0 --server far.example.net --apply
-  unbloat autorate wwan0 --min 2mbit --base 10mbit --max 50mbit
-  unbloat lab                        (the emulated before/after)";
+  unbloat autorate wwan0 --min 2mbit --base 10mbit --max 50mbit";
 
 #[derive(Parser)]
 #[command(
@@ -51,8 +52,7 @@ Examples:
     about = "Smart queue management for Linux: remove bufferbloat, and prove it",
     long_about = "unbloat shapes a link with the kernel's own cake, or HTB + fq_codel (egress on the WAN \
 device, ingress through an IFB), with link-layer compensation, per-host fairness and DSCP tins; it \
-measures latency under load and grades it; and it builds an emulated bloated access network to show \
-the problem and the cure.\n\nEvery change is validated before the kernel is touched, read back from \
+measures latency under load and grades it.\n\nEvery change is validated before the kernel is touched, read back from \
 the kernel and verified, and rolled back entirely if anything fails.",
     after_help = EXIT_CODES
 )]
@@ -80,9 +80,11 @@ enum Command {
     /// Keep the config file applied: at start, when an interface appears, comes back up or is
     /// re-created (PPPoE, USB modems, WireGuard), and on SIGHUP or `unbloat reload`; and run
     /// autorate on each interface with an `[autorate.NAME]` table.
+    #[cfg(feature = "daemon")]
     Daemon(daemon::DaemonArgs),
     /// Ask the running daemon to read its config again and apply what changed, loss-free (an
     /// invalid file is refused and the running setup stays).
+    #[cfg(feature = "daemon")]
     Reload(daemon::ReloadArgs),
     /// Work with config files.
     #[command(subcommand)]
@@ -91,23 +93,18 @@ enum Command {
     Test(measure::TestCmd),
     /// Find the link's framing and shaper rates by measuring it (saturates the link for up to
     /// --max-time; the old shaping is put back unless --apply).
+    #[cfg(feature = "tune")]
     Tune(tune::TuneArgs),
     /// Keep cake's rates just under what a variable link (LTE, 5G, Starlink, busy cable)
     /// carries now, by watching its delay to reflectors and its load, until stopped.
+    #[cfg(feature = "autorate")]
     Autorate(autorate::AutorateArgs),
     /// Be the far end of `unbloat test`.
-    Serve(unbloat_measure::ServeArgs),
+    Serve(measure::ServeCmd),
     /// Redraw the plots of a results file (or draw an autorate log).
-    Plot(unbloat_report::files::PlotArgs),
-    /// Build an emulated bloated access network and compare strategies on it.
-    Lab(lab::LabCmd),
-    /// Two LAN hosts behind a masquerading router, one stream against eight each way: each
-    /// host's share and ping for no shaping, sqm-scripts' default and unbloat (IPv4 and IPv6).
-    LabHosts(hosts::LabHostsArgs),
-    /// Benchmarks of unbloat itself (start, status) and of its measurements.
-    #[command(subcommand)]
-    Bench(bench::BenchCommand),
+    Plot(plot::PlotCmd),
     /// Print the shell completion script for bash, zsh or fish.
+    #[cfg(feature = "docs")]
     #[command(
         long_about = "Print the shell completion script for bash, zsh or fish on stdout. \
 The Debian package installs all three; elsewhere, for example:\n\n  \
@@ -117,11 +114,9 @@ unbloat completions fish > /usr/share/fish/vendor_completions.d/unbloat.fish"
     )]
     Completions(docs::CompletionsArgs),
     /// Write the man pages (unbloat.8 and one per subcommand) into a directory.
+    #[cfg(feature = "docs")]
     #[command(hide = true)]
     Man(docs::ManArgs),
-    /// Run a command in a kernel that has every qdisc (the host's, or User-Mode Linux).
-    #[command(hide = true)]
-    Kernel(kernel::KernelArgs),
 }
 
 #[derive(Subcommand)]
@@ -130,38 +125,52 @@ enum ConfigCommand {
     Check(shape::CheckArgs),
     /// Turn sqm-scripts' configuration (OpenWrt's /etc/config/sqm, or /etc/sqm/IFACE.iface.conf)
     /// into unbloat's TOML, with a note for every option that does not carry over as is.
+    #[cfg(feature = "import")]
     ImportSqm(import::ImportSqmArgs),
 }
 
-/// An error with the exit status it deserves.
-pub struct Failure {
-    pub code: i32,
-    pub error: anyhow::Error,
-}
+pub use unbloat_system::exit::{invalid, Failure};
 
-impl<E: Into<anyhow::Error>> From<E> for Failure {
-    fn from(e: E) -> Failure {
-        Failure {
-            code: 1,
-            error: e.into(),
+/// A closed stdout or stderr (`unbloat status | head -c1`) ends the program quietly, as for any
+/// Unix tool; a closed socket does not. Both raise SIGPIPE, so the signal stays ignored (Rust's
+/// default): a far end that resets an upload is then an error the test reports, with its
+/// partial results, instead of a silent death (issue 36 item 13). A write to a closed stdout
+/// then panics ("failed printing to stdout: Broken pipe", or the completion writer's own
+/// words); that panic, and only when stdout or stderr really has lost its reader, ends the
+/// program by SIGPIPE after all, from whichever thread wrote: the shell and a service manager
+/// see what they always saw. Programs we run get SIGPIPE's default back (std resets it).
+fn quiet_on_closed_output() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info.payload_as_str().unwrap_or("");
+        let broken_pipe = text.contains("Broken pipe") || text.contains("BrokenPipe");
+        if broken_pipe && (lost_reader(1) || lost_reader(2)) {
+            // SAFETY: signal and raise have no preconditions; the default action ends the
+            // whole process, whichever thread raises it.
+            unsafe {
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                libc::raise(libc::SIGPIPE);
+            }
+            std::process::exit(128 + libc::SIGPIPE);
         }
-    }
+        default(info);
+    }));
 }
 
-/// Marks an error as invalid input (exit 2).
-pub fn invalid(e: impl Into<anyhow::Error>) -> Failure {
-    Failure {
-        code: 2,
-        error: e.into(),
-    }
+/// Whether `fd` is a pipe or socket whose other end has gone (poll says POLLERR or POLLHUP).
+fn lost_reader(fd: i32) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no waiting.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n == 1 && p.revents & (libc::POLLERR | libc::POLLHUP) != 0
 }
 
 fn main() {
-    // A closed pipe (`unbloat status | head`) ends the program quietly, as for any Unix tool.
-    // SAFETY: restoring the default signal disposition before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    quiet_on_closed_output();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Plan(a) => shape::plan(&a),
@@ -171,22 +180,24 @@ fn main() {
         Command::SetRate(a) => shape::set_rate(&a),
         Command::Recover(a) => shape::recover(&a),
         Command::Confirm(a) => shape::confirm(&a),
+        #[cfg(feature = "daemon")]
         Command::Daemon(a) => daemon::daemon(&a),
+        #[cfg(feature = "daemon")]
         Command::Reload(a) => daemon::reload(&a),
         Command::Config(ConfigCommand::Check(a)) => shape::config_check(&a),
+        #[cfg(feature = "import")]
         Command::Config(ConfigCommand::ImportSqm(a)) => import::import_sqm(&a),
         Command::Test(a) => measure::test(&a),
+        #[cfg(feature = "tune")]
         Command::Tune(a) => tune::tune(&a),
-        Command::Serve(a) => unbloat_measure::run_serve(&a).map_err(Failure::from),
+        Command::Serve(a) => measure::serve(&a),
+        #[cfg(feature = "autorate")]
         Command::Autorate(a) => autorate::autorate(&a),
-        Command::Plot(a) => autorate::plot_log(&a)
-            .unwrap_or_else(|| unbloat_report::files::run_plot(&a).map_err(Failure::from)),
-        Command::Lab(a) => lab::lab(&a),
-        Command::LabHosts(a) => hosts::lab_hosts(&a),
-        Command::Bench(b) => bench::bench(&b),
+        Command::Plot(a) => plot::plot(&a),
+        #[cfg(feature = "docs")]
         Command::Completions(a) => docs::completions(&a, Cli::command()),
+        #[cfg(feature = "docs")]
         Command::Man(a) => docs::man(&a, Cli::command()),
-        Command::Kernel(a) => kernel::run(&a),
     };
     if let Err(f) = result {
         eprintln!("unbloat: error: {}", f.error);

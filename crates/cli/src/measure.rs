@@ -1,9 +1,17 @@
-//! `unbloat test`: run the measurement, then show and save it (summary, JSON, files, plots).
+//! `unbloat test`: run the measurement, then show and save it (summary, JSON, files, plots);
+//! and `unbloat serve`, its far end. The flags and their help are here; `unbloat_measure` gets
+//! them as its plain [`TestArgs`] and [`ServeArgs`].
 
 use crate::Failure;
-use clap::Args;
+use clap::{Args, ValueEnum};
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use unbloat_measure::{run_test, TerminalProgress, TestArgs};
+use std::time::Duration;
+use unbloat_measure::serve_policy::DEFAULT_TESTS_PER_CLIENT;
+use unbloat_measure::server::{parse_max_duration, parse_max_streams, parse_max_tests};
+use unbloat_measure::{
+    parse_duration, run_serve, run_test, DscpPolicy, ServeArgs, TerminalProgress, TestArgs,
+};
 use unbloat_report::files::{check_writable, default_basename, write_results_dir};
 use unbloat_report::model::Results;
 use unbloat_report::summary::{render_text, Summary};
@@ -11,7 +19,7 @@ use unbloat_report::summary::{render_text, Summary};
 #[derive(Debug, Args)]
 pub struct TestCmd {
     #[command(flatten)]
-    pub test: TestArgs,
+    pub test: TestFlags,
     /// Write the results file (versioned JSON with metadata), the flent file (`.flent.gz`,
     /// for rrul, rrul_be, tcp_nup, tcp_ndown and ping) and the SVG plots into DIR.
     #[arg(long, value_name = "DIR")]
@@ -21,8 +29,162 @@ pub struct TestCmd {
     pub json: bool,
 }
 
+/// `unbloat test`'s flags for the measurement itself: what [`TestArgs`] holds.
+#[derive(Debug, Clone, Args)]
+pub struct TestFlags {
+    /// The far end. `HOST[:PORT]` or `unbloat://HOST[:PORT]` is an `unbloat serve` (port 4420;
+    /// IPv6 with a port in brackets: `[2001:db8::1]:4420`); `https://HOST[/CONFIG]` (or http://)
+    /// a web server with the responsiveness test's endpoints, read from its `.well-known/nq`
+    /// config (or the CONFIG path); `irtt://HOST[:PORT]` a stock irtt server (latency probes
+    /// only, port 2112); `iperf3://HOST[:PORT]` a stock iperf3 server (load only, port 5201;
+    /// latency by ICMP echo).
+    #[arg(value_name = "SERVER", conflicts_with = "server_flag")]
+    pub server: Option<String>,
+    /// The far end, as the SERVER argument.
+    #[arg(long = "server", value_name = "URL")]
+    pub server_flag: Option<String>,
+    /// Where the load goes, when not to SERVER: `iperf3://HOST`, `https://HOST`,
+    /// `unbloat://HOST` (with `--probe irtt://HOST`, SERVER may be left out).
+    #[arg(long, value_name = "URL")]
+    pub load: Option<String>,
+    /// Where the latency probes go, when not to SERVER: `irtt://HOST`, `unbloat://HOST`,
+    /// `https://HOST`.
+    #[arg(long, value_name = "URL")]
+    pub probe: Option<String>,
+    /// Web server: the small object's URL (latency probes); with --large-url and --upload-url
+    /// instead of the server's `.well-known/nq` config. All on the server's host.
+    #[arg(long, value_name = "URL", requires_all = ["large_url", "upload_url"])]
+    pub small_url: Option<String>,
+    /// Web server: the large object's URL (download load).
+    #[arg(long, value_name = "URL", requires_all = ["small_url", "upload_url"])]
+    pub large_url: Option<String>,
+    /// Web server: the URL that takes uploads (POST).
+    #[arg(long, value_name = "URL", requires_all = ["small_url", "large_url"])]
+    pub upload_url: Option<String>,
+    /// Web server: also trust the certificate authorities in this PEM file (a lab's or a LAN's
+    /// own; the system's roots are always trusted).
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// Web server: the most load connections per direction (1 to 32, default 16); the test adds
+    /// connections until goodput stops rising, as the responsiveness draft does.
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// What to run: rrul (4 up + 4 down TCP streams marked BE, BK, CS5, EF; UDP probes BE, EF,
+    /// BK; ping), rrul_be (the same, all best effort), upload, download, bidir, ping (latency
+    /// only), tcp_nup, tcp_ndown.
+    #[arg(long, value_name = "PROFILE", default_value = "rrul")]
+    pub profile: String,
+    /// How long the load runs (e.g. 30s, 1m; 1s to 60m). The idle phases come on top.
+    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Number of TCP streams per direction, for upload, download, bidir, tcp_nup and tcp_ndown.
+    #[arg(long, value_name = "N")]
+    pub streams: Option<usize>,
+    /// Length of the idle baseline before the load and of the idle tail after it (3s to 10m).
+    #[arg(long, value_name = "TIME", default_value = "5s", value_parser = parse_duration)]
+    pub idle: Duration,
+    /// Latency probes per second for each probe class (1 to 100).
+    #[arg(long, value_name = "HZ", default_value_t = 5.0)]
+    pub probe_rate: f64,
+    /// How long to wait for the server to answer a connection (100ms to 60s).
+    #[arg(long, value_name = "TIME", default_value = "5s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+}
+
+impl TestFlags {
+    pub fn args(&self) -> TestArgs {
+        TestArgs {
+            server: self.server.clone(),
+            server_flag: self.server_flag.clone(),
+            load: self.load.clone(),
+            probe: self.probe.clone(),
+            small_url: self.small_url.clone(),
+            large_url: self.large_url.clone(),
+            upload_url: self.upload_url.clone(),
+            ca_file: self.ca_file.clone(),
+            max_connections: self.max_connections,
+            profile: self.profile.clone(),
+            duration: self.duration,
+            streams: self.streams,
+            idle: self.idle,
+            probe_rate: self.probe_rate,
+            connect_timeout: self.connect_timeout,
+        }
+    }
+}
+
+/// `unbloat serve`: the far end for `unbloat test`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeCmd {
+    /// Address and port to listen on, TCP for control and load streams and UDP for latency
+    /// probes. The default listens on every address, IPv6 and IPv4, port 4420.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<SocketAddr>,
+    /// How many tests may run at once (1 to 256); the next client is told the server is busy.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = parse_max_tests)]
+    pub max_tests: usize,
+    /// How many of them one client may run at once (1 to 256): a client is an IPv4 address,
+    /// or an IPv6 /64. Its next test is refused, saying why, until one ends.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_TESTS_PER_CLIENT, value_parser = parse_max_tests)]
+    pub max_tests_per_client: usize,
+    /// Which DSCP marks a client may ask the server to put on what it sends (downloads, probe
+    /// replies): `standard` (BE, LE, CS1, AF41, CS5, EF: what test profiles use, never network
+    /// control), `any` (0 to 63), or `off` (none). A test asking for another mark is refused.
+    #[arg(long, value_name = "POLICY", value_enum, default_value_t = ServeDscp::Standard)]
+    pub dscp: ServeDscp,
+    /// The most load streams one test may open (0 to 255; 0 allows latency-only tests).
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = parse_max_streams)]
+    pub max_streams: usize,
+    /// The longest test a client may ask for, idle phases included (e.g. 2m, 300s; at most
+    /// 1440m, a day). The default fits a 60 s load with 30 s idle phases, and keeps one
+    /// client's slot short.
+    #[arg(long, value_name = "TIME", default_value = "2m", value_parser = parse_max_duration)]
+    pub max_duration: Duration,
+}
+
+impl ServeCmd {
+    pub fn args(&self) -> ServeArgs {
+        ServeArgs {
+            listen: self.listen,
+            max_tests: self.max_tests,
+            max_tests_per_client: self.max_tests_per_client,
+            dscp: self.dscp.into(),
+            max_streams: self.max_streams,
+            max_duration: self.max_duration,
+        }
+    }
+}
+
+/// `--dscp`: [`DscpPolicy`]'s words, with their help (the man page lists them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ServeDscp {
+    /// The standard classes a test needs (BE, LE, CS1, AF41, CS5, EF); a test that asks for
+    /// another is refused.
+    Standard,
+    /// Whatever the client asks for (0 to 63), CS6 and CS7 included.
+    Any,
+    /// No marks: everything leaves as best effort; a test that asks for a mark is refused.
+    Off,
+}
+
+impl From<ServeDscp> for DscpPolicy {
+    fn from(d: ServeDscp) -> DscpPolicy {
+        match d {
+            ServeDscp::Standard => DscpPolicy::Standard,
+            ServeDscp::Any => DscpPolicy::Any,
+            ServeDscp::Off => DscpPolicy::Off,
+        }
+    }
+}
+
+/// Runs `unbloat serve` until the process is stopped.
+pub fn serve(cmd: &ServeCmd) -> Result<(), Failure> {
+    Ok(run_serve(&cmd.args())?)
+}
+
 pub fn test(args: &TestCmd) -> Result<(), Failure> {
-    let _plan = args.test.plan().map_err(crate::invalid)?;
+    let test = args.test.args();
+    let _plan = test.plan().map_err(crate::invalid)?;
     // Before anything runs: a directory the results cannot go to would lose the whole run.
     if let Some(dir) = &args.out {
         check_writable(dir).map_err(|e| {
@@ -33,7 +195,7 @@ pub fn test(args: &TestCmd) -> Result<(), Failure> {
         })?;
     }
     let mut progress = TerminalProgress::default();
-    match run_test(&args.test, &mut progress) {
+    match run_test(&test, &mut progress) {
         Ok(results) => report(args, &results),
         Err(failure) => {
             if let Some(partial) = &failure.partial {
@@ -74,7 +236,8 @@ fn report(args: &TestCmd, results: &Results) -> Result<(), Failure> {
 mod tests {
     use super::*;
     use clap::Parser;
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
+    use unbloat_measure::{MeasureError, TestPlan};
 
     #[derive(Parser)]
     struct Cli {
@@ -94,7 +257,9 @@ mod tests {
         })
         .expect("bind");
         let _server = server.spawn(addr).expect("serve");
-        let scratch = std::env::temp_dir().join(format!("unbloat-cli-out-{}", std::process::id()));
+        let scratch =
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/tmp"))
+                .join(format!("cli-out-{}", std::process::id()));
         std::fs::create_dir_all(&scratch).expect("scratch");
         let file = scratch.join("a-file");
         std::fs::write(&file, "not a directory").expect("file");
@@ -122,5 +287,136 @@ mod tests {
             );
         }
         let _ = std::fs::remove_dir_all(&scratch);
+    }
+
+    /// The flags as `unbloat test` parses them, then checked as [`TestArgs::plan`] does.
+    fn args(extra: &[&str]) -> Result<TestPlan, MeasureError> {
+        let argv = std::iter::once("unbloat-test").chain(extra.iter().copied());
+        Cli::try_parse_from(argv)
+            .map_err(|e| MeasureError::InvalidArgument(e.to_string()))?
+            .cmd
+            .test
+            .args()
+            .plan()
+    }
+
+    #[test]
+    fn arguments_are_checked_with_the_flag_named() {
+        let plan = args(&[
+            "host",
+            "--duration",
+            "10s",
+            "--profile",
+            "tcp_nup",
+            "--streams",
+            "2",
+        ])
+        .expect("valid");
+        assert_eq!(plan.load, Duration::from_secs(10));
+        assert_eq!(plan.profile.streams.len(), 2);
+        assert_eq!(plan.probe_interval, Duration::from_millis(200));
+        let err = |a: &[&str]| args(a).expect_err("invalid").to_string();
+        assert!(err(&["host", "--idle", "2s"]).contains("--idle"));
+        assert!(err(&["host", "--probe-rate", "101"]).contains("--probe-rate"));
+        assert!(err(&["host", "--probe-rate", "0"]).contains("--probe-rate"));
+        assert!(err(&["host", "--duration", "0s"]).contains("--duration"));
+        assert!(err(&["host", "--profile", "nope"]).contains("known profiles"));
+        assert!(err(&["host:x"]).contains("port"));
+    }
+
+    /// Bug: `--connect-timeout 0s` was accepted (every connection then failed at once), and a
+    /// tiny `--probe-rate` (1e-300) panicked turning its interval into a Duration. Every time
+    /// and rate flag is now finite and within a range, or refused with the flag named.
+    #[test]
+    fn connect_timeout_zero_and_out_of_range_times_and_rates_are_refused() {
+        let refused = [
+            ("--connect-timeout", "0s"),
+            ("--connect-timeout", "10ms"),
+            ("--connect-timeout", "61s"),
+            ("--probe-rate", "1e-300"),
+            ("--probe-rate", "0.5"),
+            ("--probe-rate", "inf"),
+            ("--probe-rate", "NaN"),
+            ("--probe-rate", "-5"),
+            ("--duration", "1440m"),
+            ("--duration", "500ms"),
+            ("--idle", "11m"),
+        ];
+        for (flag, value) in refused {
+            let arg = format!("{flag}={value}");
+            let err = args(&["host", arg.as_str()]).expect_err(&arg).to_string();
+            assert!(err.contains(flag), "{arg}: {err}");
+        }
+        for (flag, value) in [("--duration", "inf"), ("--idle", "nan"), ("--idle", "1e99")] {
+            let arg = format!("{flag}={value}");
+            let err = args(&["host", arg.as_str()]).expect_err(&arg).to_string();
+            assert!(err.contains(flag), "{arg}: {err}");
+        }
+        let plan = args(&[
+            "host",
+            "--connect-timeout=100ms",
+            "--probe-rate=1",
+            "--duration=60m",
+            "--idle=10m",
+        ])
+        .expect("the ends of every range");
+        assert_eq!(plan.connect_timeout, Duration::from_millis(100));
+        assert_eq!(plan.probe_interval, Duration::from_secs(1));
+    }
+
+    #[derive(Parser)]
+    struct Serve {
+        #[command(flatten)]
+        serve: ServeCmd,
+    }
+
+    /// Bug: `--max-tests 0` made a server that refused every test, and a huge `--max-streams`
+    /// wrapped the connection cap (max_tests * (max_streams + 1) + 16) to a handful. Both are
+    /// refused while parsing (exit status 2), naming the flag; `unbloat_measure`'s server
+    /// tests the largest values' connection cap.
+    #[test]
+    fn max_tests_zero_and_wrapping_max_streams_are_refused_naming_the_flag() {
+        let refused = [
+            ("--max-tests", "0"),
+            ("--max-tests", "257"),
+            ("--max-tests", "-1"),
+            ("--max-streams", "18446744073709551615"),
+            ("--max-streams", "256"),
+            ("--max-duration", "0s"),
+            ("--max-duration", "inf"),
+            ("--max-duration", "1e99"),
+        ];
+        for (flag, value) in refused {
+            let arg = format!("{flag}={value}");
+            let err = match Serve::try_parse_from(["serve", arg.as_str()]) {
+                Ok(cli) => panic!("{flag} {value} accepted: {:?}", cli.serve),
+                Err(e) => e,
+            };
+            assert_eq!(err.exit_code(), 2, "{flag} {value}");
+            assert!(err.to_string().contains(flag), "{err}");
+        }
+        let most = Serve::try_parse_from(["serve", "--max-tests", "256", "--max-streams", "255"])
+            .expect("the largest values")
+            .serve
+            .args()
+            .options();
+        assert_eq!(most.problem(), None);
+        assert_eq!((most.max_tests, most.max_streams), (256, 255));
+    }
+
+    /// The defaults the help shows are the server's own.
+    #[test]
+    fn serve_defaults_are_the_servers() {
+        let args = Serve::try_parse_from(["serve"])
+            .expect("no flags")
+            .serve
+            .args();
+        let opts = args.options();
+        let default = unbloat_measure::ServeOptions::default();
+        assert_eq!(opts.max_tests, default.max_tests);
+        assert_eq!(opts.max_tests_per_client, default.max_tests_per_client);
+        assert_eq!(opts.dscp, default.dscp);
+        assert_eq!(opts.max_streams, default.max_streams);
+        assert_eq!(opts.max_session, default.max_session);
     }
 }

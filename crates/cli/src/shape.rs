@@ -47,7 +47,9 @@ pub struct StartArgs {
     pub dry_run: bool,
     /// Apply on trial: unless `unbloat confirm` (or Enter on this terminal) comes within this
     /// time (60s, 2m, 90 = seconds; 2s to 1h), the previous setup comes back by itself, even if
-    /// this SSH session is lost or unbloat is killed.
+    /// this SSH session is lost or unbloat is killed. The time is counted on the boot clock: a
+    /// step of the wall clock (NTP) neither extends nor shortens it; a reboot during the trial
+    /// counts as not confirmed.
     #[arg(long, value_name = "TIME", value_parser = parse_confirm)]
     pub confirm: Option<Duration>,
 }
@@ -235,6 +237,7 @@ fn shell_text(p: &Planned) -> String {
 
 /// `unbloat plan`'s text for `iface` with `opts`, as it would print it for a config table with
 /// those options on this machine (its fairness defaults under them, the link-speed check).
+#[cfg(feature = "import")]
 pub fn plan_text(iface: IfName, opts: &ShapeOptions) -> Result<String, Failure> {
     Ok(shell_text(&with_fairness(iface, opts)?))
 }
@@ -317,8 +320,7 @@ fn on_trial(shaper: &Shaper) -> Result<(), Failure> {
     let Some(journal) = shaper.state.read_journal()? else {
         return Ok(());
     };
-    let due = journal.confirm_by_unix.unwrap_or(0);
-    let left = due.saturating_sub(unbloat_system::state::now_unix());
+    let left = unbloat_system::deadline::whole_secs(journal.left_now());
     let mut watchdog = std::process::Command::new(std::env::current_exe()?);
     watchdog
         .args(["confirm", "--revert-at-id", &journal.id])
@@ -402,13 +404,12 @@ pub fn set_rate(args: &SetRateArgs) -> Result<(), Failure> {
     }
     let runner = SystemRunner::from_env();
     let state = StateDir::from_env();
-    let Some(record) = state.load(iface.as_str())? else {
+    let Some(record) = state.load(&iface)? else {
         return Err(Failure::from(anyhow!(
             "{iface} is not shaped by unbloat; `unbloat start {iface} --down ... --up ...` shapes it"
         )));
     };
-    let mut opts: ShapeOptions =
-        serde_json::from_value(record.options.clone()).context("reading unbloat's record")?;
+    let mut opts: ShapeOptions = record.options.clone();
     for (new, old, flag, on) in [
         (
             args.down,
@@ -435,7 +436,7 @@ pub fn set_rate(args: &SetRateArgs) -> Result<(), Failure> {
     shaper.confirm = args.confirm;
     let req = Request {
         plan,
-        options: serde_json::to_value(&opts).unwrap_or_default(),
+        options: opts.clone(),
         fairness: record.fairness.clone(),
     };
     let outcome = shaper
@@ -528,11 +529,7 @@ pub fn stop(args: &StopArgs) -> Result<(), Failure> {
         None => {
             // Finish or undo an interrupted change first, so the list is what is really shaped.
             shaper.recover(false)?;
-            state
-                .list()?
-                .iter()
-                .map(|n| parse_iface(n).map_err(invalid))
-                .collect::<Result<_, _>>()?
+            state.list()?
         }
     };
     let stopped = if ifaces.is_empty() {
@@ -574,9 +571,11 @@ pub fn status(args: &StatusArgs) -> Result<(), Failure> {
     let state = StateDir::from_env();
     let shaper = Shaper::new(&runner, state.clone());
     // Like every command, status first finishes or undoes a change a dead process left, so it
-    // shows a whole setup; reading needs no root, so without root it only reads.
+    // shows a whole setup; reading needs no root, so without root it only reads. Only when a
+    // journal is there, and waiting at most 2 s for the lock: status must not make a change
+    // beside it wait (an autorate controller's next rate), nor wait long for one itself.
     if unbloat_system::runner::is_root() {
-        match shaper.recover(false) {
+        match shaper.recover_if_needed(std::time::Duration::from_secs(2)) {
             Ok(r) if !r.is_empty() => say_recovery(&r),
             Ok(_) => {}
             // Another unbloat is changing shaping right now: show what is there.
@@ -586,6 +585,7 @@ pub fn status(args: &StatusArgs) -> Result<(), Failure> {
     }
     // The daemon's own view first, when one runs (text only: --json stays the list of
     // interfaces it always was).
+    #[cfg(feature = "daemon")]
     if !args.json {
         if let Some(text) = crate::daemon::status_text(&state) {
             print!("{text}");
@@ -593,7 +593,7 @@ pub fn status(args: &StatusArgs) -> Result<(), Failure> {
     }
     let ifaces = match &args.iface {
         Some(i) => {
-            let name = parse_iface(i).map_err(invalid)?.to_string();
+            let name = parse_iface(i).map_err(invalid)?;
             shaper.check_interface(&name)?;
             vec![name]
         }
@@ -625,13 +625,12 @@ pub fn status(args: &StatusArgs) -> Result<(), Failure> {
     }
 }
 
-fn status_of(shaper: &Shaper, state: &StateDir, iface: &str) -> Result<Status, Failure> {
+fn status_of(shaper: &Shaper, state: &StateDir, iface: &IfName) -> Result<Status, Failure> {
     let record = state.load(iface)?;
     let plan = record.as_ref().map(|r| &r.plan);
     let ifb = plan.and_then(|p| p.ingress.as_ref()).map(|i| i.ifb.clone());
-    let name = parse_iface(iface).map_err(invalid)?;
-    let texts = shaper.read_live(&name, ifb.as_ref())?;
-    let live = live_state(iface, &texts)?;
+    let texts = shaper.read_live(iface, ifb.as_ref())?;
+    let live = live_state(iface.as_str(), &texts)?;
     let mut status = Status::from_live(&live, plan);
     status.fairness = record.and_then(|r| r.fairness);
     Ok(status)

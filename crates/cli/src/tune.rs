@@ -143,7 +143,7 @@ impl Shaping for CliShaping {
         self.touched = true;
         let req = Request {
             plan: planned.plan,
-            options: serde_json::to_value(&planned.opts).unwrap_or_default(),
+            options: planned.opts,
             fairness: Some(planned.fairness),
         };
         shaper.start(&[req]).map(|_| ()).map_err(|e| e.to_string())
@@ -152,7 +152,7 @@ impl Shaping for CliShaping {
     fn unshape(&mut self) -> Result<(), String> {
         let state = StateDir::from_env();
         if state
-            .load(self.iface.as_str())
+            .load(&self.iface)
             .map_err(|e| e.to_string())?
             .is_none()
         {
@@ -239,7 +239,7 @@ pub fn tune(args: &TuneArgs) -> Result<(), Failure> {
     let runner = SystemRunner::from_env();
     let state = StateDir::from_env();
     let shaper = Shaper::new(&runner, state.clone());
-    shaper.check_interface(iface.as_str())?;
+    shaper.check_interface(&iface)?;
     // A qdisc someone else put there would be measured as the link and then refused at the first
     // search step, minutes later: refused now. The rates only give the plan its shape.
     let sample = ShapeOptions {
@@ -248,7 +248,7 @@ pub fn tune(args: &TuneArgs) -> Result<(), Failure> {
         ..args.link_options()
     };
     shaper.check_free(&with_fairness(iface.clone(), &sample)?.plan)?;
-    let prior = state.load(iface.as_str())?;
+    let prior = state.load(&iface)?;
     let shaping: Shared = Arc::new(Mutex::new(Box::new(CliShaping {
         iface: iface.clone(),
         prior,

@@ -213,13 +213,15 @@ real_kernel_test! {
         assert!(wait_until(Duration::from_secs(10), || by_hand.log().contains("\"t\":")).is_some(), "no tick: {}", by_hand.said());
         let config = ns.run_dir.join("unbloat.toml");
         let reflectors = REFLECTORS.split(',').map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", ");
-        let daemon = Run::spawn(&ns, "daemon", |log| {
+        // The daemon writes a table's log only in its log directory: /var/log/unbloat, or log/ in
+        // a run directory moved as here (issue 36).
+        let mut daemon = Run::spawn(&ns, "daemon", |_| {
             std::fs::write(&config, format!(
-                "{iface}[autorate.wan0]\nmin = \"2mbit\"\nmax = \"40mbit\"\nreflectors = [{reflectors}]\npingers = 3\nlog = \"{}\"\n",
-                log.display()
+                "{iface}[autorate.wan0]\nmin = \"2mbit\"\nmax = \"40mbit\"\nreflectors = [{reflectors}]\npingers = 3\nlog = \"wan0.autorate.log\"\n"
             )).unwrap();
             vec!["daemon".into(), "--config".into(), config.display().to_string()]
         });
+        daemon.log = ns.run_dir.join("log/wan0.autorate.log");
         let said = || daemon.said();
         let waits = wait_until(Duration::from_secs(10), || said().contains("wan0: autorate waits: wan0's rates are already moved by another autorate controller (unbloat autorate, pid"));
         assert!(waits.is_some(), "{}", said());
@@ -249,6 +251,19 @@ real_kernel_test! {
         // The plot goes in the run directory, which goes with the namespace.
         let plotted = ns.unbloat(&["plot", daemon.log.to_str().unwrap(), "--out", ns.run_dir.to_str().unwrap()]);
         assert!(plotted.status.success(), "{}", text(&plotted));
+
+        // A reload naming a log outside the log directory is refused, exit 2, before anything
+        // is opened or stopped (issue 36: the config can come from the web page, and the daemon
+        // is root): the controller runs on.
+        let good = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(&config, good.replace("log = \"wan0.autorate.log\"", "log = \"/etc/motd\"")).unwrap();
+        let motd = std::fs::read("/etc/motd").ok();
+        let out = ns.unbloat(&["reload"]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains("`log` is a file name the daemon writes in /var/log/unbloat"), "{}", text(&out));
+        assert_eq!(std::fs::read("/etc/motd").ok(), motd, "the refused reload touched /etc/motd");
+        assert!(!said().contains("autorate stopped after"), "the refused reload stopped the controller: {}", said());
+        std::fs::write(&config, good).unwrap();
 
         // SIGTERM: the base rates, which a restart verifies without a change.
         let (code, said) = daemon.stop("TERM");

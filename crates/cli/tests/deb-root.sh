@@ -1,7 +1,7 @@
 #!/bin/sh
 # deb-root.sh DEB OUT: installs the package DEB in a throwaway root, shapes a link with it,
 # removes and purges it, and writes what it saw at each step under OUT (crates/cli/tests/deb.rs
-# reads it). Run as root in a kernel with veth and cake (`unbloat kernel -- sh deb-root.sh ...`:
+# reads it). Run as root in a kernel with veth and cake (`unbloat-lab kernel -- sh deb-root.sh ...`, or the library as deb.rs calls it:
 # the host's, or User-Mode Linux).
 #
 # The throwaway root is an overlay over this machine's own root in a private mount and network

@@ -55,6 +55,29 @@ fn run(cmd: &mut Command) -> Output {
     out
 }
 
+/// Runs `argv` in a kernel with every qdisc (the host's, or User-Mode Linux), as
+/// `unbloat-lab kernel` does: through the library, since the product binary has no such command.
+fn in_a_kernel_with_cake(argv: &[String]) {
+    use unbloat_system::kernel::{GuestOptions, Kernel};
+    let needs = ["cake", "fq_codel", "htb", "netem", "sfq", "ingress"];
+    let kernel = Kernel::detect(&needs).unwrap_or_else(|e| panic!("no kernel with cake: {e}"));
+    let opts = GuestOptions {
+        timeout: std::time::Duration::from_secs(300),
+        ..GuestOptions::default()
+    };
+    let out = kernel
+        .run(argv, &opts)
+        .unwrap_or_else(|e| panic!("{argv:?} in {}: {e}", kernel.describe()));
+    assert_eq!(
+        out.status,
+        0,
+        "{argv:?} in {}:\n{}{}",
+        kernel.describe(),
+        out.stdout,
+        out.stderr
+    );
+}
+
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -304,7 +327,15 @@ fn lintian_reports_nothing_the_overrides_do_not_explain() {
     let out = run(Command::new("lintian")
         .args(["--fail-on", "error,warning", "--display-info", "--pedantic"])
         .arg(&p.deb));
-    assert_eq!(stdout(&out), "", "lintian");
+    // The spelling override covers bytes of code that spell a word by accident (below); a build
+    // whose bytes spell none leaves it unused, which is no finding. Anything else is.
+    let text = stdout(&out);
+    let findings: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains("unused-override spelling-error-in-binary"))
+        .filter(|l| !(l.starts_with("N: ") && l.ends_with("; 1 unused override")))
+        .collect();
+    assert!(findings.is_empty(), "lintian: {text}");
     // The one wildcard override, for spelling in the binary, hides only bytes of code: a hint's
     // word there has a capital after its first letter ("tHIk"), where a message's typo would not.
     let out = run(Command::new("lintian")
@@ -331,10 +362,12 @@ fn install_shape_remove_and_purge_in_a_throwaway_root() {
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).unwrap();
     let script = format!("{WORKSPACE}/crates/cli/tests/deb-root.sh");
-    run(Command::new(UNBLOAT)
-        .args(["kernel", "--timeout", "300", "--", "sh", &script])
-        .arg(&p.deb)
-        .arg(&out));
+    in_a_kernel_with_cake(&[
+        "sh".into(),
+        script,
+        p.deb.display().to_string(),
+        out.display().to_string(),
+    ]);
     let file = |name: &str| read(out.join(name));
     assert_eq!(file("finished"), "done\n");
 

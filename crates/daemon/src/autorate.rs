@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -22,15 +23,15 @@ use std::time::Duration;
 
 use unbloat_autorate::controller::Config;
 use unbloat_autorate::narrate::Narrator;
-use unbloat_autorate::pinger::{Pinger, Probe};
+use unbloat_autorate::pinger::Probe;
 use unbloat_autorate::reflectors::default_reflectors;
-use unbloat_autorate::run::{self, Link};
+use unbloat_autorate::run::Link;
 use unbloat_autorate::shaped::ShapedLink;
-use unbloat_shaper::autorate_config::AutorateConfig;
+use unbloat_autorate::start::{self, Session};
+use unbloat_shaper::autorate_config::{AutorateConfig, LOG_DIR};
 use unbloat_system::apply::Shaper;
-use unbloat_system::lock::ControllerLock;
 use unbloat_system::runner::SystemRunner;
-use unbloat_system::state::StateDir;
+use unbloat_system::state::{StateDir, DEFAULT_RUN_DIR};
 use unbloat_units::{IfName, Rate};
 
 use crate::say;
@@ -120,28 +121,32 @@ fn keep(name: &IfName, table: &AutorateConfig, live: &Live, stop: &AtomicBool) {
         probe,
         table.threshold,
     );
-    let pinger = match Pinger::open(&cfg.reflectors) {
-        Ok(p) => p,
+    let (down, up) = (cfg.down, cfg.up);
+    let started = format!(
+        "{name}: autorate: down {}..{} from {}, up {}..{} from {}, {} of {} reflectors probed ({:?})",
+        down.min, down.max, down.base, up.min, up.max, up.base,
+        cfg.active.min(cfg.reflectors.len()), cfg.reflectors.len(), cfg.probe
+    );
+    // Bound to the WAN it judges: on a router with two WANs each controller measures its own.
+    let mut session = match Session::open(name, cfg, Narrator::events_only()) {
+        Ok(s) => s,
         Err(e) => return say::error(&format!("{name}: autorate cannot run: {e}")),
     };
     let runner = SystemRunner::from_env();
     let state = StateDir::from_env();
     let shaper = Shaper::new(&runner, state.clone());
     let who = format!("the daemon's [autorate.{name}] table");
-    let mut log = table.log.as_ref().and_then(|p| {
-        std::fs::File::create(p)
+    let mut log = table.log.as_ref().and_then(|file| {
+        open_log(&log_dir(&state), file)
             .map(std::io::BufWriter::new)
-            .map_err(|e| say::warn(&format!("{name}: autorate: no log {}: {e}", p.display())))
+            .map_err(|e| say::warn(&format!("{name}: autorate: no log: {e}")))
             .ok()
     });
-    let mut narrator = Narrator::events_only();
     let mut waiting: Option<String> = None;
     while !stop.load(Ordering::SeqCst) {
         // The interface's one controller: a hand-run `unbloat autorate` there makes this one
         // wait, as an unshaped interface does.
-        let held = state.ensure().map_err(|e| e.to_string()).and_then(|()| {
-            ControllerLock::acquire(state.path(), name.as_str(), &who).map_err(|e| e.to_string())
-        });
+        let held = start::claim(&state, name, &who).map_err(|e| e.to_string());
         let opened = held.and_then(|held| {
             let _changes = live.lock();
             ShapedLink::open(&shaper, name).map(|link| (held, link))
@@ -166,37 +171,20 @@ fn keep(name: &IfName, table: &AutorateConfig, live: &Live, stop: &AtomicBool) {
         };
         waiting = None;
         // From the base rates, which the controller takes to be set when it starts.
-        if let Err(e) = link.set_rates(cfg.down.base, cfg.up.base) {
+        if let Err(e) = link.set_rates(down.base, up.base) {
             say::warn(&format!("{name}: autorate: cannot set the base rates: {e}"));
             pause(stop, Duration::from_secs(2));
             continue;
         }
-        say::info(&format!(
-            "{name}: autorate: down {}..{} from {}, up {}..{} from {}, {} of {} reflectors probed ({:?})",
-            cfg.down.min, cfg.down.max, cfg.down.base, cfg.up.min, cfg.up.max, cfg.up.base,
-            cfg.active.min(cfg.reflectors.len()), cfg.reflectors.len(), cfg.probe
-        ));
+        say::info(&started);
         if let Some(l) = log.as_mut() {
-            let _ = writeln!(
-                l,
-                "{}",
-                unbloat_autorate::log::start_event(name.as_str(), &cfg)
-            );
+            let _ = writeln!(l, "{}", session.start_event());
             let _ = l.flush();
         }
-        let mut on_tick = |t: &unbloat_autorate::controller::Tick| {
-            for line in narrator.tick(t) {
-                say::info(&format!("{name}: autorate: {line}"));
-            }
-            if let Some(l) = log.as_mut() {
-                // A line at a time, so that `tail -f` and a plot of the running log see it.
-                let _ = serde_json::to_writer(&mut *l, t);
-                let _ = l.write_all(b"\n");
-                let _ = l.flush();
-            }
-        };
-        let result = run::run(cfg.clone(), &mut link, &pinger, stop, None, &mut on_tick);
-        let back = link.set_rates(cfg.down.base, cfg.up.base);
+        let result = session.run(&mut link, stop, None, log.as_mut(), &mut |line| {
+            say::info(&format!("{name}: autorate: {line}"))
+        });
+        let back = link.set_rates(down.base, up.base);
         live.lock().remove(name.as_str());
         match (result, back) {
             (Ok(s), Ok(())) => say::info(&format!(
@@ -214,6 +202,25 @@ fn keep(name: &IfName, table: &AutorateConfig, live: &Live, stop: &AtomicBool) {
     }
 }
 
+/// Where the tables' logs go: [`LOG_DIR`], or `log/` in the run directory when that was moved
+/// (`$UNBLOAT_RUN_DIR`: the tests, which must not write /var/log). Whoever sets the variable
+/// already chooses where the daemon keeps its records; a config cannot set it.
+pub fn log_dir(state: &StateDir) -> PathBuf {
+    if state.path() == Path::new(DEFAULT_RUN_DIR) {
+        PathBuf::from(LOG_DIR)
+    } else {
+        state.path().join("log")
+    }
+}
+
+/// The log `file` (a bare name, checked with the config) in `dir`, emptied: a real directory
+/// and a regular file, never through a link (the directory may be writable by others, a
+/// file there may be a link planted to make root write elsewhere).
+fn open_log(dir: &Path, file: &Path) -> std::io::Result<std::fs::File> {
+    unbloat_safefs::ensure_dir(dir)?;
+    unbloat_safefs::create(&dir.join(file), 0o640)
+}
+
 /// Sleeps `d`, or less when `stop` is set.
 fn pause(stop: &AtomicBool, d: Duration) {
     let step = Duration::from_millis(100);
@@ -221,5 +228,36 @@ fn pause(stop: &AtomicBool, d: Duration) {
     while !stop.load(Ordering::SeqCst) && !left.is_zero() {
         std::thread::sleep(step.min(left));
         left = left.saturating_sub(step);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 36, item 1b: a link planted where the log goes is not followed, and its target is
+    /// left as it was.
+    #[test]
+    fn a_link_at_the_log_is_not_followed() {
+        let scratch = crate::web::scratch::Scratch::new("autorate-log");
+        let dir = scratch.path();
+        std::fs::write(dir.join("motd"), "precious").unwrap();
+        std::os::unix::fs::symlink(dir.join("motd"), dir.join("wan0.log")).unwrap();
+        let err = open_log(dir, Path::new("wan0.log")).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        let motd = std::fs::read_to_string(dir.join("motd")).unwrap();
+        assert_eq!(motd, "precious");
+        // A log directory that is a link is not written through either.
+        std::os::unix::fs::symlink(dir, dir.join("linked")).unwrap();
+        let err = open_log(&dir.join("linked"), Path::new("new.log")).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert!(!dir.join("new.log").exists());
+        open_log(dir, Path::new("real.log")).unwrap();
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(dir.join("real.log"))
+                .unwrap()
+                .permissions(),
+        );
+        assert_eq!(mode & 0o007, 0, "a log others can read: {mode:o}");
     }
 }

@@ -276,11 +276,12 @@ impl<'r> Keeper<'r> {
 
     /// `name` went away: its IFB and record go too (its own qdiscs went with the device).
     pub fn cleanup(&mut self, name: &str) {
-        let Ok(Some(_)) = self.shaper.state.load(name) else {
+        let Ok(iface) = name.parse::<IfName>() else {
             self.set_health(name, Health::Waiting);
             return;
         };
-        let Ok(iface) = name.parse::<IfName>() else {
+        let Ok(Some(_)) = self.shaper.state.load(&iface) else {
+            self.set_health(name, Health::Waiting);
             return;
         };
         let _changes = self.live.lock();
@@ -295,10 +296,30 @@ impl<'r> Keeper<'r> {
         self.health.insert(name.to_string(), Health::Waiting);
     }
 
+    /// The config file checked as [`Keeper::reload`] would check it, before anything is stopped
+    /// for the reload (the autorate controllers): a file that cannot be used is a refused reload,
+    /// counted and said as one, with nothing changed at all.
+    pub fn check(&mut self) -> Result<(), Refusal> {
+        match plan(&self.shaper, &self.config) {
+            Ok(_) => Ok(()),
+            Err(e) => self
+                .counted(Err(Refusal {
+                    reason: e.to_string(),
+                    bad_config: true,
+                }))
+                .map(|_| ()),
+        }
+    }
+
     /// Reads the config again and applies what changed. An invalid file, or a change the kernel
     /// refuses, leaves the running setup as it was and says why.
     pub fn reload(&mut self) -> Result<Reloaded, Refusal> {
         let result = self.try_reload();
+        self.counted(result)
+    }
+
+    /// A reload's result, counted and said.
+    fn counted(&mut self, result: Result<Reloaded, Refusal>) -> Result<Reloaded, Refusal> {
         let mut c = self.counters.lock().unwrap_or_else(|e| e.into_inner());
         c.reloads += 1;
         if result.is_err() {
@@ -367,8 +388,8 @@ impl<'r> Keeper<'r> {
                 continue;
             }
             self.health.remove(&old);
-            if let (Ok(Some(_)), Ok(iface)) = (self.shaper.state.load(&old), old.parse::<IfName>())
-            {
+            let recorded = |i: &IfName| matches!(self.shaper.state.load(i), Ok(Some(_)));
+            if let Some(iface) = old.parse::<IfName>().ok().filter(recorded) {
                 match self.shaper.stop(std::slice::from_ref(&iface)) {
                     Ok(_) => out.removed.push(old),
                     Err(e) => say::warn(&format!("{old} left the config; stopping it: {e}")),

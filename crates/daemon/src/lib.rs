@@ -7,12 +7,14 @@
 //! - [`autorate`]: a controller per `[autorate.NAME]` table, moving cake's rates beside the
 //!   keeper under one lock.
 //! - [`control`]: the control socket `unbloat reload` and `unbloat status` ask.
-//! - [`serve`]: the HTTP servers (metrics).
+//! - [`serve`]: the HTTP servers (metrics), over [`http`]: the accept loop with a connection cap
+//!   and idle timeouts.
 //! - [`web`]: the web page: status, live graphs, the config form, test and tune runs, reports.
 //! - [`metrics`]: Prometheus's text format from what tc reports (pure).
 //! - [`say`]: log lines with journald's priorities.
 pub mod autorate;
 pub mod control;
+pub mod http;
 pub mod keeper;
 pub mod metrics;
 pub mod run;

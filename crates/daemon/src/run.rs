@@ -264,11 +264,13 @@ fn serve_loop(
 
 /// A reload with the controllers stopped (at their base rates) around it, so the file's rates
 /// are what the reload compares and applies; they start again with its tables (the old ones
-/// when it was refused).
+/// when it was refused). A file that cannot be used is refused before they stop: they keep
+/// running, their logs untouched.
 fn reload(
     keeper: &mut Keeper,
     autorates: &mut Autorates,
 ) -> Result<crate::keeper::Reloaded, crate::keeper::Refusal> {
+    keeper.check()?;
     autorates.stop_all();
     let result = keeper.reload();
     autorates.start(keeper.autorate());

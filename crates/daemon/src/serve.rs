@@ -1,5 +1,5 @@
-//! The daemon's HTTP servers (axum on a tokio runtime of their own thread): `/metrics` for
-//! Prometheus. The keeper's thread never waits for them, nor they for it: a scrape reads the
+//! The daemon's HTTP servers (axum's router on a tokio runtime of their own thread, accepted by
+//! [`crate::http`] within its connection cap and timeouts): `/metrics` for Prometheus. The keeper's thread never waits for them, nor they for it: a scrape reads the
 //! kernel itself, over rtnetlink ([`unbloat_system::tcnl`]: no process, which is what keeps a
 //! scrape a second under 1 % of a core), and the counters under their lock.
 
@@ -42,10 +42,11 @@ impl Scrape {
         // namespace of the thread that opened it, and an `Rtnl` serves one caller at a time).
         let rtnl = Rtnl::open();
         let mut samples = vec![];
-        for name in self.state.list().unwrap_or_default() {
-            let Ok(Some(record)) = self.state.load(&name) else {
+        for iface in self.state.list().unwrap_or_default() {
+            let Ok(Some(record)) = self.state.load(&iface) else {
                 continue;
             };
+            let name = iface.to_string();
             let live = match &rtnl {
                 Ok(rtnl) => tcnl::read_plan(rtnl, &record.plan).map_err(|e| e.to_string()),
                 Err(e) => Err(e.to_string()),
@@ -105,7 +106,8 @@ pub fn metrics(addr: SocketAddr, scrape: Scrape) -> std::io::Result<SocketAddr> 
     spawn(addr, app)
 }
 
-/// Binds now (so a taken port is the caller's error), then serves from a new thread.
+/// Binds now (so a taken port is the caller's error), then serves from a new thread, within
+/// [`crate::http::LIMITS`].
 pub fn spawn(addr: SocketAddr, app: Router) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr)?;
     listener.set_nonblocking(true)?;
@@ -118,10 +120,72 @@ pub fn spawn(addr: SocketAddr, app: Router) -> std::io::Result<SocketAddr> {
             let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
                 return;
             };
-            if let Err(e) = axum::serve(listener, app).await {
-                crate::say::error(&format!("the HTTP server on {bound} stopped: {e}"));
-            }
+            crate::http::serve(listener, app, crate::http::LIMITS).await;
         })
     });
     Ok(bound)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
+
+    /// Whether the server closed `s` within `wait` (an end of file or a reset).
+    fn closed_within(s: &mut TcpStream, wait: Duration) -> bool {
+        s.set_read_timeout(Some(wait)).unwrap();
+        let mut b = [0u8; 64];
+        match s.read(&mut b) {
+            Ok(n) => n == 0,
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+        }
+    }
+
+    fn http_get(addr: SocketAddr) -> String {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out
+    }
+
+    /// Issue 36, item 9: ~1,100 idle connections used to take every descriptor the daemon had.
+    /// Past the cap a connection is closed at once; an idle one is closed after the timeout; the
+    /// server still answers afterwards.
+    #[test]
+    fn idle_connections_are_capped_and_timed_out() {
+        let app = Router::new().route("/", get(|| async { "ok" }));
+        let addr = spawn("127.0.0.1:0".parse().unwrap(), app).unwrap();
+        let cap = crate::http::LIMITS.connections;
+        let idle = crate::http::LIMITS.idle_timeout;
+        let mut held: Vec<TcpStream> = (0..cap)
+            .map(|_| TcpStream::connect(addr).unwrap())
+            .collect();
+        // Each taken by the server before the next one comes.
+        std::thread::sleep(Duration::from_millis(300));
+        let mut over = TcpStream::connect(addr).unwrap();
+        assert!(
+            closed_within(&mut over, Duration::from_secs(2)),
+            "a connection past the cap of {cap} was kept open"
+        );
+        let t0 = Instant::now();
+        for s in &mut held {
+            let left = (idle + Duration::from_secs(3)).saturating_sub(t0.elapsed());
+            assert!(
+                closed_within(s, left.max(Duration::from_millis(10))),
+                "an idle connection outlived {idle:?}"
+            );
+        }
+        assert!(
+            http_get(addr).starts_with("HTTP/1.1 200"),
+            "no answer after the flood"
+        );
+    }
 }

@@ -8,7 +8,7 @@
 //!   (of its one-second rates) or its mean.
 //! - `unbloat-autorate`: `unbloat autorate wan0` runs in the router for the whole test, with the
 //!   [`bounds`] below and the server's [`reflectors`], logging every decision.
-//! - `cake-autorate`: the real cake-autorate (`shared/peers/cake-autorate`, its ORIGIN.txt says
+//! - `cake-autorate`: the real cake-autorate (`third_party/cake-autorate`, its ORIGIN.txt says
 //!   how) runs there instead, with the same bounds and reflectors and its own defaults otherwise
 //!   (fping, 6 pingers every 0.3 s). It changes the rates with a `tc` process per change. Its
 //!   log must show `SHAPER` lines: a cake-autorate that exited at start would otherwise be
@@ -142,7 +142,8 @@ impl ControllerRun {
     }
 }
 
-/// cake-autorate's source (given, or found) and what it needs to run: bash and fping.
+/// cake-autorate's source (given, or the vendored copy: [`unbloat_system::sqm::peer::peer_dir`]) and what it
+/// needs to run: bash and fping.
 pub fn check_cake_autorate(given: Option<&Path>) -> Result<PathBuf, LabError> {
     let src = match given {
         Some(d) if d.join("cake-autorate.sh").is_file() => std::path::absolute(d).unwrap_or(d.to_path_buf()),
@@ -152,11 +153,16 @@ pub fn check_cake_autorate(given: Option<&Path>) -> Result<PathBuf, LabError> {
                 d.display()
             )))
         }
-        None => locate_cake_autorate().ok_or_else(|| {
-            LabError::SqmScripts(
-                "cake-autorate: its source was not found (shared/peers/cake-autorate above this directory); give --cake-autorate DIR".into(),
-            )
-        })?,
+        None => unbloat_system::sqm::peer::peer_dir(unbloat_system::sqm::peer::CAKE_AUTORATE)
+            .and_then(|d| match d.join("cake-autorate.sh").is_file() {
+                true => Ok(d),
+                false => Err(format!("{}: no cake-autorate.sh there", d.display())),
+            })
+            .map_err(|why| {
+                LabError::SqmScripts(format!(
+                    "cake-autorate: its vendored copy cannot be used ({why}); give --cake-autorate DIR"
+                ))
+            })?,
     };
     let path = std::env::var_os("PATH").unwrap_or_default();
     for program in ["bash", "fping"] {
@@ -240,7 +246,7 @@ pub fn set_up(
         _ => {
             let src = cake_autorate.ok_or_else(|| {
                 LabError::SqmScripts(
-                    "cake-autorate: its source was not found (shared/peers/cake-autorate)".into(),
+                    "cake-autorate: no source was given (--cake-autorate DIR)".into(),
                 )
             })?;
             cake_autorate_argv(src, dir, b).map_err(io("cannot install cake-autorate into", dir))?
@@ -372,20 +378,6 @@ fn cake_autorate_argv(src: &Path, dir: &Path, b: (Range, Range)) -> std::io::Res
         copy.join("cake-autorate.sh").display().to_string(),
         config.display().to_string(),
     ])
-}
-
-/// Where cake-autorate's source is: `shared/peers/cake-autorate` above the current directory or
-/// this program.
-pub fn locate_cake_autorate() -> Option<PathBuf> {
-    [std::env::current_dir().ok(), std::env::current_exe().ok()]
-        .into_iter()
-        .flatten()
-        .find_map(|start| {
-            start
-                .ancestors()
-                .map(|d| d.join("shared/peers/cake-autorate"))
-                .find(|c| c.join("cake-autorate.sh").is_file())
-        })
 }
 
 impl Controller {

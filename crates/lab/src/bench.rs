@@ -1,4 +1,4 @@
-//! `unbloat bench lab`: every shipped profile x every strategy, and the table issue 4 §7 asks
+//! `unbloat-lab bench lab`: every shipped profile x every strategy, and the table issue 4 §7 asks
 //! for, with its checks:
 //! - `none` gets grade C or worse on every profile (in every run);
 //! - `unbloat` keeps UDP BE induced p99 within 10 ms + two full-size packet times of the slower
@@ -7,7 +7,7 @@
 //!
 //! By default the real sqm-scripts run too, each beside its re-creation (`sqm-scripts:simple`
 //! after `sqm-simple`, `sqm-scripts:piece_of_cake` after `sqm-piece-of-cake`), when its source is
-//! found ([`crate::sqm::locate`]); the checks above stay on the re-creations.
+//! usable ([`unbloat_system::sqm::locate`]); the checks above stay on the re-creations.
 //!
 //! With `--runs N` each profile's lab runs N times and the checks take the medians over the runs
 //! (see [`crate::spread`] for why one run is not enough on slow links).
@@ -27,46 +27,36 @@ use crate::profile::{shipped_names, LinkProfile};
 use crate::spread::{self, Spread, StrategySpread};
 use crate::strategies::Strategy;
 
-/// `unbloat bench lab` arguments.
-#[derive(Debug, Clone, clap::Args)]
+/// `unbloat-lab bench lab` arguments.
+#[derive(Debug, Clone)]
 pub struct BenchLabArgs {
     /// Profiles to run, comma-separated: shipped names or TOML files (default: every shipped
     /// profile).
-    #[arg(long, value_name = "A,B,..")]
     pub profiles: Option<String>,
-    /// Strategies to compare, comma-separated, as `unbloat lab --strategies` takes them (its
+    /// Strategies to compare, comma-separated, as `unbloat-lab run --strategies` takes them (its
     /// --help says more). Default: the five the lab writes, with the real sqm-scripts beside its
     /// re-creations (sqm-scripts:simple, sqm-scripts:piece_of_cake) when its source is found.
     /// The checks that involve a strategy left out are not made.
-    #[arg(long, value_name = "A,B,..")]
     pub strategies: Option<String>,
-    /// sqm-scripts' source (the directory with src/start-sqm); default: shared/peers/sqm-scripts
-    /// above the current directory or the binary.
-    #[arg(long, value_name = "DIR")]
+    /// sqm-scripts' source (the directory with src/start-sqm); default: third_party/sqm-scripts
+    /// of the source tree unbloat was built from.
     pub sqm_scripts: Option<PathBuf>,
     /// Run each profile's lab N times; the checks use the medians over the runs, and a table
     /// shows each number's median and range.
-    #[arg(long, value_name = "N", default_value_t = 1)]
     pub runs: usize,
     /// The `unbloat test` profile.
-    #[arg(long, value_name = "T", default_value = "rrul")]
     pub test: String,
     /// Load per test (a bare number is seconds).
-    #[arg(long, value_name = "D", default_value = "30s", value_parser = crate::lab::parse_lab_duration)]
     pub duration: Time,
     /// Report directory: one subdirectory per profile (and per run, with --runs above 1).
-    #[arg(long, value_name = "DIR", default_value = "unbloat-bench-lab")]
     pub out: PathBuf,
     /// Keep the runs --out already holds (their lab.json, from the same strategies) and run only
     /// the missing ones: five runs of several profiles take hours, and can be run in parts.
-    #[arg(long)]
     pub resume: bool,
     /// Print every run's comparison, the spreads and the failed checks as JSON.
-    #[arg(long)]
     pub json: bool,
     /// Run nothing: check and print a finished benchmark again from its report directory
     /// (every `PROFILE/lab.json` or `PROFILE/run-K/lab.json` in DIR).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["profiles", "strategies", "sqm_scripts", "runs", "test", "duration", "out", "resume"])]
     pub from: Option<PathBuf>,
 }
 
@@ -258,9 +248,9 @@ fn plan(args: &BenchLabArgs) -> Result<Vec<LabArgs>, LabError> {
 }
 
 /// Whether the real sqm-scripts can be run: `--sqm-scripts` was given (the lab's check then says
-/// whether it holds sqm-scripts), or its source was found.
+/// whether it holds sqm-scripts), or the vendored copy can be used.
 fn sqm_given_or_found(args: &BenchLabArgs) -> bool {
-    args.sqm_scripts.is_some() || crate::sqm::locate(None).is_some()
+    args.sqm_scripts.is_some() || unbloat_system::sqm::locate(None).is_ok()
 }
 
 /// The strategies of a benchmark that names none: [`Strategy::with_real_sqm`] when sqm-scripts
@@ -296,11 +286,13 @@ pub fn run_benchmark(
     unbloat_exe: &Path,
 ) -> Result<Vec<ProfileBench>, LabError> {
     let labs = plan(args)?;
-    if args.strategies.is_none() && !sqm_given_or_found(args) {
-        eprintln!(
-            "bench lab: sqm-scripts' source was not found (shared/peers/sqm-scripts above here or \
-             the binary; or give --sqm-scripts DIR): the real sqm-scripts are left out"
-        );
+    if args.strategies.is_none() && args.sqm_scripts.is_none() {
+        if let Err(why) = unbloat_system::sqm::locate(None) {
+            eprintln!(
+                "bench lab: the real sqm-scripts are left out: its vendored copy cannot be used \
+                 ({why}); give --sqm-scripts DIR"
+            );
+        }
     }
     let mut benches = Vec::new();
     for lab in labs {
@@ -579,27 +571,6 @@ mod tests {
         let benches = got.expect("both runs kept");
         assert_eq!(benches.len(), 1);
         assert_eq!(benches[0].runs.len(), 2);
-    }
-
-    #[test]
-    fn from_runs_nothing_so_it_refuses_the_options_of_a_run() {
-        use clap::Parser;
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            bench: BenchLabArgs,
-        }
-        let ok = Cli::try_parse_from(["bench", "--from", "d", "--json"]).expect("parse");
-        assert_eq!((ok.bench.from, ok.bench.runs), (Some("d".into()), 1));
-        for extra in [
-            ["--runs", "3"],
-            ["--profiles", "adsl"],
-            ["--duration", "10s"],
-        ] {
-            let argv = ["bench", "--from", "d"].into_iter().chain(extra);
-            let err = Cli::try_parse_from(argv).err().expect("conflict");
-            assert!(err.to_string().contains("cannot be used with"), "{err}");
-        }
     }
 
     #[test]

@@ -1,9 +1,9 @@
-//! `unbloat bench autorate` (issue 16): the rate controllers on variable links, against each
+//! `unbloat-lab bench autorate` (issue 16): the rate controllers on variable links, against each
 //! other and against fixed rates, in one lab per trace, test and run.
 //!
 //! Traces: `step` (20 Mbit/s down and 5 up for 40 s, half that for 40 s, full again: a halving
 //! and its return), `ramp` (2 to 20 Mbit/s down and 1 to 5 up over 60 s, and back), and every
-//! mahimahi pair (`NAME.down`, `NAME.up`) in the traces directory (`shared/traces`: real LTE
+//! mahimahi pair (`NAME.down`, `NAME.up`) in the traces directory (`third_party/traces`: real LTE
 //! links). Each becomes a profile whose nominal rates are the traces' means, so goodput shares
 //! are shares of what the link carried on average. Tests: `rrul`, and one long TCP download
 //! (`tcp_ndown --streams 1`). Strategies: [`Strategy::VARIABLE`].
@@ -36,40 +36,30 @@ const HALVING_S: f64 = 40.0;
 /// The window whose median says the halving's queue is gone.
 const WINDOW_S: f64 = 1.0;
 
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone)]
 pub struct BenchAutorateArgs {
-    /// mahimahi traces (NAME.down and NAME.up pairs); default: shared/traces above the current
-    /// directory or the binary.
-    #[arg(long, value_name = "DIR")]
+    /// mahimahi traces (NAME.down and NAME.up pairs); default: third_party/traces in the source
+    /// tree this unbloat was built from.
     pub traces: Option<PathBuf>,
     /// Only these traces, comma-separated (step, ramp, or a pair's NAME).
-    #[arg(long, value_name = "A,B,..")]
     pub only: Option<String>,
     /// Tests, comma-separated: rrul, download (one long TCP download).
-    #[arg(long, value_name = "A,B", default_value = "rrul,download")]
     pub tests: String,
     /// Runs of each lab; the tables give medians.
-    #[arg(long, value_name = "N", default_value_t = 3)]
     pub runs: usize,
     /// Load per test (a bare number is seconds; the issue asks for 120 s at least).
-    #[arg(long, value_name = "D", default_value = "120s", value_parser = crate::lab::parse_lab_duration)]
     pub duration: Time,
     /// cake-autorate's source (the directory with cake-autorate.sh).
-    #[arg(long, value_name = "DIR")]
     pub cake_autorate: Option<PathBuf>,
     /// Report directory: TRACE/TEST/run-K per lab.
-    #[arg(long, value_name = "DIR", default_value = "unbloat-bench-autorate")]
     pub out: PathBuf,
     /// Strategies, comma-separated, of none, unbloat-p10, unbloat-mean, cake-autorate,
     /// unbloat-autorate (default: all five).
-    #[arg(long, value_name = "A,B,..")]
     pub strategies: Option<String>,
     /// Keep the runs --out already holds (each run's lab.json) and run only the missing ones:
     /// the whole benchmark takes hours, and can be run in parts.
-    #[arg(long)]
     pub resume: bool,
     /// Print the rows as JSON.
-    #[arg(long)]
     pub json: bool,
 }
 
@@ -147,19 +137,14 @@ fn synthetic() -> Vec<(&'static str, &'static str, Segments, Segments)> {
     ]
 }
 
-/// Where the traces are: `given`, or `shared/traces` above the current directory or the binary.
+/// Where the traces are: `given`, or the copy in the source tree this program was built from
+/// (`third_party/traces`, [`unbloat_system::sqm::peer::vendored`]); never looked for above the current directory.
 pub fn locate_traces(given: Option<&Path>) -> Option<PathBuf> {
-    if let Some(d) = given {
-        return d.is_dir().then(|| d.to_path_buf());
-    }
-    [std::env::current_dir().ok(), std::env::current_exe().ok()]
-        .into_iter()
-        .flatten()
-        .find_map(|s| {
-            s.ancestors()
-                .map(|d| d.join("shared/traces"))
-                .find(|d| d.is_dir())
-        })
+    let dir = given.map_or_else(
+        || unbloat_system::sqm::peer::vendored("traces"),
+        Path::to_path_buf,
+    );
+    dir.is_dir().then_some(dir)
 }
 
 /// Writes a profile for each trace into `dir`; returns (name, profile path).
@@ -426,7 +411,7 @@ pub fn run(args: &BenchAutorateArgs, exe: &Path) -> Result<Vec<AutorateRow>, Lab
     }
     let traces = locate_traces(args.traces.as_deref());
     if traces.is_none() {
-        eprintln!("unbloat bench autorate: no traces directory found (shared/traces, or --traces DIR): step and ramp only");
+        eprintln!("unbloat bench autorate: no traces directory found (third_party/traces, or --traces DIR): step and ramp only");
     }
     let only: Option<Vec<String>> = args
         .only

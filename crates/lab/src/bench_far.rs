@@ -1,4 +1,4 @@
-//! `unbloat bench far-ends`: the stock far ends measured against their own clients, on the same
+//! `unbloat-lab bench far-ends`: the stock far ends measured against their own clients, on the same
 //! shaped link, in the same run (issue 12's accuracy benchmark).
 //!
 //! The link is measure's [`Testbed`]: a sender, a router shaped by the host's HTB (a kernel every
@@ -13,7 +13,7 @@
 //! - **CPU** at 100 Mbit/s: the HTTP load's CPU seconds per gigabit against iperf3's client.
 //! - **RPM** on the 20 Mbit/s link with a bloated 1000-packet FIFO: unbloat's draft figure from
 //!   its raw probe times, and the reference client's (goresponsiveness, when
-//!   `UNBLOAT_GORESPONSIVENESS` names it; ../shared/peers/networkquality builds it).
+//!   `UNBLOAT_GORESPONSIVENESS` names it: network-quality/goresponsiveness, not vendored).
 //!
 //! What callers can rely on: a part that cannot run here is reported as not measured, with why;
 //! it never fails the others. Run as root (namespaces).
@@ -23,14 +23,14 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use unbloat_measure::bench::Part;
 use unbloat_measure::http::{self, HttpOptions};
-use unbloat_measure::iperf3::{compare_with_iperf3_client, Comparison};
-use unbloat_measure::irtt::bench::{compare_with_irtt_client, IrttComparison, IrttServer};
 use unbloat_measure::netns::{call_in, wait_listening, Netns, Reaped, Testbed};
 use unbloat_measure::profile::StreamPlan;
 use unbloat_report::Direction;
 
+use crate::bench_measure::iperf3::{compare_with_iperf3_client, Comparison};
+use crate::bench_measure::irtt::{compare_with_irtt_client, IrttComparison, IrttServer};
+use crate::bench_measure::{http::load_cpu_cost, Part};
 use crate::farend::Site;
 
 /// The shaped rate of the accuracy parts, and of the CPU part.
@@ -217,7 +217,7 @@ fn cpu_part(bed: &Testbed, nginx: &Nginx, direction: Direction) -> Result<CpuRow
     // The HTTP load runs alone in a thread of this process; getrusage counts every thread, and
     // nothing else of this process runs meanwhile.
     let cost = call_in(Some(&bed.b), move || {
-        http::load_cpu_cost(&target, direction, SKIP + WINDOW, &opts).map_err(|e| e.to_string())
+        load_cpu_cost(&target, direction, SKIP + WINDOW, &opts).map_err(|e| e.to_string())
     })??;
     let (iperf3_bps, iperf3_cpu) = iperf3_client(bed, bed.ip4_a.into(), direction)?;
     Ok(CpuRow {

@@ -1,5 +1,5 @@
 //! The lab's far end: which stock server the server namespace runs, and how `unbloat test`
-//! reaches it (`unbloat lab --far-end`).
+//! reaches it (`unbloat-lab run --far-end`).
 //!
 //! - `unbloat`: `unbloat serve` (the default; UDP probes with both clocks' stamps).
 //! - `http`: Debian's nginx over TLS with HTTP/2, serving the responsiveness test's endpoints
@@ -97,6 +97,10 @@ impl FarEndKind {
                     "serve".into(),
                     "--listen".into(),
                     listen.clone(),
+                    // The lab's own server, in its own emulated network: a lab run may load
+                    // for an hour (a public server's default allows 2 minutes).
+                    "--max-duration".into(),
+                    "1440m".into(),
                 ];
                 spawn_listening(live, dir, "serve", &argv, addr, SERVE_PORT, Proto::Tcp)?;
                 Ok(vec![listen])

@@ -160,7 +160,7 @@ pub enum HostsError {
     Io(#[from] std::io::Error),
     #[error("iperf3 of host {host}: {why}")]
     Iperf { host: char, why: String },
-    #[error("sqm-scripts not found: pass its directory (../shared/peers/sqm-scripts)")]
+    #[error("sqm-scripts' source was not given: pass --sqm-scripts DIR (default: third_party/sqm-scripts of the source tree unbloat was built from)")]
     NoSqmScripts,
 }
 
@@ -388,7 +388,11 @@ fn load_nat_modules() {
     if !tree.is_dir() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("unbloat-natmod-{}", std::process::id()));
+    // A fresh private directory: modprobe -d loads what it finds there, as root, and a
+    // predictable name in /tmp could be made beforehand by anyone, modules included.
+    let Ok(dir) = unbloat_safefs::private_dir(&std::env::temp_dir(), "unbloat-natmod") else {
+        return;
+    };
     let _ = std::fs::create_dir_all(dir.join("lib/modules"));
     let _ = std::os::unix::fs::symlink(&tree, dir.join("lib/modules").join(release));
     let _ = Command::new("modprobe")
@@ -437,7 +441,7 @@ fn apply(
         Setup::SqmDefault => {
             let src = tools.sqm_scripts.as_ref().ok_or(HostsError::NoSqmScripts)?;
             let lib = tools.work.join(format!("sqm-{}", net.prefix));
-            crate::sqm::install(src, &lib)?;
+            unbloat_system::sqm::install(src, &lib)?;
             let (d, u) = (down.to_string(), up.to_string());
             let start = lib.join("start-sqm").display().to_string();
             net.run(

@@ -1,9 +1,9 @@
-//! `unbloat lab`: build the emulated link, measure it unshaped to check the emulation, then run
+//! `unbloat-lab run`: build the emulated link, measure it unshaped to check the emulation, then run
 //! `unbloat test` through it once per strategy, and write the comparison and a report directory.
 //!
 //! Where it runs: in this kernel when it has every qdisc the run needs (or when we already are the
-//! copy running inside a kernel), otherwise in User-Mode Linux: the same unbloat binary is run
-//! there with the same arguments plus `--in-kernel`, its progress (stderr) streamed out, and it
+//! copy running inside a kernel), otherwise in User-Mode Linux: `unbloat-lab run` is run there
+//! with the same arguments plus `--in-kernel` ([`Rerun`]), its progress (stderr) streamed out, and it
 //! writes the report directory (reached through UML's hostfs) including `lab.json`, which this
 //! side reads back. When neither can work (not root, no UML, no qdiscs) the error says which.
 //!
@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use unbloat_report::model::Results;
 use unbloat_system::kernel::{
-    describe_current, in_guest, is_root, GuestOptions, Kernel, KernelError,
+    describe_current, in_guest, is_root, own_argv, GuestOptions, Kernel, KernelError,
 };
 use unbloat_system::runner::SystemRunner;
 use unbloat_units::Time;
@@ -42,50 +42,38 @@ pub use crate::farend::SERVE_PORT;
 /// Length of each calibration direction's load.
 const CALIBRATION_LOAD: &str = "6s";
 
-/// `unbloat lab` arguments.
-#[derive(Debug, Clone, clap::Args)]
+/// `unbloat-lab run` arguments.
+#[derive(Debug, Clone)]
 pub struct LabArgs {
     /// Link profile: a shipped name (dsl-2002, adsl, adsl2-pppoa, vdsl2, vdsl2-novlan, docsis, fiber) or a TOML file.
-    #[arg(long, value_name = "P", default_value = crate::profile::DEFAULT_PROFILE)]
     pub profile: String,
     /// Strategies to compare, in order: none, wondershaper, sqm-simple, sqm-piece-of-cake,
     /// unbloat, unbloat-tuned, sqm-scripts:RECIPE, script:PATH (--help says more).
-    #[arg(long, value_name = "A,B,..", default_value = "none,unbloat", long_help = script::STRATEGIES_HELP)]
     pub strategies: String,
     /// sqm-scripts' source (the directory with src/start-sqm) for the sqm-scripts:RECIPE
-    /// strategies; default: shared/peers/sqm-scripts above the current directory or the binary.
-    #[arg(long, value_name = "DIR")]
+    /// strategies; default: third_party/sqm-scripts of the source tree unbloat was built from.
     pub sqm_scripts: Option<PathBuf>,
     /// The `unbloat test` profile each strategy is measured with.
-    #[arg(long, value_name = "T", default_value = "rrul")]
     pub test: String,
     /// TCP streams per direction, for the tests that take it (tcp_ndown, tcp_nup, download,
     /// upload, bidir): `--test tcp_ndown --streams 1` is one long download.
-    #[arg(long, value_name = "N")]
     pub streams: Option<u32>,
     /// How long the load of each test lasts (a bare number is seconds, as for `unbloat test`).
-    #[arg(long, value_name = "D", default_value = "30s", value_parser = parse_lab_duration)]
     pub duration: Time,
     /// The far end the server namespace runs: unbloat (`unbloat serve`), http (Debian's nginx
     /// over TLS with HTTP/2, the responsiveness test's endpoints) or irtt-iperf3 (a stock irtt
     /// server for the probes, a stock iperf3 for the load).
-    #[arg(long, value_name = "KIND", default_value = "unbloat", value_parser = crate::farend::FarEndKind::parse)]
     pub far_end: crate::farend::FarEndKind,
     /// cake-autorate's source (the directory with cake-autorate.sh) for the cake-autorate
-    /// strategy; default: shared/peers/cake-autorate above the current directory or the binary.
-    #[arg(long, value_name = "DIR")]
+    /// strategy; default: third_party/cake-autorate of the source tree unbloat was built from.
     pub cake_autorate: Option<PathBuf>,
     /// The `unbloat-tuned` strategy's `unbloat tune --max-time` (its whole tune, before its test).
-    #[arg(long, value_name = "D", default_value = "3m", value_parser = parse_lab_duration)]
     pub tune_max_time: Time,
     /// The report directory (HTML page, table, results and flent files).
-    #[arg(long, value_name = "DIR", default_value = "unbloat-lab-report")]
     pub out: PathBuf,
     /// Print the comparison as JSON instead of the table.
-    #[arg(long)]
     pub json: bool,
     /// Internal: this process already runs in a kernel that has every qdisc (the UML re-exec).
-    #[arg(long, hide = true)]
     pub in_kernel: bool,
 }
 
@@ -205,7 +193,7 @@ impl LabReport {
         self.runs.iter().map(|r| r.row.clone()).collect()
     }
 
-    /// The heading, notes and table, as `unbloat lab` prints them.
+    /// The heading, notes and table, as `unbloat-lab run` prints them.
     pub fn render_text(&self) -> String {
         let mut out = format!(
             "unbloat lab: {}\ntest {} with {:.0} s of load; kernel: {}\n{}\n",
@@ -346,11 +334,34 @@ pub fn check(args: &LabArgs) -> Result<(), LabError> {
     })
 }
 
+/// How the lab runs again inside User-Mode Linux when this kernel lacks a qdisc it needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rerun {
+    /// This process is `unbloat-lab run`: its own command line, forwarded unchanged
+    /// ([`unbloat_system::kernel::own_argv`]), then `--in-kernel`. The guest runs in the same
+    /// current directory, so relative paths (`--out`, `script:PATH`) mean the same there.
+    OwnArgs,
+    /// A caller with no command line of its own (a benchmark's many runs, a test): the
+    /// `unbloat-lab` binary at this path, with the request said again as flags ([`reexec_argv`]).
+    Lab(PathBuf),
+}
+
 /// Runs the lab as `args` ask, in this kernel or in UML, and returns the comparison. Progress goes
 /// to stderr; nothing is printed on stdout (see [`print_report`]). `unbloat_exe` is the unbloat
-/// binary: it is run as `unbloat serve` and `unbloat test` in the namespaces, and re-run as
-/// `unbloat lab ... --in-kernel` inside UML.
+/// binary: it is run as `unbloat serve` and `unbloat test` in the namespaces. In UML the lab is
+/// run again as `unbloat-lab run ... --in-kernel`, from the `unbloat-lab` beside `unbloat_exe`
+/// ([`Rerun::Lab`]); `unbloat-lab run` itself forwards its own arguments ([`run_lab_with`]).
 pub fn run_lab(args: &LabArgs, unbloat_exe: &Path) -> Result<LabReport, LabError> {
+    let lab = unbloat_exe.with_file_name("unbloat-lab");
+    run_lab_with(args, unbloat_exe, &Rerun::Lab(lab))
+}
+
+/// [`run_lab`], re-run in UML as `rerun` says.
+pub fn run_lab_with(
+    args: &LabArgs,
+    unbloat_exe: &Path,
+    rerun: &Rerun,
+) -> Result<LabReport, LabError> {
     let req = validate(args)?;
     let out = std::path::absolute(&args.out).map_err(io("cannot resolve", &args.out))?;
     std::fs::create_dir_all(&out).map_err(io("cannot create the report directory", &out))?;
@@ -363,12 +374,18 @@ pub fn run_lab(args: &LabArgs, unbloat_exe: &Path) -> Result<LabReport, LabError
         source,
     })?;
     match kernel {
-        Kernel::Host => run_here(&req, args, &out, unbloat_exe, "host"),
-        uml => run_in_kernel(&uml, args, &req, &out, unbloat_exe),
+        Kernel::Host => {
+            eprintln!(
+                "unbloat lab: running in the host kernel, which has {}",
+                needs.join(", ")
+            );
+            run_here(&req, args, &out, unbloat_exe, "host")
+        }
+        uml => run_in_kernel(&uml, args, &req, &out, rerun),
     }
 }
 
-/// Prints the report as `unbloat lab` does: the table, or JSON with `--json`. A run inside UML
+/// Prints the report as `unbloat-lab run` does: the table, or JSON with `--json`. A run inside UML
 /// (`--in-kernel`) prints nothing: the outer process prints what it reads back.
 pub fn print_report(args: &LabArgs, report: &LabReport) -> Result<(), LabError> {
     if args.in_kernel {
@@ -386,11 +403,12 @@ pub fn print_report(args: &LabArgs, report: &LabReport) -> Result<(), LabError> 
     Ok(())
 }
 
-/// The arguments of the re-run inside a kernel: the same request, an absolute report directory.
-pub fn reexec_argv(args: &LabArgs, out: &Path, unbloat_exe: &Path) -> Vec<String> {
+/// The arguments of the re-run inside a kernel for a caller with no command line of its own
+/// ([`Rerun::Lab`]): `unbloat-lab run` with the same request, an absolute report directory.
+pub fn reexec_argv(args: &LabArgs, out: &Path, lab_exe: &Path) -> Vec<String> {
     let mut argv = vec![
-        unbloat_exe.display().to_string(),
-        "lab".into(),
+        lab_exe.display().to_string(),
+        "run".into(),
         "--profile".into(),
         args.profile.clone(),
         "--strategies".into(),
@@ -429,7 +447,7 @@ fn run_in_kernel(
     args: &LabArgs,
     req: &Request,
     out: &Path,
-    exe: &Path,
+    rerun: &Rerun,
 ) -> Result<LabReport, LabError> {
     eprintln!(
         "unbloat lab: this kernel lacks some qdiscs; running in {}",
@@ -462,24 +480,30 @@ fn run_in_kernel(
     let lab_json = out.join("lab.json");
     // A stale lab.json from an earlier run must not pass for this run's.
     let _ = std::fs::remove_file(&lab_json);
-    // The request as validated: scripts' paths and sqm-scripts' source absolute, since the
-    // guest does not start in this directory.
-    let names: Vec<String> = req.strategies.iter().map(Strategy::name).collect();
-    let args = LabArgs {
-        strategies: names.join(","),
-        sqm_scripts: req.sqm_scripts.clone(),
-        cake_autorate: req.cake_autorate.clone(),
-        ..args.clone()
+    let argv = match rerun {
+        Rerun::OwnArgs => own_argv(&["--in-kernel".into()]).map_err(|source| LabError::Kernel {
+            needs: kernel_needs(&req.strategies).join(", "),
+            source,
+        })?,
+        Rerun::Lab(lab) => {
+            // The request as validated: scripts' paths and sqm-scripts' source absolute.
+            let names: Vec<String> = req.strategies.iter().map(Strategy::name).collect();
+            let args = LabArgs {
+                strategies: names.join(","),
+                sqm_scripts: req.sqm_scripts.clone(),
+                cake_autorate: req.cake_autorate.clone(),
+                ..args.clone()
+            };
+            reexec_argv(&args, out, lab)
+        }
     };
-    let res = kernel
-        .run(&reexec_argv(&args, out, exe), &opts)
-        .map_err(|source| match source {
-            KernelError::Interrupted { .. } => LabError::Interrupted(source),
-            source => LabError::Kernel {
-                needs: kernel_needs(&req.strategies).join(", "),
-                source,
-            },
-        })?;
+    let res = kernel.run(&argv, &opts).map_err(|source| match source {
+        KernelError::Interrupted { .. } => LabError::Interrupted(source),
+        source => LabError::Kernel {
+            needs: kernel_needs(&req.strategies).join(", "),
+            source,
+        },
+    })?;
     if res.status != 0 {
         let tail: Vec<&str> = res.stderr.lines().rev().take(5).collect();
         let detail = if tail.is_empty() {

@@ -12,50 +12,6 @@ fn no_arguments_mean_vdsl2_rrul_30s_none_then_unbloat() {
 }
 
 #[test]
-fn clap_defaults_match_the_default_impl() {
-    use clap::Parser;
-    #[derive(clap::Parser)]
-    struct Cli {
-        #[command(flatten)]
-        lab: LabArgs,
-    }
-    let parsed = Cli::try_parse_from(["lab"]).expect("parse").lab;
-    let d = LabArgs::default();
-    assert_eq!(
-        (
-            parsed.profile,
-            parsed.strategies,
-            parsed.sqm_scripts,
-            parsed.test,
-            parsed.duration,
-            parsed.out,
-            parsed.json,
-            parsed.in_kernel
-        ),
-        (
-            d.profile,
-            d.strategies,
-            d.sqm_scripts,
-            d.test,
-            d.duration,
-            d.out,
-            d.json,
-            d.in_kernel
-        )
-    );
-    let parsed = Cli::try_parse_from([
-        "lab",
-        "--duration",
-        "10s",
-        "--strategies",
-        "none,sqm-simple",
-    ])
-    .expect("parse")
-    .lab;
-    assert_eq!(parsed.duration, Time::from_secs(10));
-}
-
-#[test]
 fn bad_requests_name_the_flag() {
     let cases = [
         (
@@ -153,19 +109,19 @@ fn far_end_names_are_checked() {
 }
 
 #[test]
-fn the_reexec_repeats_the_request_with_an_absolute_out_and_the_internal_flag() {
+fn a_library_callers_reexec_repeats_the_request_with_an_absolute_out_and_the_internal_flag() {
     let a = LabArgs {
         profile: "my link.toml".into(),
         json: true,
         far_end: crate::farend::FarEndKind::IrttIperf3,
         ..LabArgs::default()
     };
-    let argv = reexec_argv(&a, Path::new("/tmp/r"), Path::new("/usr/bin/unbloat"));
+    let argv = reexec_argv(&a, Path::new("/tmp/r"), Path::new("/usr/bin/unbloat-lab"));
     assert_eq!(
         argv,
         [
-            "/usr/bin/unbloat",
-            "lab",
+            "/usr/bin/unbloat-lab",
+            "run",
             "--profile",
             "my link.toml",
             "--strategies",
@@ -279,7 +235,7 @@ fn scripts_and_sqm_scripts_reach_the_request_absolute_and_the_reexec_passes_them
         needs.contains(&"cake") && needs.contains(&"fq_codel"),
         "{needs:?}"
     );
-    let argv = reexec_argv(&a, Path::new("/tmp/r"), Path::new("/usr/bin/unbloat"));
+    let argv = reexec_argv(&a, Path::new("/tmp/r"), Path::new("/usr/bin/unbloat-lab"));
     let tail: Vec<&str> = argv
         .iter()
         .rev()

@@ -14,26 +14,29 @@
 //!   stock irtt and iperf3 servers) and how `unbloat test` reaches it.
 //! - [`hosts`]: two LAN hosts behind a masquerading router, one stream against eight each way
 //!   ([`hosts_parse`] reads iperf3 and ping back, [`hosts_plot`] draws the goodput):
-//!   per-host or per-flow fairness, per setup (`unbloat lab-hosts`, `unbloat bench fair`).
-//! - [`sqm`]: the real sqm-scripts, found and installed to compare against; [`sqm_dry`]: its
-//!   start-sqm with tc, ip and iptables shadowed, printing the commands it would run
-//!   (`unbloat config import-sqm --check`).
+//!   per-host or per-flow fairness, per setup (`unbloat-lab hosts`, `unbloat-lab bench fair`).
+//! - The real peers compared against (the source tree's `third_party/`, used only when root may
+//!   run what it holds) and sqm-scripts are found and installed by [`unbloat_system::sqm`],
+//!   which the product's `unbloat config import-sqm --check` shares.
 //! - [`table`]: one comparison row per strategy from its results file; text, JSON, HTML.
 //! - [`theory`]: the best goodput each direction of a test could reach (the table's yardstick).
-//! - [`lab`]: `unbloat lab` ([`LabArgs`], [`run_lab`]): where it runs (host kernel or UML),
+//! - [`lab`]: `unbloat-lab run` ([`LabArgs`], [`run_lab`]): where it runs (host kernel or UML),
 //!   calibration, one fresh network per strategy, the report directory.
-//! - [`bench`]: `unbloat bench lab` ([`run_benchmark`]): every profile x every strategy, with the
+//! - [`bench_measure`]: the measuring engine against iperf3, ping and irtt (`unbloat-lab bench
+//!   measure`, and parts of `bench far-ends`): benchmark code, kept out of unbloat-measure.
+//! - [`bench`]: `unbloat-lab bench lab` ([`run_benchmark`]): every profile x every strategy, with the
 //!   checks of issue 4 §7; [`spread`]: medians and ranges over repeated runs.
 //! - [`autorate_lab`]: the strategies of a variable link: `unbloat autorate` and the real
 //!   cake-autorate in the router during the test, and fixed rates from the traces;
 //!   [`bench_autorate`]: all of them on a step, a ramp and real LTE traces (`bench autorate`).
 //! - [`tune_lab`]: `unbloat tune` run in the lab's router (`bench tune`, the `unbloat-tuned`
-//!   strategy); [`workdir`]: the temporary directory every part removes with a drop guard.
+//!   strategy).
 
 pub mod autorate_lab;
 pub mod bench;
 pub mod bench_autorate;
 pub mod bench_far;
+pub mod bench_measure;
 pub mod bench_tuned;
 pub mod cleanup;
 pub mod cpu;
@@ -46,8 +49,6 @@ pub mod lab;
 pub mod profile;
 pub mod script;
 pub mod spread;
-pub mod sqm;
-pub mod sqm_dry;
 pub mod strategies;
 pub mod strategy;
 pub mod table;
@@ -56,7 +57,6 @@ pub mod topology;
 pub mod trace;
 pub mod trace_player;
 pub mod tune_lab;
-pub mod workdir;
 
 pub use bench::{render_benchmark, run_benchmark, BenchLabArgs};
-pub use lab::{print_report, run_lab, LabArgs, LabError, LabReport};
+pub use lab::{print_report, run_lab, run_lab_with, LabArgs, LabError, LabReport, Rerun};

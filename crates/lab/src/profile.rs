@@ -4,7 +4,7 @@
 //! padding, PTM and DOCSIS overhead are real in the emulation), how deep the modem's buffer is,
 //! and what lies beyond it (base round trip, jitter, loss). Seven ship with unbloat, embedded in
 //! the binary from `crates/lab/profiles/*.toml`; a user's own file loads the same way
-//! (`unbloat lab --profile my-link.toml`).
+//! (`unbloat-lab run --profile my-link.toml`).
 //!
 //! # Schema
 //!
@@ -62,7 +62,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("fiber", include_str!("../profiles/fiber.toml")),
 ];
 
-/// The profile `unbloat lab` uses when none is named.
+/// The profile `unbloat-lab run` uses when none is named.
 pub const DEFAULT_PROFILE: &str = "vdsl2";
 
 /// Base round trip when a profile does not say (issue 4: "20 ms base RTT unless a profile says
@@ -557,7 +557,7 @@ mod tests {
 
     #[test]
     fn traces_are_read_beside_the_profile_file_and_bad_ones_are_named() {
-        let dir = crate::workdir::WorkDir::new("profile-traces").unwrap();
+        let dir = unbloat_system::sqm::workdir::WorkDir::new("profile-traces").unwrap();
         std::fs::create_dir_all(dir.0.join("traces")).unwrap();
         // One packet per ms: 12 Mbit/s down.
         std::fs::write(dir.0.join("traces/lte.down"), "1\n").unwrap();

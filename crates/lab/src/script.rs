@@ -44,7 +44,7 @@
 //! printed them after the program ran: what the script, or the real sqm-scripts, built.
 //!
 //! # The real sqm-scripts
-//! `sqm-scripts:RECIPE` installs sqm-scripts' source ([`crate::sqm`]) into a fresh directory for
+//! `sqm-scripts:RECIPE` installs sqm-scripts' source ([`unbloat_system::sqm`]) into a fresh directory for
 //! the run and runs `sh start-sqm` with the same environment plus `SCRIPT=RECIPE.qos` and `QDISC`
 //! ([`SqmRecipe::qdisc`]), and with `STAB_MPU=0`: sqm-scripts' default, which the re-created
 //! `sqm-simple` and `sqm-piece-of-cake` use too, so that a recipe and its re-creation get the
@@ -58,12 +58,12 @@ use unbloat_units::Rate;
 
 use crate::error::{io, LabError};
 use crate::profile::LinkProfile;
-use crate::sqm;
 use crate::strategies::{self, shaper_rates, RouterDevs, ShaperPlanner};
 use crate::strategy::{SqmRecipe, Strategy};
 use crate::topology::{LiveTopology, Node};
+use unbloat_system::sqm;
 
-/// `--strategies`' long help (`unbloat lab --help`, `unbloat bench lab --help`): every name, and
+/// `--strategies`' long help (`unbloat-lab run --help`, `unbloat-lab bench lab --help`): every name, and
 /// the environment of a `script:` as the module's table has it.
 pub const STRATEGIES_HELP: &str = "\
 Strategies to compare, in order, comma-separated: none, wondershaper, sqm-simple, \
@@ -171,6 +171,7 @@ pub fn sqm_environment(
 }
 
 /// The command that runs `argv` with exactly `env` and `PATH=path`, under `timeout`. Pure.
+/// The runner's own deadline comes after timeout(1)'s, so the script's is the one that speaks.
 pub fn invocation(argv: &[String], env: &[(&str, String)], path: &str) -> Cmd {
     Cmd::new("timeout")
         .args(["--kill-after=5".to_string(), TIMEOUT_S.to_string()])
@@ -178,6 +179,7 @@ pub fn invocation(argv: &[String], env: &[(&str, String)], path: &str) -> Cmd {
         .arg(format!("PATH={path}"))
         .args(env.iter().map(|(k, v)| format!("{k}={v}")))
         .args(argv.iter().cloned())
+        .timeout(std::time::Duration::from_secs(TIMEOUT_S + 15))
 }
 
 /// The system's half of checking a `script:PATH` strategy, before anything is built: the path
@@ -205,8 +207,8 @@ pub fn resolve(strategy: Strategy) -> Result<Strategy, LabError> {
     Ok(Strategy::Script(abs))
 }
 
-/// sqm-scripts' source when `strategies` run it: `given` (`--sqm-scripts`), else found as
-/// [`sqm::locate`] finds it; an error that says which when it is not there.
+/// sqm-scripts' source when `strategies` run it: `given` (`--sqm-scripts`), else the vendored
+/// copy ([`sqm::locate`]); an error that says which, and why, when it cannot be used.
 pub fn sqm_source(
     strategies: &[Strategy],
     given: Option<&Path>,
@@ -218,15 +220,14 @@ pub fn sqm_source(
         return Ok(None);
     };
     match (sqm::locate(given), given) {
-        (Some(dir), _) => Ok(Some(std::path::absolute(&dir).unwrap_or(dir))),
-        (None, Some(dir)) => Err(LabError::SqmScripts(format!(
+        (Ok(dir), _) => Ok(Some(std::path::absolute(&dir).unwrap_or(dir))),
+        (Err(_), Some(dir)) => Err(LabError::SqmScripts(format!(
             "--sqm-scripts {}: no src/start-sqm there",
             dir.display()
         ))),
-        (None, None) => Err(LabError::SqmScripts(format!(
-            "--strategies {first} runs the real sqm-scripts, whose source was not found \
-             (shared/peers/sqm-scripts above the current directory or the unbloat binary): \
-             give --sqm-scripts DIR"
+        (Err(why), None) => Err(LabError::SqmScripts(format!(
+            "--strategies {first} runs the real sqm-scripts, whose vendored copy cannot be used \
+             ({why}): give --sqm-scripts DIR"
         ))),
     }
 }

@@ -187,6 +187,16 @@ fn sqm_scripts_source_is_needed_only_by_its_strategies_and_a_wrong_dir_is_named(
         .unwrap_err()
         .to_string();
     assert_eq!(err, "--sqm-scripts /nowhere: no src/start-sqm there");
+    // Not given: the vendored copy of the source tree this was built from, never one found
+    // above the current directory.
+    let vendored = sqm_source(&real, None).expect("third_party/sqm-scripts");
+    assert_eq!(
+        vendored,
+        Some(unbloat_system::sqm::peer::vendored("sqm-scripts"))
+    );
+    assert!(vendored.as_deref().is_some_and(
+        |d| d.ends_with("third_party/sqm-scripts") && d.join("src/start-sqm").is_file()
+    ));
 }
 
 #[test]

@@ -354,6 +354,7 @@ pub fn in_netns(cmd: &Cmd, ns: &str) -> Cmd {
                 .args(["-n", ns])
                 .args(cmd.args.iter().cloned());
             out.stdin = cmd.stdin.clone();
+            out.timeout = cmd.timeout;
             out
         }
         _ => {
@@ -361,6 +362,7 @@ pub fn in_netns(cmd: &Cmd, ns: &str) -> Cmd {
                 .arg(cmd.program.clone())
                 .args(cmd.args.iter().cloned());
             out.stdin = cmd.stdin.clone();
+            out.timeout = cmd.timeout;
             out
         }
     }

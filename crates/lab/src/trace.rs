@@ -1,6 +1,6 @@
 //! Variable links (issue 16): a bottleneck rate that changes over time, as the lab's modem will
 //! follow it. Read from mahimahi's packet-delivery traces (the real LTE traces in
-//! `../shared/traces/`), or built from steps and ramps.
+//! `third_party/traces/`), or built from steps and ramps.
 //!
 //! mahimahi's format (its README): one line per opportunity for one 1500-byte packet to leave
 //! the bottleneck, as the millisecond it happens; a millisecond with several opportunities

@@ -103,11 +103,23 @@ impl TracePlayer {
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
-        if !said.trim().is_empty() || !status.success() {
-            return Err(format!("tc ({status}): {}", said.trim()));
+        let errors = tc_errors(&said);
+        if !errors.is_empty() || !status.success() {
+            return Err(format!("tc ({status}): {errors}"));
         }
         Ok(sent)
     }
+}
+
+/// What tc said that is an error: its lines less its warnings. Newer kernels answer a change to
+/// an HTB class with a large quantum by "Warning: quantum of class 10001 is big. Consider r2q
+/// change." on standard error, and the change is made all the same.
+fn tc_errors(said: &str) -> String {
+    said.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("Warning:"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 impl Drop for TracePlayer {
@@ -170,6 +182,22 @@ fn play(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bug (issue 35): on a 7.2 kernel every variable-link strategy failed with "tc (exit status:
+    /// 0): Warning: quantum of class 10001 is big. Consider r2q change.", which 7.2 printed for
+    /// changes it made. A warning is not an error; a failed line still is.
+    #[test]
+    fn tc_warnings_are_not_errors_but_failed_lines_are() {
+        let warned = "Warning: quantum of class 10001 is big. Consider r2q change.\n\
+                      Warning: quantum of class 10001 is big. Consider r2q change.\n";
+        assert_eq!(tc_errors(warned), "");
+        let failed = "Warning: quantum of class 10001 is big. Consider r2q change.\n\
+                      Error: Specified class not found.\nCommand failed -:7\n";
+        assert_eq!(
+            tc_errors(failed),
+            "Error: Specified class not found.\nCommand failed -:7"
+        );
+    }
 
     #[test]
     fn changes_mirror_the_modems_build_commands() {

@@ -17,8 +17,8 @@ use unbloat_units::Rate;
 use crate::farend::FarEndKind;
 use crate::profile::LinkProfile;
 use crate::topology::{LiveTopology, Node, Topology};
-use crate::workdir::WorkDir;
 use unbloat_system::runner::Runner;
+use unbloat_system::sqm::workdir::WorkDir;
 
 /// Why a tune lab could not run.
 #[derive(Debug, thiserror::Error)]

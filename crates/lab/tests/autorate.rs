@@ -19,9 +19,9 @@ use common::unbloat_exe;
 use unbloat_lab::lab::{run_lab, LabArgs};
 use unbloat_lab::strategies::Strategy;
 use unbloat_lab::table::loaded_rtts;
-use unbloat_lab::workdir::WorkDir;
 use unbloat_report::files::read_results;
 use unbloat_report::stats;
+use unbloat_system::sqm::workdir::WorkDir;
 use unbloat_units::Time;
 
 /// mahimahi's format: a line per 1500-byte delivery opportunity, at its millisecond.

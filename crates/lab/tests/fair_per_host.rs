@@ -16,7 +16,7 @@
 //!
 //! The upload is the tight side. With cake's own rtt 100ms, host a's lone upload flow held 0.40
 //! to 0.43 (codel's 5 ms target leaves a lone flow too little queue for a CUBIC back-off); the
-//! router's default rtt 300ms (`unbloat_shaper::fairness`) gives 0.48 (medians of `unbloat bench
+//! router's default rtt 300ms (`unbloat_shaper::fairness`) gives 0.48 (medians of `unbloat-lab bench
 //! fair`; the download's 0.50 either way). A per-host assertion still gets a second run when the
 //! first lands under the line ([`ATTEMPTS`]), since one 10 s run on a busy machine can stall.
 //! It needs the `unbloat` binary: `UNBLOAT_EXE`, or `target/<profile>/unbloat` beside this test

@@ -21,7 +21,7 @@ use std::path::Path;
 use unbloat_lab::farend::FarEndKind;
 use unbloat_lab::lab::{run_lab, LabArgs, LabReport, StrategyRun};
 use unbloat_lab::strategies::Strategy;
-use unbloat_lab::workdir::WorkDir;
+use unbloat_system::sqm::workdir::WorkDir;
 use unbloat_units::Time;
 
 /// A 10 s rrul lab, none vs unbloat, on `profile` with `far_end`, and its report directory

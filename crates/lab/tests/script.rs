@@ -7,7 +7,7 @@
 //! after its first 3 s).
 //!
 //! Like `lab.rs` they need the `unbloat` binary (see `common::unbloat_exe`), and the real
-//! sqm-scripts' source at `shared/peers/sqm-scripts` above this checkout.
+//! sqm-scripts' vendored copy, `third_party/sqm-scripts` of this repository (the lab's default).
 
 mod common;
 use common::unbloat_exe;
@@ -24,8 +24,8 @@ use unbloat_lab::profile::LinkProfile;
 use unbloat_lab::script;
 use unbloat_lab::strategies::{SqmRecipe, Strategy};
 use unbloat_lab::topology::{LiveTopology, Topology};
-use unbloat_lab::workdir::WorkDir;
 use unbloat_system::runner::SystemRunner;
+use unbloat_system::sqm::workdir::WorkDir;
 
 /// A fresh directory for a test's files, removed when the guard goes (pass or fail).
 fn scratch(name: &str) -> WorkDir {
@@ -132,7 +132,7 @@ unbloat_system::real_kernel_test! {
 
     /// A script that fails: the error names it, how it ended and its stderr, and the network the
     /// lab built for it goes away. This drives the step of the lab that runs it
-    /// (`script::set_up`, which `unbloat lab` calls on a fresh network per strategy and whose error
+    /// (`script::set_up`, which `unbloat-lab run` calls on a fresh network per strategy and whose error
     /// drops that network the same way), without the lab's calibration before it.
     fn a_failing_script_is_named_with_its_stderr_and_leaves_nothing() needs ["htb", "netem", "pfifo"] {
         let work = scratch("script-fail");

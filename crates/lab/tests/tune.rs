@@ -126,11 +126,11 @@ unbloat_system::real_kernel_test! {
 }
 
 unbloat_system::real_kernel_test! {
-    /// `unbloat lab --strategies unbloat-tuned` on the test's 20/5 PTM link: tune's rates within 10 %
+    /// `unbloat-lab run --strategies unbloat-tuned` on the test's 20/5 PTM link: tune's rates within 10 %
     /// of the line, set beside the truth in lab.json, and the rrul after it under 50 ms.
     fn the_tuned_strategy_measures_what_tune_found() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] {
         // The report goes with its guard, whether the assertions below pass or not.
-        let dir = unbloat_lab::workdir::WorkDir::new("lab-tuned").expect("a report directory");
+        let dir = unbloat_system::sqm::workdir::WorkDir::new("lab-tuned").expect("a report directory");
         let out = dir.0.clone();
         let args = LabArgs {
             profile: TEST_PROFILE.into(),

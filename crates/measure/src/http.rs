@@ -14,7 +14,6 @@
 //! - `tls`: rustls with the system's roots plus an optional CA file; ALPN h2, http/1.1.
 //! - `conn`: one connection (TCP with DSCP, TLS, hyper HTTP/2 or HTTP/1.1), every step bounded.
 //! - `ramp`: the saturation rule, pure. `load`: the [`crate::farend::Load`]. `probes`: the [`crate::farend::Probes`].
-//! - `bench`: CPU cost of the load, for `unbloat bench`.
 //!
 //! What callers can rely on:
 //! - [`discover`] and [`HttpTarget::from_urls`] give URLs on the host and port the user named
@@ -42,7 +41,6 @@
 //! # Ok(()) }
 //! ```
 
-mod bench;
 mod config;
 mod conn;
 mod load;
@@ -53,7 +51,6 @@ mod target;
 mod tls;
 mod url;
 
-pub use bench::{load_cpu_cost, LoadCpuCost};
 pub use config::{discover, parse_config};
 pub use conn::MAX_HEAD_BYTES;
 pub use ramp::Ramp;

@@ -10,7 +10,6 @@
 //! - `control`: the control connection; every read bounded by the connect timeout.
 //! - `stream`: one data connection, moved and counted as unbloat's own streams ([`crate::load`]).
 //! - [`Iperf3Load`]: the [`crate::farend::Load`] of a test against `iperf3 -s`.
-//! - [`compare_with_iperf3_client`]: goodput of [`Iperf3Load`] vs iperf3's own client on a path.
 //!
 //! What callers can rely on:
 //! - A plan of uploads runs in iperf3's normal mode, of downloads in reverse mode, of as many of
@@ -28,11 +27,9 @@
 //!   same happens to iperf3's own client).
 
 mod codes;
-mod compare;
 mod control;
 mod load;
 mod stream;
 pub mod wire;
 
-pub use compare::{compare_with_iperf3_client, ClientComparison, Comparison};
 pub use load::{Iperf3Load, STOP_GRACE, TIME_MARGIN};

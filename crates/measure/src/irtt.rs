@@ -15,7 +15,6 @@
 //! - [`session`]: one session on a UDP socket: the open handshake with a timeout, what the server
 //!   granted (it may raise the interval, lower the duration, refuse DSCP or stamps), echo
 //!   replies, the close.
-//! - [`bench`](mod@bench): the accuracy benchmark against irtt's own client.
 //!
 //! The probing itself (the send schedule, the records, kernel receive stamps, the clock
 //! relation) is [`crate::probe::Prober::start_irtt`]'s, the same as against `unbloat serve`.
@@ -23,7 +22,6 @@
 //! Not supported: HMAC (`irtt server --hmac`). Such a server drops unsigned packets without a
 //! word, so an open that nobody answers says it may be the cause.
 
-pub mod bench;
 pub mod packet;
 pub mod params;
 pub mod session;

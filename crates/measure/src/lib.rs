@@ -9,7 +9,8 @@
 //!   tcp_ndown) as data, from the embedded `profiles.toml`.
 //! - [`probe`]: latency probes (UDP to the server's responder, ICMP echo) sent on an absolute
 //!   schedule, and the clock relation that turns their stamps into one-way delays.
-//! - [`icmp`]: the ICMP echo socket the probes and the sweep share (unprivileged or raw).
+//! - the ICMP echo socket the probes and the sweep share (unprivileged or raw), and the kernel's
+//!   receive stamps, are `unbloat_icmp`'s: autorate pings with them too.
 //! - [`sweep`]: `unbloat tune`'s framing sweep: ICMP echoes of many sizes, for the RTT against
 //!   packet size that shows ATM's cells (the analysis is `unbloat_tune::framing`).
 //! - [`load`]: the TCP load streams and how their goodput is counted.
@@ -26,18 +27,18 @@
 //!   [`unbloat_report::Results`]; [`timeline::run_test`] is what `unbloat test` calls.
 //! - [`meta`]: the run's metadata (kernel, hostname, egress interface, its qdiscs via `tc -j`).
 //! - [`netns`]: throw-away network namespaces (client, router, server), for tests and benchmarks.
-//! - [`bench`](mod@bench): the accuracy benchmarks against iperf3 and ping (`unbloat bench measure`).
+//!   The accuracy benchmarks against iperf3, ping and irtt live with the lab
+//!   (`unbloat_lab::bench_measure`): this crate holds no benchmark code.
 //!
 //! Goodput is counted where the bytes arrive: download streams count what the client reads;
 //! upload streams read `tcpi_bytes_acked` from the sender's TCP_INFO (what the server's kernel
 //! acknowledged), so the client alone sees both directions every 200 ms, even if the server
 //! vanishes mid-run. The server's own byte counts come back at the end as a cross-check.
 
-pub mod bench;
 pub mod client;
 pub mod farend;
+#[cfg(feature = "http")]
 pub mod http;
-pub mod icmp;
 pub mod iperf3;
 pub mod irtt;
 pub mod load;
@@ -47,7 +48,7 @@ pub mod netns;
 pub mod probe;
 pub mod profile;
 pub mod protocol;
-pub mod rxtime;
+pub mod serve_policy;
 pub mod server;
 mod sockopt;
 pub mod sweep;
@@ -56,6 +57,7 @@ pub mod timeline;
 pub use client::{
     NoProgress, Progress, ProgressStatus, TerminalProgress, TestArgs, TestFailure, TestPlan,
 };
+pub use serve_policy::DscpPolicy;
 pub use server::{run_serve, serve, BackgroundServer, ServeArgs, ServeOptions, Server};
 pub use timeline::{run_plan, run_test};
 
@@ -108,6 +110,9 @@ pub enum MeasureError {
     },
     #[error("the link is gone: {0}")]
     LinkGone(String),
+    /// A load stream failed: the far end closed it, or something on the way reset it.
+    #[error("a load stream broke: {0}")]
+    StreamBroke(String),
     #[error("the server went away during {phase}: {why}")]
     ServerGone { phase: &'static str, why: String },
     #[error("cannot listen on {addr}: {source}")]

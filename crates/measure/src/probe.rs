@@ -22,7 +22,7 @@
 //!   send more than 5 at once, which the server would drop as too fast (sconn.go).
 //!
 //! Threads: one sender for all classes, one receiver per socket. Receive times are the kernel's
-//! arrival stamps (see [`crate::rxtime`]), so a receiver that waited for a CPU does not add its
+//! arrival stamps (see [`unbloat_icmp::rxtime`]), so a receiver that waited for a CPU does not add its
 //! wait to the round trip.
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
@@ -31,14 +31,14 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use unbloat_icmp::echo::{IcmpSocket, ICMP_HEADER, ICMP_PAYLOAD};
+use unbloat_icmp::rxtime;
 use unbloat_report::{ProbeKind, ProbeSample, ProbeSeries};
 
-use crate::icmp::{IcmpSocket, ICMP_HEADER, ICMP_PAYLOAD};
 use crate::irtt::{self, packet::MAX_ECHO_LEN, session::SERVER_PACKET_BURST};
 use crate::profile::ProbePlan;
 use crate::protocol::{ProbeReply, ProbeRequest, PROBE_MAX_LEN};
-use crate::MeasureError;
-use crate::{rxtime, sockopt};
+use crate::{sockopt, MeasureError};
 
 /// One probe as sent and (maybe) answered. Times are ns since the run's epoch (client clock),
 /// server stamps on the server's clock.
@@ -703,7 +703,7 @@ fn icmp_receiver(
     raise_priority();
     let mut buf = [0u8; 2048];
     while !stop.load(Ordering::Relaxed) {
-        let got = match rxtime::recv(&sock.sock, &mut buf) {
+        let got = match sock.recv(&mut buf) {
             Ok(got) => got,
             Err(_) => continue,
         };

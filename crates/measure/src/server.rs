@@ -2,10 +2,14 @@
 //!
 //! What callers can rely on:
 //! - Bounded: at most [`ServeOptions::max_tests`] tests at once (the next client is told
-//!   [`ServerMsg::Busy`]), at most `max_streams` streams and `max_session` length per test (a
-//!   request beyond is [`ServerMsg::Refused`] with the limit in the reason), and a cap on open
-//!   connections. A test's streams and slot end at its session deadline even if the client
-//!   vanishes without a word.
+//!   [`ServerMsg::Busy`]), at most `max_tests_per_client` of them from one client (an IPv4
+//!   address or IPv6 /64, see [`crate::serve_policy`]), at most `max_streams` streams and
+//!   `max_session` length per test (a request beyond is [`ServerMsg::Refused`] with the limit
+//!   in the reason), and a cap on open connections. A test's streams and slot end at its
+//!   session deadline even if the client vanishes without a word, and its slot is free again
+//!   before the client reads the final report (so its next test is not refused).
+//! - The DSCP marks of what the server sends are the operator's choice ([`DscpPolicy`]): by
+//!   default the standard classes a test needs; a test asking for another is refused.
 //! - Hostile or malformed input (bad hello, unknown frames, oversized lengths, silence, UDP
 //!   garbage) ends that connection or drops that datagram; the server keeps serving others.
 //!   The whole handshake (hello and first frame) must arrive within
@@ -15,12 +19,12 @@
 //!   as soon as a slot frees, at the latest when the handshake deadline ends a hostile hold.
 //! - The UDP responder answers only probes of a running test, from the address that opened it,
 //!   with a reply exactly as long as the request (never an amplifier), marked with the DSCP the
-//!   request says it carried.
+//!   request says it carried when the policy allows it, best effort otherwise.
 //! - One line per test on stderr (when `log` is on): who, what, how much, how it ended.
 //!
 //! Design: one thread per TCP connection (a test has at most a few dozen) and one UDP thread;
 //! plain blocking sockets with timeouts. Timestamps are nanoseconds since the server started;
-//! a probe's receive stamp is the kernel's arrival time (see [`crate::rxtime`]).
+//! a probe's receive stamp is the kernel's arrival time (see [`unbloat_icmp::rxtime`]).
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -32,14 +36,15 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
+use unbloat_icmp::rxtime;
 use unbloat_report::Direction;
 
 use crate::protocol::{
     self, ClientMsg, Deadline, ProbeReply, ProbeRequest, ProtocolError, ServerMsg, StreamSpec,
     TestRequest, MAX_WIRE_STREAMS, PROBE_MAX_LEN, PROTOCOL_VERSION,
 };
-use crate::{parse_duration, MeasureError};
-use crate::{rxtime, sockopt};
+use crate::serve_policy::{self, DscpPolicy, DEFAULT_MAX_SESSION, DEFAULT_TESTS_PER_CLIENT};
+use crate::{parse_duration, sockopt, MeasureError};
 
 /// The port `unbloat serve` listens on by default, TCP and UDP.
 pub const DEFAULT_PORT: u16 = 4420;
@@ -72,6 +77,10 @@ pub struct ServeOptions {
     pub listen: Option<SocketAddr>,
     /// Tests at once, 1..=[`MAX_TESTS_LIMIT`].
     pub max_tests: usize,
+    /// Tests at once from one client (an IPv4 address, an IPv6 /64), 1..=`max_tests`.
+    pub max_tests_per_client: usize,
+    /// Which DSCP marks the server may put on what it sends.
+    pub dscp: DscpPolicy,
     /// Load streams per test, 0..=[`MAX_WIRE_STREAMS`] (0: latency probes only).
     pub max_streams: usize,
     /// The longest session (idle phases included) a client may ask for; not zero.
@@ -88,34 +97,36 @@ impl Default for ServeOptions {
         ServeOptions {
             listen: None,
             max_tests: 4,
+            max_tests_per_client: DEFAULT_TESTS_PER_CLIENT,
+            dscp: DscpPolicy::Standard,
             max_streams: 32,
-            max_session: Duration::from_secs(600),
+            max_session: DEFAULT_MAX_SESSION,
             handshake_deadline: HANDSHAKE_DEADLINE,
             log: true,
         }
     }
 }
 
-/// `unbloat serve`: the far end for `unbloat test`.
-#[derive(Debug, Clone, clap::Args)]
+/// `unbloat serve`'s options, as the command line gives them (the `unbloat` binary parses them,
+/// with [`parse_max_tests`], [`parse_max_streams`] and [`parse_max_duration`], and documents
+/// each flag); [`ServeArgs::options`] makes the server's.
+#[derive(Debug, Clone)]
 pub struct ServeArgs {
-    /// Address and port to listen on, TCP for control and load streams and UDP for latency
-    /// probes. The default listens on every address, IPv6 and IPv4, port 4420.
-    #[arg(long, value_name = "ADDR:PORT")]
+    /// Address and port to listen on (default: every address, port 4420).
     pub listen: Option<SocketAddr>,
-    /// How many tests may run at once (1 to 256); the next client is told the server is busy.
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = parse_max_tests)]
+    /// How many tests may run at once.
     pub max_tests: usize,
-    /// The most load streams one test may open (0 to 255; 0 allows latency-only tests).
-    #[arg(long, value_name = "N", default_value_t = 32, value_parser = parse_max_streams)]
+    /// How many of them one client (an IPv4 address, an IPv6 /64) may run at once.
+    pub max_tests_per_client: usize,
+    /// Which DSCP marks a client may ask for.
+    pub dscp: DscpPolicy,
+    /// The most load streams one test may open.
     pub max_streams: usize,
-    /// The longest test a client may ask for, idle phases included (e.g. 10m, 300s; at most
-    /// 1440m, a day).
-    #[arg(long, value_name = "TIME", default_value = "10m", value_parser = parse_max_duration)]
+    /// The longest test a client may ask for, idle phases included.
     pub max_duration: Duration,
 }
 
-/// A count typed on the command line, within `lo..=hi` (clap names the flag in the error).
+/// A count typed on the command line, within `lo..=hi` (the parser names the flag in the error).
 fn count_in(text: &str, lo: usize, hi: usize) -> Result<usize, String> {
     match text.trim().parse::<usize>() {
         Ok(n) if (lo..=hi).contains(&n) => Ok(n),
@@ -123,15 +134,18 @@ fn count_in(text: &str, lo: usize, hi: usize) -> Result<usize, String> {
     }
 }
 
-fn parse_max_tests(text: &str) -> Result<usize, String> {
+/// `--max-tests` and `--max-tests-per-client`: 1 to [`MAX_TESTS_LIMIT`].
+pub fn parse_max_tests(text: &str) -> Result<usize, String> {
     count_in(text, 1, MAX_TESTS_LIMIT)
 }
 
-fn parse_max_streams(text: &str) -> Result<usize, String> {
+/// `--max-streams`: 0 (latency only) to [`MAX_WIRE_STREAMS`].
+pub fn parse_max_streams(text: &str) -> Result<usize, String> {
     count_in(text, 0, MAX_WIRE_STREAMS)
 }
 
-fn parse_max_duration(text: &str) -> Result<Duration, String> {
+/// `--max-duration`: a duration of at least 1 s.
+pub fn parse_max_duration(text: &str) -> Result<Duration, String> {
     match parse_duration(text)? {
         d if d < Duration::from_secs(1) => {
             Err("a server that allows no test is no server: give at least 1s".into())
@@ -148,6 +162,12 @@ impl ServeOptions {
             return Some(format!(
                 "max_tests {} is not in 1..={MAX_TESTS_LIMIT}",
                 self.max_tests
+            ));
+        }
+        if !(1..=self.max_tests).contains(&self.max_tests_per_client) {
+            return Some(format!(
+                "max_tests_per_client {} is not in 1..={}",
+                self.max_tests_per_client, self.max_tests
             ));
         }
         if self.max_streams > MAX_WIRE_STREAMS {
@@ -177,6 +197,9 @@ impl ServeArgs {
         ServeOptions {
             listen: self.listen,
             max_tests: self.max_tests,
+            // More per client than in all is all: the flag alone may not make a bad server.
+            max_tests_per_client: self.max_tests_per_client.min(self.max_tests),
+            dscp: self.dscp,
             max_streams: self.max_streams,
             max_session: self.max_duration,
             ..ServeOptions::default()
@@ -515,7 +538,7 @@ fn check_request(req: &TestRequest, opts: &ServeOptions) -> Option<String> {
             req.load_ms, req.session_ms
         ));
     }
-    None
+    opts.dscp.refusal(req.streams.iter().map(|s| s.dscp))
 }
 
 fn control_session(mut conn: TcpStream, peer: SocketAddr, req: TestRequest, shared: &Shared) {
@@ -548,6 +571,23 @@ fn control_session(mut conn: TcpStream, peer: SocketAddr, req: TestRequest, shar
             let _ = send(&mut conn, &ServerMsg::Busy { active, limit });
             return;
         }
+        let client = serve_policy::client_key(peer.ip());
+        let theirs = tests
+            .values()
+            .filter(|t| serve_policy::client_key(t.peer) == client)
+            .count();
+        if theirs >= shared.opts.max_tests_per_client {
+            drop(tests);
+            let reason = format!(
+                "{} already runs {theirs} test(s) here; this server runs one test at a time \
+                 per client (at most {}): try again when it ends",
+                serve_policy::client_name(client),
+                shared.opts.max_tests_per_client
+            );
+            log(shared, format_args!("{peer}: test refused: {reason}"));
+            let _ = send(&mut conn, &ServerMsg::Refused { reason });
+            return;
+        }
         if tests.contains_key(&req.test_id) {
             drop(tests);
             let reason = "a test with this id is already running".to_string();
@@ -563,11 +603,10 @@ fn control_session(mut conn: TcpStream, peer: SocketAddr, req: TestRequest, shar
             probe_port: shared.probe_port,
         },
     ) {
-        Ok(()) => wait_for_finish(&mut conn, &test, shared),
+        Ok(()) => wait_for_finish(&mut conn, req.test_id, &test, shared),
         Err(e) => format!("could not accept: {e}"),
     };
-    test.ended.store(true, Ordering::Relaxed);
-    lock(&shared.tests).remove(&req.test_id);
+    release(req.test_id, &test, shared);
     let (mut up, mut down) = (0u64, 0u64);
     for (spec, bytes) in test.streams.iter().zip(&test.bytes) {
         match spec.direction {
@@ -595,9 +634,20 @@ fn control_session(mut conn: TcpStream, peer: SocketAddr, req: TestRequest, shar
     );
 }
 
+/// Ends a test and frees its slot (its client's too). Twice is harmless.
+fn release(test_id: u64, test: &ActiveTest, shared: &Shared) {
+    test.ended.store(true, Ordering::Relaxed);
+    lock(&shared.tests).remove(&test_id);
+}
+
 /// Waits for the client's Finish (answering with the report) until the session deadline.
 /// Returns how the session ended, for the log line.
-fn wait_for_finish(conn: &mut TcpStream, test: &ActiveTest, shared: &Shared) -> String {
+fn wait_for_finish(
+    conn: &mut TcpStream,
+    test_id: u64,
+    test: &ActiveTest,
+    shared: &Shared,
+) -> String {
     // Short read timeouts so that a server shutdown or the deadline is noticed promptly; a
     // timeout between frames is normal, a frame cut in the middle is not (read_frame errors).
     let _ = conn.set_read_timeout(Some(Duration::from_millis(500)));
@@ -625,6 +675,8 @@ fn wait_for_finish(conn: &mut TcpStream, test: &ActiveTest, shared: &Shared) -> 
             .and_then(|b| ClientMsg::decode(&b))
         {
             Ok(ClientMsg::Finish) => {
+                // Free before the client hears the report: its next test may follow at once.
+                release(test_id, test, shared);
                 let report = ServerMsg::Report {
                     stream_bytes: test
                         .bytes
@@ -693,7 +745,10 @@ fn stream_session(
     let mut buf = vec![0u8; BULK_BUFFER];
     match spec.direction {
         Direction::Down => {
-            let _ = sockopt::set_dscp(&conn, spec.dscp, peer.is_ipv6());
+            // The request was refused if the policy did not allow this mark; mark() is the
+            // policy's last word all the same.
+            let dscp = shared.opts.dscp.mark(spec.dscp);
+            let _ = sockopt::set_dscp(&conn, dscp, peer.is_ipv6());
             fill_pattern(&mut buf);
             // Send nothing until every stream of the test is attached: on a slow, deep-buffered
             // link the first stream's data would otherwise queue ahead of the other streams'
@@ -778,9 +833,10 @@ fn udp_responder(udp: &UdpSocket, shared: &Shared) {
             Some(t) if t.peer == canonical(from.ip()) && !t.over(shared) => t,
             _ => continue,
         };
-        if current_dscp != Some(request.dscp) {
-            let _ = sockopt::set_dscp(udp, request.dscp, ipv6);
-            current_dscp = Some(request.dscp);
+        let dscp = shared.opts.dscp.mark(request.dscp);
+        if current_dscp != Some(dscp) {
+            let _ = sockopt::set_dscp(udp, dscp, ipv6);
+            current_dscp = Some(dscp);
         }
         let send_ns = shared.epoch.elapsed().as_nanos() as u64;
         let reply = ProbeReply {
@@ -831,40 +887,21 @@ mod tests {
         assert!(check_request(&req(0, 0, 0), &opts).is_some());
     }
 
-    /// Bug: `--max-tests 0` made a server that refused every test, and a huge `--max-streams`
-    /// wrapped the connection cap (max_tests * (max_streams + 1) + 16) to a handful. Both are
-    /// refused while parsing (exit status 2), naming the flag.
+    /// Bug: a huge `--max-streams` wrapped the connection cap (max_tests * (max_streams + 1) +
+    /// 16) to a handful. The flags' largest values make a server (their refusals are the
+    /// parser's, tested with it in the `unbloat` binary), and wild options built in code are
+    /// refused without wrapping.
     #[test]
-    fn max_tests_zero_and_wrapping_max_streams_are_refused_naming_the_flag() {
-        use clap::Parser;
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            serve: ServeArgs,
+    fn the_largest_flags_make_a_server_and_wild_options_do_not_wrap() {
+        let most = ServeArgs {
+            listen: None,
+            max_tests: parse_max_tests("256").expect("the largest"),
+            max_tests_per_client: DEFAULT_TESTS_PER_CLIENT,
+            dscp: DscpPolicy::Standard,
+            max_streams: parse_max_streams("255").expect("the largest"),
+            max_duration: parse_max_duration("2m").expect("the default"),
         }
-        let refused = [
-            ("--max-tests", "0"),
-            ("--max-tests", "257"),
-            ("--max-tests", "-1"),
-            ("--max-streams", "18446744073709551615"),
-            ("--max-streams", "256"),
-            ("--max-duration", "0s"),
-            ("--max-duration", "inf"),
-            ("--max-duration", "1e99"),
-        ];
-        for (flag, value) in refused {
-            let arg = format!("{flag}={value}");
-            let err = match Cli::try_parse_from(["serve", arg.as_str()]) {
-                Ok(cli) => panic!("{flag} {value} accepted: {:?}", cli.serve),
-                Err(e) => e,
-            };
-            assert_eq!(err.exit_code(), 2, "{flag} {value}");
-            assert!(err.to_string().contains(flag), "{err}");
-        }
-        let most = Cli::try_parse_from(["serve", "--max-tests", "256", "--max-streams", "255"])
-            .expect("the largest values")
-            .serve
-            .options();
+        .options();
         assert_eq!(most.problem(), None);
         assert_eq!(most.max_connections(), 256 * 256 + 16);
         let wild = ServeOptions {

@@ -52,11 +52,7 @@ pub fn set_rcvlowat<S: AsRawFd>(sock: &S, bytes: usize) -> io::Result<()> {
 }
 
 /// `setsockopt(SOL_SOCKET, name, value)` for the options whose value is a C int.
-pub(crate) fn set_socket_int<S: AsRawFd>(
-    sock: &S,
-    name: libc::c_int,
-    value: libc::c_int,
-) -> io::Result<()> {
+fn set_socket_int<S: AsRawFd>(sock: &S, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
     // SAFETY: passes a pointer to a live c_int and its size.
     let rc = unsafe {
         libc::setsockopt(

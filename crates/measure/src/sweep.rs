@@ -17,7 +17,7 @@
 //!   The interval must exceed the largest echo's time on the link's slower direction (a 256-byte
 //!   packet is 7 ATM cells, 3 ms at 1 Mbit/s), or echoes queue behind each other.
 //! - Every echo sent is in the result, answered or not (`rtt_ns: None` = lost), in send order.
-//!   Receive times are the kernel's arrival stamps ([`crate::rxtime`]).
+//!   Receive times are the kernel's arrival stamps ([`unbloat_icmp::rxtime`]).
 //! - `stop` (Ctrl-C) is looked at before every echo and at least every 50 ms; the sweep then
 //!   returns what it has, marked [`SweepSamples::stopped`].
 
@@ -28,9 +28,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use unbloat_icmp::echo::{IcmpSocket, ICMP_HEADER, ICMP_PAYLOAD};
 
-use crate::icmp::{IcmpSocket, ICMP_HEADER};
-use crate::{rxtime, MeasureError};
+use crate::MeasureError;
 
 /// More than 1000 echoes a second would be a flood, not a measurement.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(1);
@@ -83,7 +83,7 @@ impl SweepPlan {
     /// header and the echo's id and sequence, within 1500 bytes; at least one round; not a flood.
     pub fn validate(&self, ipv6: bool) -> Result<(), MeasureError> {
         let (header, family) = if ipv6 { (40, "IPv6") } else { (20, "IPv4") };
-        let lo = header + ICMP_HEADER + crate::icmp::ICMP_PAYLOAD;
+        let lo = header + ICMP_HEADER + ICMP_PAYLOAD;
         let bad = |why: String| Err(MeasureError::InvalidArgument(why));
         if self.ip_bytes.is_empty() || self.rounds == 0 {
             return bad("a sweep needs at least one size and one round".into());
@@ -328,7 +328,7 @@ fn receive(
 ) {
     let mut buf = [0u8; 2048];
     while !done.load(Ordering::Relaxed) {
-        let Ok(got) = rxtime::recv(&sock.sock, &mut buf) else {
+        let Ok(got) = sock.recv(&mut buf) else {
             continue; // the read timeout (100 ms): look at `done` again
         };
         let at = got.since(epoch).as_nanos() as u64;

@@ -7,8 +7,8 @@
 //!   no results.
 //! - Every UDP probe of the idle baseline lost is an error ([`MeasureError::ProbesLost`], a
 //!   firewall); every ICMP probe lost is only a note (ICMP is often filtered).
-//! - Neither stream bytes nor probe replies for [`STALL`] (or a stream failing) ends the run as
-//!   [`MeasureError::LinkGone`].
+//! - Neither stream bytes nor probe replies for [`STALL`] ends the run as
+//!   [`MeasureError::LinkGone`]; a stream failing as [`MeasureError::StreamBroke`].
 //! - Against `unbloat serve`, the server closing the test's control connection, in any phase,
 //!   or not answering the final Finish, ends the run as [`MeasureError::ServerGone`] with
 //!   partial results: a run whose idle tail the server did not see to the end is not complete.
@@ -380,7 +380,7 @@ impl Run<'_> {
             });
             if let Some(why) = self.opened.load.as_ref().and_then(|l| l.error()) {
                 if self.load_running {
-                    return Err(MeasureError::LinkGone(why));
+                    return Err(MeasureError::StreamBroke(why));
                 }
             }
             if let Some(why) = self.opened.session.as_ref().and_then(Session::gone) {
@@ -487,8 +487,24 @@ fn iperf3_load(plan: &TestPlan, server: SocketAddr) -> Result<Box<dyn Load>, Mea
     )?))
 }
 
+/// What a web server far end gives: its load and its probes (crate::http's `FarEnd`).
+#[cfg(not(feature = "http"))]
+type WebFarEnd = (Box<dyn Load>, Box<dyn Probes>);
+
+/// A build without the feature `http` (a router's small build, docs/install.md) has no web
+/// server far end: it says so before anything runs.
+#[cfg(not(feature = "http"))]
+fn http_open(_: &TestPlan, end: &Endpoint, _: Instant) -> Result<WebFarEnd, MeasureError> {
+    Err(MeasureError::InvalidArgument(format!(
+        "{}: this unbloat was built without web server far ends (the feature `http`, left out \
+         of a router's small build): use unbloat://, irtt:// or iperf3://, or a full build",
+        end.host()
+    )))
+}
+
 /// A web server's load and probes, one session for both: the endpoints from the URLs given or
 /// from the server's config, checked by one small GET before the run.
+#[cfg(feature = "http")]
 fn http_open(
     plan: &TestPlan,
     end: &Endpoint,

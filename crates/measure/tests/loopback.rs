@@ -133,7 +133,7 @@ fn server_gone_mid_test_returns_partial_results() {
     assert!(
         matches!(
             err.error,
-            MeasureError::LinkGone(_) | MeasureError::ServerGone { .. }
+            MeasureError::StreamBroke(_) | MeasureError::ServerGone { .. }
         ),
         "{err}"
     );

@@ -11,6 +11,9 @@
 //!   rewrites the results file.
 //! - [`check_writable`] finds out before a run whether its files could be written at all.
 //! - Every error names the file and what was being done ([`ReportError::Io`]).
+//! - Files are written as [`unbloat_safefs`] writes them (this runs as root, often into a
+//!   directory others can write): a link or a FIFO planted at a file's name is refused, never
+//!   written through, and a results directory that is a link is refused.
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +21,7 @@ use crate::flent::{iso_utc, write_flent_file, FlentTest};
 use crate::model::Results;
 use crate::plot;
 use crate::summary::{render_text, Summary};
-use crate::ReportError;
+use crate::{ReportError, FILE_MODE};
 
 /// What [`write_results_dir`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +77,7 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Repor
 /// results there learns before it starts, not after minutes of measuring, that it cannot.
 pub fn check_writable(dir: &Path) -> Result<(), ReportError> {
     use std::io::Write;
-    std::fs::create_dir_all(dir).map_err(io("creating results directory", dir))?;
+    unbloat_safefs::ensure_dir(dir).map_err(io("creating results directory", dir))?;
     let probe = dir.join(format!(".unbloat-write-check-{}", std::process::id()));
     let written = std::fs::OpenOptions::new()
         .write(true)
@@ -92,11 +95,12 @@ pub fn write_results_dir(
     dir: &Path,
     basename: &str,
 ) -> Result<Written, ReportError> {
-    std::fs::create_dir_all(dir).map_err(io("creating results directory", dir))?;
+    unbloat_safefs::ensure_dir(dir).map_err(io("creating results directory", dir))?;
     let results_json = dir.join(format!("{basename}.json"));
     let mut text = results.to_json_pretty()?;
     text.push('\n');
-    std::fs::write(&results_json, text).map_err(io("writing results file", &results_json))?;
+    unbloat_safefs::write(&results_json, text, FILE_MODE)
+        .map_err(io("writing results file", &results_json))?;
     let flent = match FlentTest::for_profile(&results.metadata.profile) {
         Some(test) => {
             let path = dir.join(format!("{basename}.flent.gz"));
@@ -115,7 +119,13 @@ pub fn write_results_dir(
 
 /// Reads a results file (any supported version).
 pub fn read_results(path: &Path) -> Result<Results, ReportError> {
-    let text = std::fs::read_to_string(path).map_err(io("reading results file", path))?;
+    let bytes = unbloat_safefs::read(path).map_err(io("reading results file", path))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        io("reading results file", path)(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text: {e}"),
+        ))
+    })?;
     Results::from_json(&text)
 }
 
@@ -127,21 +137,18 @@ pub fn redraw(results_json: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Repor
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned());
     let base = stem.unwrap_or_else(|| default_basename(&results));
-    std::fs::create_dir_all(out_dir).map_err(io("creating plot directory", out_dir))?;
+    unbloat_safefs::ensure_dir(out_dir).map_err(io("creating plot directory", out_dir))?;
     plot::write_plots_with_prefix(&results, out_dir, &format!("{base}-"))
 }
 
-/// `unbloat plot RESULTS [--out DIR]`.
-#[derive(Debug, Clone, clap::Args)]
+/// `unbloat plot RESULTS [--out DIR]` (the `unbloat` binary parses the command line).
+#[derive(Debug, Clone)]
 pub struct PlotArgs {
     /// A results file written by `unbloat test --out DIR` (`*.json`).
-    #[arg(value_name = "RESULTS")]
     pub results: PathBuf,
     /// Where to write the SVG plots [default: next to the results file].
-    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Also print the summary of the run.
-    #[arg(long)]
     pub summary: bool,
 }
 

@@ -401,7 +401,7 @@ pub fn write_flent_file(
         path: path.to_path_buf(),
         source,
     };
-    let file = std::fs::File::create(path).map_err(io)?;
+    let file = unbloat_safefs::create(path, crate::FILE_MODE).map_err(io)?;
     let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
     gz.write_all(&text).map_err(io)?;
     gz.finish().map_err(io)?.sync_all().map_err(io)?;

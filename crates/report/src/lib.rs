@@ -48,6 +48,9 @@ pub use summary::{render_text, Summary};
 
 use std::path::PathBuf;
 
+/// The mode of a results file, flent file or plot: anyone may read a measurement.
+pub const FILE_MODE: u32 = 0o644;
+
 /// Everything that can go wrong while reading, summarising or writing results.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {

@@ -2,15 +2,13 @@
 
 use std::path::PathBuf;
 
-use clap::Parser;
 use unbloat_report::files::{default_basename, redraw, run_plot, write_results_dir, PlotArgs};
 use unbloat_report::{synthetic, ReportError, Results, RESULTS_VERSION};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "unbloat-report-files-{}-{name}",
-        std::process::id()
-    ));
+    // Under target/, not /tmp: nothing of a test stays behind there.
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("report-files-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }
@@ -84,31 +82,20 @@ fn redraw_refuses_a_newer_file_and_names_a_missing_one() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    plot: PlotArgs,
-}
-
+/// The command line's side (RESULTS required, `--out`) is tested with its parser, in the
+/// `unbloat` binary's `plot` module.
 #[test]
-fn plot_args_parse_and_run() {
+fn plot_args_run() {
     let dir = scratch("cli");
     let w = write_results_dir(&synthetic::ping(3), &dir, "p").expect("write");
     let out = dir.join("out");
-    let cli = Cli::try_parse_from([
-        "unbloat-plot",
-        w.results_json.to_str().expect("utf-8"),
-        "--out",
-        out.to_str().expect("utf-8"),
-    ])
-    .expect("parse");
-    assert_eq!(cli.plot.out.as_deref(), Some(out.as_path()));
-    run_plot(&cli.plot).expect("run");
+    let plot = PlotArgs {
+        results: w.results_json.clone(),
+        out: Some(out.clone()),
+        summary: false,
+    };
+    run_plot(&plot).expect("run");
     assert!(out.join("p-latency_spread.svg").exists());
-    assert!(
-        Cli::try_parse_from(["unbloat-plot"]).is_err(),
-        "RESULTS is required"
-    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -133,5 +120,45 @@ fn check_writable_creates_the_directory_leaves_nothing_and_refuses_a_path_throug
     let err = check_writable(&file.join("out")).expect_err("a file is no directory");
     assert!(matches!(err, ReportError::Io { .. }), "{err}");
     assert!(err.to_string().contains("file/out"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 36 item 10: `unbloat test --out` runs as root, often in a directory others can write
+/// (`/tmp`). A link planted at the name of any file of the run (the results, the flent file, a
+/// plot) is refused, naming the file, and the file it points at stays as it was.
+#[test]
+fn a_link_planted_at_any_file_of_the_run_is_refused_and_its_target_untouched() {
+    use std::os::unix::fs::symlink;
+    let dir = scratch("links");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let victim = dir.join("victim");
+    for planted in ["r.json", "r.flent.gz", "r-timeseries.svg"] {
+        std::fs::write(&victim, "precious").expect("victim");
+        let out = dir.join(planted.replace('.', "-"));
+        std::fs::create_dir_all(&out).expect("out");
+        symlink(&victim, out.join(planted)).expect("link");
+        let err = write_results_dir(&synthetic::rrul(1), &out, "r").expect_err(planted);
+        let text = format!(
+            "{err}: {:?}",
+            std::error::Error::source(&err).map(|s| s.to_string())
+        );
+        assert!(text.contains("symbolic link"), "{planted}: {text}");
+        assert!(text.contains(planted), "{planted}: {text}");
+        assert_eq!(
+            std::fs::read_to_string(&victim).expect("victim"),
+            "precious",
+            "{planted}"
+        );
+    }
+    // The redrawn plots of `unbloat plot` likewise.
+    let out = dir.join("redraw");
+    let w = write_results_dir(&synthetic::ping(1), &out, "p").expect("write");
+    std::fs::remove_file(out.join("p-latency_cdf.svg")).expect("rm");
+    symlink(&victim, out.join("p-latency_cdf.svg")).expect("link");
+    assert!(redraw(&w.results_json, &out).is_err());
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("victim"),
+        "precious"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -13,16 +13,20 @@
 //! pingers = 6
 //! probe = "auto"           # auto | echo | timestamp
 //! threshold = "20ms"
-//! log = "/var/log/unbloat/wwan0.autorate.log"
+//! log = "wwan0.autorate.log"   # in /var/log/unbloat (LOG_DIR), the only place it may be
 //! ```
 //!
 //! The base is the interface's own `down` and `up`, so the setup the daemon verifies and the one
 //! a restart finds are the same. Everything is checked when the file is read, like the rest of
 //! it: bounds crossed, a table for an interface the file does not shape, HTB (whose rates change
 //! only through tc) are errors with the table's line.
+//!
+//! `log` is a file name in [`LOG_DIR`] (`/var/log/unbloat/NAME` says the same): the daemon runs
+//! as root and its config can be changed through the web page, so a config must not be able to
+//! make it write `/etc/motd` (issue 36). A path anywhere else is refused with the file.
 
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 use unbloat_units::{Rate, Time};
@@ -77,8 +81,13 @@ pub struct AutorateConfig {
     /// auto | echo | timestamp.
     pub probe: String,
     pub threshold: Time,
+    /// A file name in the daemon's log directory ([`LOG_DIR`]): one component, never a path.
     pub log: Option<PathBuf>,
 }
+
+/// The directory the daemon writes the logs of `[autorate.NAME]` tables in; the package owns
+/// it (the unit's `LogsDirectory=unbloat`).
+pub const LOG_DIR: &str = "/var/log/unbloat";
 
 /// The probe methods `--probe` takes.
 /// A delay sample this far over its reflector's baseline counts as delayed, unless the table or
@@ -147,8 +156,21 @@ impl AutorateTable {
             pingers,
             probe,
             threshold,
-            log: self.log.clone(),
+            log: self.log.as_deref().map(log_name).transpose()?,
         })
+    }
+}
+
+/// The file name `log` gives in [`LOG_DIR`]: a bare name, or `LOG_DIR/NAME`; nothing else.
+fn log_name(log: &Path) -> Result<PathBuf, String> {
+    let name = log.strip_prefix(LOG_DIR).unwrap_or(log);
+    let mut parts = name.components();
+    match (parts.next(), parts.next()) {
+        (Some(Component::Normal(n)), None) => Ok(PathBuf::from(n)),
+        _ => Err(format!(
+            "`log` is a file name the daemon writes in {LOG_DIR} (e.g. log = \"wan0.autorate.log\"), not {}: it writes nowhere else",
+            crate::clip::clip_quoted(&format!("{:?}", log.display().to_string()))
+        )),
     }
 }
 
@@ -261,6 +283,39 @@ mod tests {
         ] {
             let e = t.check(&o).unwrap_err();
             assert!(e.contains(says), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_log_is_a_name_in_the_log_directory_and_nothing_else() {
+        let with = |log: &str| {
+            AutorateTable {
+                log: Some(log.into()),
+                ..table("2mbit", "50mbit")
+            }
+            .check(&iface("10mbit", "5mbit"))
+        };
+        for (given, name) in [
+            ("wan0.log", "wan0.log"),
+            ("/var/log/unbloat/wan0.log", "wan0.log"),
+        ] {
+            assert_eq!(
+                with(given).unwrap().log,
+                Some(PathBuf::from(name)),
+                "{given}"
+            );
+        }
+        for bad in [
+            "/etc/motd",
+            "../motd",
+            "a/b.log",
+            "/var/log/unbloat/../../../etc/motd",
+            "/var/log/unbloat",
+            "/var/log/unbloat-other/x",
+            "",
+        ] {
+            let err = with(bad).unwrap_err();
+            assert!(err.contains("in /var/log/unbloat"), "{bad}: {err}");
         }
     }
 

@@ -23,7 +23,7 @@
 //! place of 100 ms. Per-host fairness divides a host's share among its flows, so a host with one
 //! upload has one TCP flow holding its half alone, and codel's 5 ms target leaves that lone flow
 //! less queue than one CUBIC back-off needs (about 0.3 of its round trip): its queue runs dry
-//! after a drop and the other host's eight flows take the slot. `unbloat bench fair` measured host
+//! after a drop and the other host's eight flows take the slot. `unbloat-lab bench fair` measured host
 //! a's share up at 0.41 and 0.40 (IPv4, IPv6; 20/5 Mbit/s, 20 ms) with rtt 100ms, 0.44 with 200ms
 //! and 0.48 with 300ms; 0.40-0.43 against 0.49 at 10 Mbit/s up, so it is not the rate. Sparse
 //! flows (ping, DNS, games, VoIP) do not wait for codel and kept their latency (a's ping under

@@ -13,9 +13,11 @@
 //!   [`autorate_config`]: its `[autorate.NAME]` tables, for the daemon's autorate.
 //! - [`spec`]: every check that needs no system, and the defaults of the field
 //!   ([`spec::Spec::new`]); errors name the flag and the value.
-//! - [`linklayer`]: link-layer presets with cake's exact numbers; [`cake`], [`fq_codel`],
-//!   [`htb`], [`stab`], [`ingress`], [`ifb`]: one module per kernel piece, each citing its man
-//!   page, kernel source and RFC.
+//! - [`linklayer`]: link-layer presets with cake's exact numbers; [`qdisc`]: one module per
+//!   qdisc kind ([`cake`], [`fq_codel`], [`htb`], [`ingress`]), each the one home of its option
+//!   words, constants and netlink attributes, and [`qdisc::netlink`], the kernel's shared
+//!   numbers; [`stab`], [`ifb`]: the size table and the IFB device. Each cites its man page,
+//!   kernel source and RFC.
 //! - [`plan`]: the typed operations ([`plan::Plan`], [`plan::Step`]), built from a spec by calling
 //!   the per-qdisc builders (it re-exports [`model`]'s types for callers); [`script`]: the `ip` argv
 //!   and `tc -batch` text, and the shell rendering for `unbloat plan` / `start --dry-run`.
@@ -29,23 +31,23 @@
 //!   comparison of a plan with the live state, the status view and the goodput formula.
 
 pub mod autorate_config;
-pub mod cake;
 pub mod clip;
 pub mod config;
 pub mod fairness;
-pub mod fq_codel;
-pub mod htb;
 pub mod ifb;
-pub mod ingress;
 pub mod linklayer;
 pub mod model;
 pub mod options;
 pub mod plan;
+pub mod qdisc;
 pub mod script;
 pub mod spec;
 pub mod sqm_import;
 pub mod stab;
 pub mod transition;
+
+// The qdisc modules under their old paths too (`unbloat_shaper::cake`, ...).
+pub use qdisc::{cake, fq_codel, htb, ingress};
 
 pub mod goodput;
 pub mod status;

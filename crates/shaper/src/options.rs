@@ -19,7 +19,8 @@
 
 use crate::clip::clip;
 use crate::linklayer::{Framing, LinkPreset};
-use crate::model::{AckFilter, Diffserv, Direction};
+use crate::model::{AckFilter, Diffserv, Direction, FlowMode};
+use crate::qdisc::cake::words::{self as cake_words, Word};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -71,6 +72,20 @@ pub enum Isolation {
     Flowblind,
 }
 
+/// Every isolation's option value, in the order the docs and the web page list them (a test
+/// checks them against [`Isolation::name`]).
+pub const ISOLATION_NAMES: &[&str] = &[
+    "flows",
+    "hosts",
+    "srchost",
+    "dsthost",
+    "dual-host",
+    "dual-srchost",
+    "dual-dsthost",
+    "triple-isolate",
+    "flowblind",
+];
+
 impl Isolation {
     /// The spelling of the option value (`dual-host`, `triple-isolate`, ...).
     pub fn name(self) -> &'static str {
@@ -84,6 +99,23 @@ impl Isolation {
             Isolation::DualDsthost => "dual-dsthost",
             Isolation::TripleIsolate => "triple-isolate",
             Isolation::Flowblind => "flowblind",
+        }
+    }
+}
+
+/// cake's flow mode as the isolation of the same name (every mode is one; `dual-host` is
+/// unbloat's pair of two of them).
+impl From<FlowMode> for Isolation {
+    fn from(m: FlowMode) -> Isolation {
+        match m {
+            FlowMode::Flowblind => Isolation::Flowblind,
+            FlowMode::Srchost => Isolation::Srchost,
+            FlowMode::Dsthost => Isolation::Dsthost,
+            FlowMode::Hosts => Isolation::Hosts,
+            FlowMode::Flows => Isolation::Flows,
+            FlowMode::DualSrchost => Isolation::DualSrchost,
+            FlowMode::DualDsthost => Isolation::DualDsthost,
+            FlowMode::TripleIsolate => Isolation::TripleIsolate,
         }
     }
 }
@@ -200,17 +232,8 @@ impl ShapeOptions {
     }
 }
 
-/// cake's named round-trip times (tc/q_cake.c `presets`, the interval column).
-pub const RTT_NAMES: &[(&str, Time)] = &[
-    ("datacentre", Time::from_micros(100)),
-    ("lan", Time::from_millis(1)),
-    ("metro", Time::from_millis(10)),
-    ("regional", Time::from_millis(30)),
-    ("internet", Time::from_millis(100)),
-    ("oceanic", Time::from_millis(300)),
-    ("satellite", Time::from_millis(1000)),
-    ("interplanetary", Time::from_secs(3600)),
-];
+/// cake's named round-trip times, defined with cake's other words.
+pub use crate::qdisc::cake::words::RTT_NAMES;
 
 /// A time, or one of cake's rtt names.
 pub fn parse_rtt(s: &str) -> Result<Time, String> {
@@ -355,8 +378,20 @@ fn cake_word<'a>(
     value: &mut ValueFn<'a>,
     bad: &BadFn,
 ) -> Result<bool, ExtraError> {
-    use Isolation::*;
-    let set_iso = |o: &mut ShapeOptions, i| o.isolation = Some(i);
+    // The words without a value: cake's one table, shared with the sqm import.
+    if let Some(word) = cake_words::word(w) {
+        match word {
+            Word::Diffserv(d) => o.diffserv = Some(d),
+            Word::FlowMode(m) => o.isolation = Some(m.into()),
+            Word::Nat(on) => o.nat = Some(on),
+            Word::Wash(on) => o.wash = Some(on),
+            Word::SplitGso(on) => o.split_gso = Some(on),
+            Word::AckFilter(a) => o.ack_filter = Some(a),
+            Word::Framing(f) => o.framing = Some(f),
+            Word::Rtt(t) => o.rtt = Some(t),
+        }
+        return Ok(true);
+    }
     match w {
         "bandwidth" => {
             let v = value(w)?;
@@ -370,31 +405,6 @@ fn cake_word<'a>(
             let v = value(w)?;
             o.rtt = Some(parsed::<Time>(w, v, bad)?);
         }
-        "besteffort" => o.diffserv = Some(Diffserv::Besteffort),
-        "diffserv3" => o.diffserv = Some(Diffserv::Diffserv3),
-        "diffserv4" | "diffserv" => o.diffserv = Some(Diffserv::Diffserv4),
-        "diffserv8" => o.diffserv = Some(Diffserv::Diffserv8),
-        "precedence" => o.diffserv = Some(Diffserv::Precedence),
-        "flowblind" => set_iso(o, Flowblind),
-        "srchost" => set_iso(o, Srchost),
-        "dsthost" => set_iso(o, Dsthost),
-        "hosts" => set_iso(o, Hosts),
-        "flows" => set_iso(o, Flows),
-        "dual-srchost" => set_iso(o, DualSrchost),
-        "dual-dsthost" => set_iso(o, DualDsthost),
-        "triple-isolate" => set_iso(o, TripleIsolate),
-        "nat" => o.nat = Some(true),
-        "nonat" => o.nat = Some(false),
-        "wash" => o.wash = Some(true),
-        "nowash" => o.wash = Some(false),
-        "split-gso" => o.split_gso = Some(true),
-        "no-split-gso" => o.split_gso = Some(false),
-        "ack-filter" => o.ack_filter = Some(AckFilter::Enabled),
-        "ack-filter-aggressive" => o.ack_filter = Some(AckFilter::Aggressive),
-        "no-ack-filter" => o.ack_filter = Some(AckFilter::Disabled),
-        "atm" => o.framing = Some(Framing::Atm),
-        "ptm" => o.framing = Some(Framing::Ptm),
-        "noatm" => o.framing = Some(Framing::None),
         "ether-vlan" => o.vlan = Some(o.vlan.unwrap_or(0) + 1),
         "overhead" => {
             let v = value(w)?;
@@ -412,9 +422,7 @@ fn cake_word<'a>(
         "egress" if dir == Direction::Ingress => o.ingress_keyword = Some(false),
         "egress" => {}
         _ => {
-            if let Some((_, t)) = RTT_NAMES.iter().find(|(n, _)| *n == w) {
-                o.rtt = Some(*t);
-            } else if let Ok(p) = w.parse::<LinkPreset>() {
+            if let Ok(p) = w.parse::<LinkPreset>() {
                 // unbloat's own names (vdsl2, none) are not cake words: only cake's are taken here.
                 if matches!(
                     p,
@@ -749,5 +757,28 @@ mod round_trip {
         let back: ShapeOptions =
             serde_json::from_value(serde_json::to_value(&unset).unwrap()).unwrap();
         assert_eq!(back, unset);
+    }
+
+    #[test]
+    fn the_isolation_names_are_every_isolation_once() {
+        for n in ISOLATION_NAMES {
+            assert_eq!(n.parse::<Isolation>().map(Isolation::name), Ok(*n));
+        }
+        let all = [
+            Isolation::Flows,
+            Isolation::Hosts,
+            Isolation::Srchost,
+            Isolation::Dsthost,
+            Isolation::DualHost,
+            Isolation::DualSrchost,
+            Isolation::DualDsthost,
+            Isolation::TripleIsolate,
+            Isolation::Flowblind,
+        ];
+        assert_eq!(all.map(Isolation::name), ISOLATION_NAMES);
+        // cake's flow modes are the isolations of the same name.
+        for m in crate::qdisc::cake::words::FLOW_MODES {
+            assert_eq!(Isolation::from(m).name(), m.keyword());
+        }
     }
 }

@@ -3,8 +3,8 @@
 //! became of it. Pure: text in, typed result out; the binary reads and writes the files.
 //!
 //! Heads up! Every meaning and default here is sqm-scripts' own, read from its source
-//! (tohojo/sqm-scripts 95337de, kept in `../shared/peers/sqm-scripts`): `src/run-openwrt.sh` (the
-//! UCI options and the variables they become), `src/defaults.sh` (every default),
+//! (tohojo/sqm-scripts 95337de, vendored in `third_party/sqm-scripts`): `src/run-openwrt.sh`
+//! (the UCI options and the variables they become), `src/defaults.sh` (every default),
 //! `src/functions.sh` (`get_target`, `get_ecn`, `get_limit`, the link-layer strings) and the
 //! recipes `src/*.qos`; luci-app-sqm's page (`view/network/sqm.js`) only adds GUI switches. The
 //! option strings are read with tc's grammar and units ([`words`]).

@@ -34,7 +34,7 @@ pub use commands::{script_commands, script_commands_one_by_one};
 use crate::journal::{Entry, Journal, Phase};
 use crate::live::{self, Found};
 use crate::lock::LockError;
-use crate::probe::{probe, Missing, ProbeError};
+use crate::probe::{Missing, ProbeError};
 use crate::rtnl::{Link, Rtnl, RtnlError};
 use crate::runner::{Cmd, RunError, Runner};
 use crate::snapshot::Snapshot;
@@ -51,7 +51,7 @@ use unbloat_units::{IfName, Rate};
 #[derive(Debug, Clone)]
 pub struct Request {
     pub plan: Plan,
-    pub options: serde_json::Value,
+    pub options: ShapeOptions,
     /// The fairness line recorded for `status` ([`unbloat_shaper::fairness::line`]).
     pub fairness: Option<String>,
 }
@@ -73,7 +73,7 @@ impl Request {
         };
         Ok(Request {
             plan: Plan::build(&Spec::new(iface.clone(), &opts)?),
-            options: serde_json::to_value(&opts).unwrap_or_default(),
+            options: opts,
             fairness,
         })
     }
@@ -202,9 +202,10 @@ impl Failed {
 
 /// A test hook: `UNBLOAT_CRASH_AT=<point>` kills this process with SIGKILL at that point of a
 /// transaction, so the tests can prove that every later command finds the old or the new setup
-/// whole. The points, in order: `journal`, `links`, `tc`, `committed`, `recorded`.
+/// whole. The points, in order: `journal`, `links`, `tc`, `committed`, `recorded`. Test builds
+/// only ([`crate::knobs`]).
 pub fn crash_point(at: &str) {
-    if std::env::var("UNBLOAT_CRASH_AT").is_ok_and(|v| v == at) {
+    if crate::knobs::var("UNBLOAT_CRASH_AT").is_some_and(|v| v == at) {
         // SAFETY: raising a signal has no memory-safety preconditions.
         unsafe {
             libc::raise(libc::SIGKILL);
@@ -255,8 +256,8 @@ impl<'r> Shaper<'r> {
     }
 
     /// The interface's link, or an error naming the ones that exist.
-    pub fn link(&self, rtnl: &Rtnl, iface: &str) -> Result<Link, ApplyError> {
-        match rtnl.link(iface)? {
+    pub fn link(&self, rtnl: &Rtnl, iface: &IfName) -> Result<Link, ApplyError> {
+        match rtnl.link(iface.as_str())? {
             Some(l) => Ok(l),
             None => Err(ApplyError::NoSuchInterface {
                 iface: iface.to_string(),
@@ -266,7 +267,7 @@ impl<'r> Shaper<'r> {
     }
 
     /// Checks that `iface` exists, naming the ones that do when it does not.
-    pub fn check_interface(&self, iface: &str) -> Result<(), ApplyError> {
+    pub fn check_interface(&self, iface: &IfName) -> Result<(), ApplyError> {
         self.link(&Rtnl::open()?, iface).map(|_| ())
     }
 
@@ -276,8 +277,8 @@ impl<'r> Shaper<'r> {
     /// unshaped link first, through whatever qdisc is there).
     pub fn check_free(&self, plan: &Plan) -> Result<(), ApplyError> {
         let rtnl = Rtnl::open()?;
-        let link = self.link(&rtnl, plan.wan.as_str())?;
-        if self.state.load(plan.wan.as_str())?.is_some() {
+        let link = self.link(&rtnl, &plan.wan)?;
+        if self.state.load(&plan.wan)?.is_some() {
             return Ok(());
         }
         let ifb = ifb_of(Some(plan));
@@ -361,11 +362,9 @@ impl<'r> Shaper<'r> {
         journal.phase = Phase::Committed;
         if let Some(within) = self.confirm {
             journal.phase = Phase::Pending;
-            // The deadline in whole seconds, rounded to the nearest: never a second short.
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default();
-            journal.confirm_by_unix = Some((now + within).as_secs_f64().round() as u64);
+            // On the boot clock: a step of the wall clock neither extends nor cuts the trial.
+            let now = crate::deadline::Now::read();
+            journal.confirm_by = Some(crate::deadline::Deadline::after(&now, within));
         }
         if let Err(e) = self.state.write_journal(&journal) {
             journal.phase = Phase::Applying;
@@ -392,8 +391,8 @@ impl<'r> Shaper<'r> {
     /// Step 2 for one interface: None when it is already shaped exactly so.
     fn prepare(&self, rtnl: &Rtnl, req: &Request) -> Result<Option<Work>, ApplyError> {
         let wan = &req.plan.wan;
-        let link = self.link(rtnl, wan.as_str())?;
-        let previous = self.state.load(wan.as_str())?;
+        let link = self.link(rtnl, wan)?;
+        let previous = self.state.load(wan)?;
         let mut effective = None;
         if let Some(prev) = &previous {
             let live = self.live(rtnl, &prev.plan)?;
@@ -505,7 +504,8 @@ impl<'r> Shaper<'r> {
                 let mut needs: Vec<&str> = work.iter().flat_map(|w| needs(&w.req.plan)).collect();
                 needs.sort();
                 needs.dedup();
-                if let Ok(caps) = probe(self.runner, &needs) {
+                // Backed off: a flapping link fails apply after apply (probe/backoff.rs).
+                if let Some(caps) = crate::probe::probe_backed_off(self.runner, &needs) {
                     let missing = caps.missing(&needs);
                     if !missing.is_empty() {
                         return ApplyError::Missing { missing, rollback };
@@ -536,7 +536,7 @@ impl<'r> Shaper<'r> {
         for e in &journal.entries {
             match &e.next {
                 Some(next) => self.state.save(next)?,
-                None => self.state.remove(e.iface.as_str())?,
+                None => self.state.remove(&e.iface)?,
             }
         }
         Ok(())
@@ -547,7 +547,7 @@ impl<'r> Shaper<'r> {
         for e in &journal.entries {
             match &e.previous {
                 Some(prev) => self.state.save(prev)?,
-                None => self.state.remove(e.iface.as_str())?,
+                None => self.state.remove(&e.iface)?,
             }
         }
         Ok(())

@@ -12,7 +12,8 @@
 //! - [`Phase::Committed`]: the new setup was applied and verified. Recovery finishes it: it
 //!   writes the new records and removes the journal.
 //! - [`Phase::Pending`]: applied, verified and recorded, but on trial (`start --confirm 60s`):
-//!   unless `unbloat confirm` removes the journal by `confirm_by_unix`, the change is undone as
+//!   unless `unbloat confirm` removes the journal by its [`Deadline`] (`confirm_by`, on the
+//!   boot clock: [`crate::deadline`]), the change is undone as
 //!   if it were still applying, and the previous records are written back. Until then other
 //!   changes are refused; after it, any command (or the watchdog process) undoes it.
 //!
@@ -20,6 +21,7 @@
 //! and snapshots. Only a process holding the transaction lock writes it, so a journal found by a
 //! process that holds the lock was left by one that died.
 
+use crate::deadline::{Deadline, Now};
 use crate::snapshot::Snapshot;
 use crate::state::{
     now_unix, read_file, remove_file, write_atomic, ShapedState, StateDir, StateError,
@@ -57,7 +59,11 @@ pub struct Journal {
     pub pid: u32,
     pub started_unix: u64,
     pub phase: Phase,
-    /// For [`Phase::Pending`]: when the change is undone unless confirmed (seconds since 1970).
+    /// For [`Phase::Pending`]: when the change is undone unless confirmed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm_by: Option<Deadline>,
+    /// The same in wall time (seconds since 1970), as journals written before `confirm_by`
+    /// held it: read, never written (a step of the clock moved it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm_by_unix: Option<u64>,
     /// Tells one transaction from the next (the watchdog of a pending change checks it).
@@ -72,10 +78,28 @@ impl Journal {
             pid: std::process::id(),
             started_unix: now_unix(),
             phase: Phase::Applying,
+            confirm_by: None,
             confirm_by_unix: None,
             id: format!("{}-{}", std::process::id(), now_unix_nanos()),
             entries,
         }
+    }
+}
+
+impl Journal {
+    /// How long a change on trial has left at `now` (zero once due; zero for a journal with no
+    /// deadline, which nothing confirms). `unix_now`: the wall clock, for an old journal only.
+    pub fn left(&self, now: &Now, unix_now: u64) -> std::time::Duration {
+        match (&self.confirm_by, self.confirm_by_unix) {
+            (Some(deadline), _) => deadline.left(now),
+            (None, Some(due)) => std::time::Duration::from_secs(due.saturating_sub(unix_now)),
+            (None, None) => std::time::Duration::ZERO,
+        }
+    }
+
+    /// [`Journal::left`] now.
+    pub fn left_now(&self) -> std::time::Duration {
+        self.left(&Now::read(), now_unix())
     }
 }
 
@@ -113,5 +137,61 @@ impl StateDir {
 
     pub fn remove_journal(&self) -> Result<(), StateError> {
         remove_file(self.path(), FILE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn pending() -> Journal {
+        let mut j = Journal::new(vec![]);
+        j.phase = Phase::Pending;
+        j
+    }
+
+    fn now(boot: &str, secs: u64) -> Now {
+        Now {
+            boot_id: boot.into(),
+            since_boot: Duration::from_secs(secs),
+        }
+    }
+
+    /// Issue 36, item 3: the deadline was wall time, moved by every step of the clock.
+    #[test]
+    fn a_trial_is_judged_by_the_boot_clock_whatever_the_wall_clock_says() {
+        let mut j = pending();
+        j.confirm_by = Some(Deadline::after(
+            &now("boot-a", 100),
+            Duration::from_secs(15),
+        ));
+        let wall = 1_800_000_000;
+        // An hour back or forward on the wall clock changes nothing.
+        for unix in [wall - 3600, wall, wall + 3600] {
+            assert_eq!(j.left(&now("boot-a", 110), unix), Duration::from_secs(5));
+            assert_eq!(j.left(&now("boot-a", 125), unix), Duration::ZERO);
+        }
+        // Rebooted during the trial: due at once, so the change is undone at recovery.
+        assert_eq!(j.left(&now("boot-b", 3), wall), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_journal_written_before_the_boot_clock_is_read_and_judged_by_the_wall_clock() {
+        let mut j = pending();
+        j.confirm_by_unix = Some(1_800_000_060);
+        let mut text = serde_json::to_value(&j).unwrap();
+        text.as_object_mut().unwrap().remove("confirm_by");
+        let old: Journal = serde_json::from_value(text).unwrap();
+        assert_eq!(old.confirm_by, None);
+        let at = now("boot-a", 5);
+        assert_eq!(old.left(&at, 1_800_000_000), Duration::from_secs(60));
+        assert_eq!(old.left(&at, 1_800_000_060), Duration::ZERO);
+        // What this version writes has the boot clock's deadline, and no wall time.
+        let mut new = pending();
+        new.confirm_by = Some(Deadline::after(&at, Duration::from_secs(15)));
+        let written = serde_json::to_string(&new).unwrap();
+        assert!(written.contains("\"boot_id\":\"boot-a\""), "{written}");
+        assert!(!written.contains("confirm_by_unix"), "{written}");
     }
 }

@@ -1,12 +1,12 @@
 //! A Linux kernel that has the qdiscs a piece of work needs: the host's own when it has them,
 //! otherwise User-Mode Linux (UML), a whole Linux kernel run as an ordinary program that boots the
-//! host's own file system (see `docs/kernel-lab.md` / KERNEL-LAB.md).
+//! host's own file system (see `docs/kernel.md`).
 //!
 //! What callers can rely on:
 //! - [`Kernel::detect`] picks the host when a throw-away network namespace on it accepts every
-//!   required qdisc kind (see [`crate::probe`]), else UML when `linux.uml` and its modules are
-//!   installed, else an error that names what is missing, what to install, and whether we lacked
-//!   root. `UNBLOAT_KERNEL=host|uml` forces the choice. Inside a guest (`UNBLOAT_IN_GUEST=1`, which
+//!   required qdisc kind (see [`crate::probe`]), else a UML kernel that is installed, trusted and
+//!   passed a trial boot ([`choice`]: the lab's own build, then Debian's), else an error that names
+//!   what is missing, why each UML cannot stand in, what to run, and whether we lacked root. `UNBLOAT_KERNEL=host|uml` forces the choice. Inside a guest (`UNBLOAT_IN_GUEST=1`, which
 //!   every UML guest has set) it is always the host: that kernel is the one that has everything.
 //! - [`Kernel::run`] runs an argument vector (no shell) to completion, in the host kernel or in a
 //!   fresh UML guest, and returns its exit status, stdout and stderr. The guest sees the host's
@@ -24,13 +24,18 @@
 //!   test harness captures them like any test output) while it runs; the result still holds all
 //!   of it.
 //! - [`run_test_in_real_kernel`] and [`real_kernel_test!`](crate::real_kernel_test) make a `#[test]`
-//!   run in such a kernel: see [`reexec`].
+//!   run in such a kernel: see [`reexec`]. A command re-runs itself there with [`own_argv`]: its
+//!   own arguments forwarded unchanged, and a marker.
 
+pub mod choice;
+pub mod diagnose;
 mod reexec;
+mod rerun;
 mod signals;
 mod uml;
 
 pub use reexec::{libtest_name, run_test_in_real_kernel};
+pub use rerun::own_argv;
 pub use signals::interrupted_by;
 pub use uml::Uml;
 
@@ -139,6 +144,19 @@ pub enum KernelError {
     Interrupted { signal: i32 },
 }
 
+impl KernelError {
+    /// True when no kernel here can do the work (exit status 2 in the CLI: what the machine
+    /// lacks, not a failure of the work).
+    pub fn no_kernel(&self) -> bool {
+        matches!(
+            self,
+            KernelError::NoKernel { .. }
+                | KernelError::UmlUnavailable(_)
+                | KernelError::BadOverride { .. }
+        )
+    }
+}
+
 fn tail_note(tail: &str) -> String {
     if tail.trim().is_empty() {
         String::new()
@@ -159,7 +177,7 @@ impl Kernel {
         match forced {
             "host" => return Ok(Kernel::Host),
             "uml" => {
-                return Uml::find()
+                return choice::choose()?
                     .map(Kernel::Uml)
                     .map_err(KernelError::UmlUnavailable)
             }
@@ -189,7 +207,7 @@ impl Kernel {
         } else {
             "the host kernel could not be probed: that needs root".to_string()
         };
-        match Uml::find() {
+        match choice::choose()? {
             Ok(uml) => Ok(Kernel::Uml(uml)),
             Err(uml) => Err(KernelError::NoKernel {
                 required: required.iter().map(ToString::to_string).collect(),
@@ -221,7 +239,7 @@ impl Kernel {
     pub fn describe(&self) -> String {
         match self {
             Kernel::Host => "host".to_string(),
-            Kernel::Uml(uml) => format!("User-Mode Linux {}", uml.version),
+            Kernel::Uml(uml) => uml.describe(),
         }
     }
 }
@@ -278,41 +296,20 @@ pub(crate) struct RunDir(PathBuf);
 impl RunDir {
     /// Makes a new directory, readable only by us, under the system's temporary directory.
     pub(crate) fn create(tag: &str) -> Result<RunDir, KernelError> {
-        use std::os::unix::fs::DirBuilderExt;
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static COUNTER: AtomicU32 = AtomicU32::new(0);
         // The guest reaches this path through hostfs rooted at `/`, so it must be absolute.
         let base = std::path::absolute(std::env::temp_dir()).map_err(|source| KernelError::Io {
             what: "cannot find the temporary directory".into(),
             source,
         })?;
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let mut last_error = None;
-        // create_dir fails if the name exists, so a directory we get is ours alone (as mkdtemp).
-        for attempt in 0..100 {
-            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let path = base.join(format!(
-                "unbloat-{tag}-{}-{nanos:x}-{n}-{attempt}",
-                std::process::id()
-            ));
-            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-                Ok(()) => return Ok(RunDir(path)),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_error = Some(e),
-                Err(source) => {
-                    return Err(KernelError::Io {
-                        what: format!("cannot create {}", path.display()),
-                        source,
-                    })
-                }
-            }
-        }
-        Err(KernelError::Io {
-            what: format!("cannot create a run directory under {}", base.display()),
-            source: last_error.unwrap_or_else(|| io::Error::other("no free name")),
-        })
+        // New, 0700, a random name (as mkdtemp): ours alone. The pid stays in the name, so a
+        // test can find the directory of a child it started.
+        let prefix = format!("unbloat-{tag}-{}", std::process::id());
+        unbloat_safefs::private_dir(&base, &prefix)
+            .map(RunDir)
+            .map_err(|source| KernelError::Io {
+                what: format!("cannot create a run directory under {}", base.display()),
+                source,
+            })
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -567,12 +564,9 @@ mod tests {
             "UNBLOAT_KERNEL=qemu is not understood: use `host` or `uml`"
         );
         match Kernel::detect_forced("uml", &["cake"]) {
-            Ok(Kernel::Uml(uml)) => assert!(uml.modules.ends_with(&uml.version)),
+            Ok(Kernel::Uml(uml)) => assert!(uml.describe().contains(&uml.version)),
             Ok(Kernel::Host) => panic!("uml was forced"),
-            Err(e) => assert!(
-                e.to_string().contains("apt-get install user-mode-linux"),
-                "{e}"
-            ),
+            Err(e) => assert!(e.to_string().contains("make uml"), "{e}"),
         }
     }
 

@@ -9,6 +9,11 @@
 //!   iptables), for cake's fairness defaults.
 //! - [`kernel`]: a kernel that has every qdisc a piece of work needs (the host's, or User-Mode
 //!   Linux), to run commands and tests in.
+//! - [`knobs`]: the environment variables of the tests (`UNBLOAT_TC`, ...), read only by test
+//!   builds (feature `test-knobs`).
+//! - [`trust`]: whether root may run what is at a path (no symlinks, nobody else can write it).
+//! - [`sqm`]: the real sqm-scripts, found where root may run it, installed, and run dry for
+//!   `unbloat config import-sqm --check` (the lab compares against the same copy).
 //! - [`rtnl`]: links, qdisc snapshots and cake's rate over rtnetlink, without a process; link
 //!   events ([`rtnl::events`]) for the daemon.
 //! - [`planned`]: a config or the user's options planned for this machine (its fairness
@@ -17,11 +22,15 @@
 //!   the [`transition`](unbloat_shaper::transition) between plans, [`live`] read-back and
 //!   verification, undo to a [`snapshot`]; the [`journal`] written before any change and
 //!   [`recover`]y from it after a crash; one transaction [`lock`]; the [`state`] records (typed
-//!   plans) of what unbloat created.
+//!   plans) of what unbloat created; a change on trial's [`deadline`] on the boot clock.
+//! - [`exit`]: what a failed command exits with (1, or 2 for invalid input), for both binaries.
 pub mod apply;
+pub mod deadline;
+pub mod exit;
 pub mod hostnet;
 pub mod journal;
 pub mod kernel;
+pub mod knobs;
 pub mod live;
 pub mod lock;
 pub mod planned;
@@ -30,6 +39,8 @@ pub mod recover;
 pub mod rtnl;
 pub mod runner;
 pub mod snapshot;
+pub mod sqm;
 pub mod state;
 pub mod stop;
 pub mod tcnl;
+pub mod trust;

@@ -4,15 +4,28 @@
 //! `<run dir>/transaction.lock`; the kernel releases it when the process exits, even on a crash,
 //! so a stale lock file is harmless. It is opened without following a symlink.
 //!
+//! A second change waits for the first, up to [`TX_WAIT`]: the holders are short (a start, a
+//! stop, one rate change of a controller), and a refusal at the first collision knocked the
+//! shaping out (a root `unbloat status` beside `unbloat autorate` ended the controller; a
+//! re-apply after a PPPoE reconnect stayed unshaped until the next periodic check). The holder
+//! writes its pid, when it took the lock and its command line into the file, so a wait that
+//! runs out names who holds it and for how long.
+//!
 //! A second lock, [`ControllerLock`], one per interface, is held for as long as an autorate
 //! controller runs there: two controllers on one interface (`unbloat autorate` by hand beside
 //! the daemon's `[autorate]` table) would each undo the other's rates several times a second.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long a change waits for another to finish: a start in User-Mode Linux on a loaded
+/// machine takes a few seconds; a holder past this is stuck, or is a long job of its own.
+pub const TX_WAIT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -21,8 +34,15 @@ pub enum LockError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("another unbloat is changing shaping right now (it holds {path}); wait for it to finish and try again")]
-    Busy { path: PathBuf },
+    #[error("another unbloat is changing shaping: {holder} has held {path} for {held}; waited {} s for it to finish. Try again once it is done", .waited.as_secs())]
+    Busy {
+        path: PathBuf,
+        /// `pid 123 (`unbloat autorate wan0`)`, or `another process` when it did not say.
+        holder: String,
+        /// How long the holder has held it (`12 s`), or `a while` when it did not say.
+        held: String,
+        waited: Duration,
+    },
     #[error("{iface}'s rates are already moved by another autorate controller ({holder}); two would undo each other's changes: stop that one first")]
     Controlled { iface: String, holder: String },
 }
@@ -63,20 +83,97 @@ pub struct TxLock {
 }
 
 impl TxLock {
-    /// Takes the lock without waiting: a second concurrent change is refused, not queued, because
-    /// a queued start would apply settings that were decided before the first one finished.
-    /// `dir` must exist (the caller made it safe first).
+    /// Takes the lock, waiting up to [`TX_WAIT`] for another holder. `dir` must exist (the
+    /// caller made it safe first).
     pub fn acquire(dir: &Path) -> Result<TxLock, LockError> {
+        TxLock::acquire_within(dir, TX_WAIT)
+    }
+
+    /// [`TxLock::acquire`] waiting up to `limit` (zero: not at all). Polled: flock(2) has no
+    /// timeout, and a blocking flock in a thread could not be taken back once we gave up.
+    pub fn acquire_within(dir: &Path, limit: Duration) -> Result<TxLock, LockError> {
         let path = dir.join("transaction.lock");
-        match try_flock(&path)? {
-            Some(file) => Ok(TxLock { _file: file, path }),
-            None => Err(LockError::Busy { path }),
+        let t0 = Instant::now();
+        let mut pause = Duration::from_millis(2);
+        loop {
+            if let Some(file) = try_flock(&path)? {
+                // Who holds it is for a waiter's message only: on a full run directory the lock
+                // still holds, and the journal's write that follows fails with the clear "nothing
+                // was changed" (a waiter then reads "another process").
+                let _ = write_holder(&file, &path);
+                return Ok(TxLock { _file: file, path });
+            }
+            let waited = t0.elapsed();
+            if waited >= limit {
+                let (holder, held) = read_holder(&path);
+                return Err(LockError::Busy {
+                    path,
+                    holder,
+                    held,
+                    waited,
+                });
+            }
+            std::thread::sleep(pause.min(limit - waited));
+            pause = (pause * 2).min(Duration::from_millis(50));
         }
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Writes `pid N\nsince MS\nCOMMAND LINE` into the lock file just taken (MS: the boot clock, so
+/// a step of the wall clock does not change how long it has been held).
+fn write_holder(file: &File, path: &Path) -> Result<(), LockError> {
+    let args: Vec<String> = std::env::args().collect();
+    let mut line = args.join(" ");
+    if let Some(base) = args.first().and_then(|a| a.rsplit('/').next()) {
+        line = std::iter::once(base.to_string())
+            .chain(args.iter().skip(1).cloned())
+            .collect::<Vec<_>>()
+            .join(" ");
+    }
+    let line: String = line.chars().filter(|c| !c.is_control()).take(120).collect();
+    let since = crate::deadline::Now::read().since_boot.as_millis();
+    let text = format!("pid {}\nsince {since}\n{line}\n", std::process::id());
+    let io = |source| LockError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    file.set_len(0).map_err(io)?;
+    file.write_all_at(text.as_bytes(), 0).map_err(io)
+}
+
+/// Who holds the lock and for how long, as [`write_holder`] left it.
+fn read_holder(path: &Path) -> (String, String) {
+    let text = crate::state::read_file(path)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let mut lines = text.lines();
+    let pid = lines.next().and_then(|l| l.strip_prefix("pid "));
+    let since = lines
+        .next()
+        .and_then(|l| l.strip_prefix("since "))
+        .and_then(|ms| ms.parse::<u64>().ok());
+    let command = lines.next().unwrap_or("").trim();
+    let holder = match (pid, command) {
+        (Some(pid), "") => format!("pid {pid}"),
+        (Some(pid), command) => format!("pid {pid} (`{command}`)"),
+        (None, _) => "another process".to_string(),
+    };
+    let held = match since {
+        Some(ms) => {
+            let now = crate::deadline::Now::read().since_boot;
+            format!(
+                "{} s",
+                now.saturating_sub(Duration::from_millis(ms)).as_secs()
+            )
+        }
+        None => "a while".to_string(),
+    };
+    (holder, held)
 }
 
 /// Held by an interface's one autorate controller for as long as it runs; released on drop, or
@@ -117,26 +214,62 @@ impl ControllerLock {
 mod tests {
     use super::*;
 
+    fn temp(tag: &str) -> PathBuf {
+        let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/tmp"))
+            .join(format!("lock-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     #[test]
     fn a_second_lock_is_refused_until_the_first_is_dropped() {
-        let dir = std::env::temp_dir().join(format!("unbloat-lock-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = temp("tx");
         let first = TxLock::acquire(&dir).expect("first lock");
         // flock locks belong to the open file description, so a second open in the same process
         // conflicts just as another process would.
-        match TxLock::acquire(&dir) {
-            Err(LockError::Busy { path }) => assert_eq!(path, first.path()),
+        match TxLock::acquire_within(&dir, Duration::ZERO) {
+            Err(LockError::Busy { path, .. }) => assert_eq!(path, first.path()),
             other => panic!("expected Busy, got {other:?}"),
         }
         drop(first);
-        TxLock::acquire(&dir).expect("free again after drop");
+        TxLock::acquire_within(&dir, Duration::ZERO).expect("free again after drop");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Issue 36, item 5: a change that met the lock was refused at once, so a root `status`
+    /// beside `unbloat autorate` ended the controller.
+    #[test]
+    fn a_second_change_waits_for_the_first_and_one_past_the_bound_is_told_who_holds_it() {
+        let dir = temp("wait");
+        let first = TxLock::acquire(&dir).expect("first lock");
+        let held = Instant::now();
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            drop(first);
+        });
+        let second = TxLock::acquire(&dir).expect("the second waits for the first, not fails");
+        let waited = held.elapsed();
+        assert!(waited >= Duration::from_millis(1400), "{waited:?}");
+        assert!(waited < Duration::from_millis(2500), "{waited:?}");
+        releaser.join().unwrap();
+
+        // Held beyond the bound: refused, naming the holder (this process) and the time.
+        std::thread::sleep(Duration::from_millis(1100));
+        let t0 = Instant::now();
+        let err = TxLock::acquire_within(&dir, Duration::from_millis(300)).unwrap_err();
+        assert!(t0.elapsed() >= Duration::from_millis(300));
+        let text = err.to_string();
+        let pid = format!("pid {} (`", std::process::id());
+        assert!(text.contains(&pid), "{text}");
+        assert!(text.contains("for 1 s;"), "{text}");
+        assert!(text.contains("transaction.lock"), "{text}");
+        drop(second);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn a_second_controller_on_an_interface_is_told_who_holds_it() {
-        let dir = std::env::temp_dir().join(format!("unbloat-ctl-lock-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = temp("ctl");
         let first = ControllerLock::acquire(&dir, "wan0", "unbloatd").expect("first");
         let err = ControllerLock::acquire(&dir, "wan0", "unbloat autorate").unwrap_err();
         let text = err.to_string();

@@ -29,7 +29,7 @@ impl Planned {
     pub fn request(&self) -> Request {
         Request {
             plan: self.plan.clone(),
-            options: serde_json::to_value(&self.opts).unwrap_or_default(),
+            options: self.opts.clone(),
             fairness: Some(self.fairness.clone()),
         }
     }

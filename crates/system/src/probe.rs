@@ -11,6 +11,9 @@
 //! [`Capabilities::missing`] turns the result into [`Missing`] items whose messages name the module
 //! and what to do. Probing needs root (network namespaces).
 
+mod backoff;
+pub use backoff::{probe_backed_off, ProbeBackoff};
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};

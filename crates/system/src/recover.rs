@@ -51,6 +51,20 @@ impl Shaper<'_> {
         self.begin_recovering(discard).map(|(_, _, done)| done)
     }
 
+    /// `unbloat status` as root: recovers only when a journal is there, waiting for the lock at
+    /// most `wait`. With no journal there is nothing to finish or undo, and a command that only
+    /// reads must not take the lock: a change beside it (an autorate controller's) would wait.
+    pub fn recover_if_needed(&self, wait: std::time::Duration) -> Result<Recovery, ApplyError> {
+        // Read without the lock: a journal is replaced whole (rename), never seen half written.
+        if self.state.read_journal()?.is_none() {
+            return Ok(Recovery::default());
+        }
+        self.state.ensure()?;
+        let _lock = TxLock::acquire_within(self.state.path(), wait)?;
+        let rtnl = Rtnl::open()?;
+        self.recover_locked(&rtnl, false)
+    }
+
     /// The lock, after any interrupted transaction was finished or undone.
     pub(crate) fn begin(&self) -> Result<(TxLock, Rtnl), ApplyError> {
         self.begin_recovering(false)
@@ -104,9 +118,8 @@ impl Shaper<'_> {
                 done.finished = ifaces();
             }
             Phase::Pending => {
-                let now = crate::state::now_unix();
-                let due = journal.confirm_by_unix.unwrap_or(0);
-                if now < due {
+                let left = journal.left_now();
+                if !left.is_zero() {
                     return Err(ApplyError::AwaitingConfirmation {
                         ifaces: journal
                             .entries
@@ -114,7 +127,7 @@ impl Shaper<'_> {
                             .map(|e| e.iface.to_string())
                             .collect::<Vec<_>>()
                             .join(", "),
-                        left: due - now,
+                        left: crate::deadline::whole_secs(left),
                     });
                 }
                 self.revert(rtnl, &journal)?;
@@ -159,8 +172,7 @@ impl Shaper<'_> {
         let _lock = crate::lock::TxLock::acquire(self.state.path())?;
         match self.state.read_journal()? {
             Some(j) if j.phase == Phase::Pending => {
-                let due = j.confirm_by_unix.unwrap_or(0);
-                if crate::state::now_unix() >= due {
+                if j.left_now().is_zero() {
                     // Too late: the watchdog or the next command undoes it; say so now.
                     let rtnl = Rtnl::open()?;
                     self.revert(&rtnl, &j)?;
@@ -183,9 +195,7 @@ impl Shaper<'_> {
             if j.id != id || j.phase != Phase::Pending {
                 return Ok(false);
             }
-            let now = crate::state::now_unix();
-            let due = j.confirm_by_unix.unwrap_or(0);
-            if now < due {
+            if !j.left_now().is_zero() {
                 std::thread::sleep(std::time::Duration::from_millis(200));
                 continue;
             }

@@ -53,13 +53,10 @@ use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 
 use wire::Reply;
 
-/// `TC_H_ROOT` (include/uapi/linux/pkt_sched.h): the parent of a device's root qdisc.
-pub const TC_H_ROOT: u32 = 0xFFFF_FFFF;
-/// `TC_H_INGRESS` (pkt_sched.h): the parent of an ingress or clsact qdisc.
-pub const TC_H_INGRESS: u32 = 0xFFFF_FFF1;
-/// `TCA_CAKE_BASE_RATE64` (pkt_sched.h `enum { TCA_CAKE_UNSPEC, TCA_CAKE_PAD,
-/// TCA_CAKE_BASE_RATE64, ... }`): cake's rate, a u64 in bytes per second.
-const TCA_CAKE_BASE_RATE64: u16 = 2;
+// The kernel's numbers, defined once in the shaper crate (re-exported: callers of `Rtnl` name
+// a qdisc's parent with them).
+use unbloat_shaper::qdisc::cake::attr::BASE_RATE64 as TCA_CAKE_BASE_RATE64;
+pub use unbloat_shaper::qdisc::netlink::{TC_H_INGRESS, TC_H_ROOT};
 
 /// How long to wait for the kernel's next reply datagram. The kernel always answers a request
 /// that asks for an ack; this only turns a stuck socket into an error instead of a hang.

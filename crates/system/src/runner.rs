@@ -9,8 +9,16 @@
 //!   started at all ([`RunError`]), and names the program and the package that provides it.
 //! - A child gets `/dev/null` as stdin unless the [`Cmd`] carries stdin text, so nothing ever waits on
 //!   a terminal (CI runs without one).
-//! - [`SystemRunner`] finds programs through `PATH`; the environment variables `UNBLOAT_TC` and
-//!   `UNBLOAT_IP` replace the `tc` and `ip` programs (tests put a fault-injecting wrapper there).
+//! - Every child of [`SystemRunner::run`] that configures the kernel (`tc`, `ip`, `nft`,
+//!   `iptables`..., `modprobe`, `sysctl`: [`Cmd::deadline`]) has a deadline ([`DEFAULT_TIMEOUT`],
+//!   or the [`Cmd`]'s own): one that hangs would otherwise hold the transaction lock for ever
+//!   (procd and systemd wait as long). At the deadline its whole process group gets SIGKILL and
+//!   the call fails with [`RunError::TimedOut`], which names the command. Other programs (the
+//!   lab's measurements and far ends, `ip netns exec NS PROGRAM`) run as long as their [`Cmd`]
+//!   allows, without a limit if it sets none: a 45 s test is not a hung `tc`.
+//! - [`SystemRunner`] finds programs through `PATH`. In test builds only (the `test-knobs`
+//!   feature, [`crate::knobs`]), the environment variables `UNBLOAT_TC` and `UNBLOAT_IP` replace
+//!   the `tc` and `ip` programs (tests put a fault-injecting wrapper there).
 //! - [`RecordingRunner`] runs nothing: it records every command and answers from a script, for tests
 //!   of the code that builds commands.
 //! - [`Cmd::display`] is a line a POSIX shell would run with the same meaning (used by `--dry-run`).
@@ -21,6 +29,12 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
+use std::time::Duration;
+
+/// How long a child may run unless its [`Cmd`] says otherwise: far beyond any `tc -batch` of
+/// ours (a few hundred milliseconds in User-Mode Linux), short enough that a hung one frees the
+/// lock before a user or a supervisor gives up.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A program and its arguments, run without a shell, and optionally text fed to its stdin
 /// (`tc -batch -` reads its script there).
@@ -29,6 +43,8 @@ pub struct Cmd {
     pub program: String,
     pub args: Vec<String>,
     pub stdin: Option<String>,
+    /// How long it may run: None is [`Cmd::deadline`]'s default.
+    pub timeout: Option<Duration>,
 }
 
 impl Cmd {
@@ -38,7 +54,48 @@ impl Cmd {
             program: program.into(),
             args: Vec::new(),
             stdin: None,
+            timeout: None,
         }
+    }
+
+    /// Lets it run for `limit` (a measurement that runs for a minute), not [`DEFAULT_TIMEOUT`].
+    pub fn timeout(mut self, limit: Duration) -> Cmd {
+        self.timeout = Some(limit);
+        self
+    }
+
+    /// How long it may run: its own limit, else `default` for a program that configures the
+    /// kernel (it answers in milliseconds, and the transaction lock is held meanwhile), else no
+    /// limit. `ip netns exec NS PROGRAM` is judged by PROGRAM.
+    pub fn deadline(&self, default: Duration) -> Option<Duration> {
+        if self.timeout.is_some() {
+            return self.timeout;
+        }
+        let mut words = std::iter::once(&self.program).chain(&self.args);
+        let mut program = words.next()?;
+        if base(program) == "ip" && self.args.get(..2) == Some(&["netns".into(), "exec".into()]) {
+            program = self.args.get(3)?;
+        }
+        const CONFIGURES_THE_KERNEL: &[&str] = &[
+            "tc",
+            "ip",
+            "nft",
+            "iptables",
+            "ip6tables",
+            "iptables-save",
+            "ip6tables-save",
+            "iptables-restore",
+            "ip6tables-restore",
+            "iptables-legacy",
+            "ip6tables-legacy",
+            "modprobe",
+            "rmmod",
+            "sysctl",
+            "ethtool",
+        ];
+        CONFIGURES_THE_KERNEL
+            .contains(&base(program))
+            .then_some(default)
     }
 
     /// `tc ARGS...`.
@@ -193,6 +250,9 @@ pub enum RunError {
         #[source]
         source: io::Error,
     },
+    /// `command` is the program with its arguments (without its stdin text).
+    #[error("`{command}` did not finish within {} s and was killed", .after.as_secs_f64())]
+    TimedOut { command: String, after: Duration },
     #[error("lost contact with `{program}` while it ran")]
     Wait {
         program: String,
@@ -225,6 +285,12 @@ pub fn package_for(program: &str) -> Option<&'static str> {
 pub trait Runner {
     /// Runs `cmd` to completion. A non-zero exit is `Ok` with that status.
     fn run(&self, cmd: &Cmd) -> Result<CmdOutput, RunError>;
+
+    /// Whether it runs programs on this machine (what it learns about the kernel holds for
+    /// the next call too), rather than answering from a script.
+    fn is_this_machine(&self) -> bool {
+        false
+    }
 }
 
 /// Runs commands on this machine with `std::process::Command`.
@@ -238,11 +304,13 @@ pub struct SystemRunner {
 pub const PROGRAM_OVERRIDES: [(&str, &str); 2] = [("tc", "UNBLOAT_TC"), ("ip", "UNBLOAT_IP")];
 
 impl SystemRunner {
-    /// A runner that honours `UNBLOAT_TC` and `UNBLOAT_IP` as they are set now (empty = unset).
+    /// The runner of the product. Test builds (feature `test-knobs`) honour `UNBLOAT_TC` and
+    /// `UNBLOAT_IP` as they are set now (empty = unset); a release build never reads them, so a
+    /// root process that inherits them (sudo, a unit file, cron) still runs the real `tc`.
     pub fn from_env() -> SystemRunner {
         let mut runner = SystemRunner::default();
         for (program, var) in PROGRAM_OVERRIDES {
-            if let Some(path) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            if let Some(path) = crate::knobs::var(var) {
                 runner
                     .overrides
                     .insert(program.to_string(), (PathBuf::from(path), var.to_string()));
@@ -324,7 +392,12 @@ impl SystemRunner {
 }
 
 impl Runner for SystemRunner {
+    fn is_this_machine(&self) -> bool {
+        true
+    }
+
     fn run(&self, cmd: &Cmd) -> Result<CmdOutput, RunError> {
+        use std::os::unix::process::CommandExt;
         let mut command = self.command(cmd);
         command
             .stdin(if cmd.stdin.is_some() {
@@ -333,7 +406,10 @@ impl Runner for SystemRunner {
                 Stdio::null()
             })
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            // A group of its own, so that the deadline ends what it started too (a wrapper
+            // script's `tc`, a `sleep`), and a hang cannot leave a grandchild holding our pipes.
+            .process_group(0);
         let mut child = command.spawn().map_err(|e| self.spawn_error(cmd, e))?;
         let wait_error = |source| RunError::Wait {
             program: cmd.program.clone(),
@@ -348,7 +424,22 @@ impl Runner for SystemRunner {
             }
             _ => None,
         };
-        let output = child.wait_with_output().map_err(wait_error)?;
+        let limit = cmd.deadline(default_timeout());
+        let waited = match limit {
+            Some(limit) => wait_within(child, limit),
+            None => child.wait_with_output().map_err(Waited::Io),
+        };
+        let output = waited.map_err(|e| match e {
+            Waited::Io(source) => wait_error(source),
+            Waited::TimedOut => RunError::TimedOut {
+                command: Cmd {
+                    stdin: None,
+                    ..cmd.clone()
+                }
+                .display(),
+                after: limit.unwrap_or_default(),
+            },
+        })?;
         if let Some(writer) = writer {
             match writer.join() {
                 // A program may exit without reading all of its stdin (tc -batch stops at the first
@@ -363,6 +454,52 @@ impl Runner for SystemRunner {
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         })
     }
+}
+
+/// [`DEFAULT_TIMEOUT`]; in test builds `UNBLOAT_CHILD_TIMEOUT_MS` shortens it, so that a test
+/// of a hung `tc` does not wait 30 s.
+fn default_timeout() -> Duration {
+    crate::knobs::var("UNBLOAT_CHILD_TIMEOUT_MS")
+        .and_then(|v| v.to_str()?.parse().ok())
+        .map_or(DEFAULT_TIMEOUT, Duration::from_millis)
+}
+
+/// The file name of a program named by path or by name.
+fn base(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
+enum Waited {
+    Io(io::Error),
+    TimedOut,
+}
+
+/// The child's output once it exits, or SIGKILL to its process group at `limit`. A thread of its
+/// own reads both pipes and reaps it (`wait_with_output`, which cannot deadlock on a full pipe);
+/// this one waits for that thread's answer, or for the deadline.
+fn wait_within(child: Child, limit: Duration) -> Result<std::process::Output, Waited> {
+    let pid = child.id() as libc::pid_t;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(done) => return done.map_err(Waited::Io),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            return Err(Waited::Io(io::Error::other("the waiting thread died")))
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+    }
+    // The child has not been reaped (that thread would have answered), so its id, which is its
+    // group's, is still ours; only an exit in the very instant since the deadline races this.
+    // SAFETY: kill has no memory-safety preconditions; a negative pid names the process group.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+    // The group is gone and the pipes with it; a process that left the group and kept a pipe
+    // would keep that thread waiting, never this one.
+    let _ = rx.recv_timeout(Duration::from_secs(1));
+    Err(Waited::TimedOut)
 }
 
 /// The exit code, or 128 + the signal number for a program a signal ended.
@@ -596,6 +733,71 @@ mod tests {
             .run(&Cmd::new("sh").args(["-c", "kill -TERM $$"]))
             .unwrap();
         assert_eq!(out.status, 128 + 15);
+    }
+
+    /// Issue 36, item 12: a `tc` that hangs held the transaction lock for ever.
+    #[test]
+    fn a_child_that_hangs_is_killed_at_its_deadline_with_its_group_and_named() {
+        let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/tmp"))
+            .join(format!("runner-hang-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let marker = dir.join("still-alive");
+        let hang = dir.join("tc-hangs");
+        // A wrapper whose own child (the sleep) must die with it: after the deadline nothing
+        // may touch the marker.
+        std::fs::write(
+            &hang,
+            format!(
+                "#!/bin/sh\necho started\nsleep 2 && touch {}\nsleep 1000\n",
+                marker.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&hang, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let mut r = SystemRunner::plain();
+        r.overrides
+            .insert("tc".into(), (hang.clone(), "UNBLOAT_TC".into()));
+        let t0 = std::time::Instant::now();
+        let cmd = Cmd::tc(["-batch", "-"])
+            .stdin("qdisc show\n")
+            .timeout(Duration::from_millis(500));
+        let err = r.run(&cmd).unwrap_err();
+        let took = t0.elapsed();
+        assert!(matches!(err, RunError::TimedOut { .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "`tc -batch -` did not finish within 0.5 s and was killed"
+        );
+        assert!(took < Duration::from_secs(2), "took {took:?}");
+        std::thread::sleep(Duration::from_millis(2500));
+        assert!(
+            !marker.exists(),
+            "the hung program's child outlived the deadline"
+        );
+        // A quick one is untouched by a deadline, and the default applies without one.
+        assert_eq!(
+            SystemRunner::plain()
+                .run(&Cmd::new("echo").arg("x").timeout(Duration::from_secs(5)))
+                .unwrap()
+                .stdout,
+            "x\n"
+        );
+        assert_eq!(Cmd::new("true").timeout, None);
+        // The default is for what configures the kernel, not for a measurement run through
+        // `ip netns exec` (the lab's 45 s test was killed at 30 s).
+        let d = Duration::from_secs(30);
+        assert_eq!(Cmd::tc(["qdisc", "show"]).deadline(d), Some(d));
+        assert_eq!(Cmd::new("/usr/sbin/nft").arg("list").deadline(d), Some(d));
+        let exec = |prog: &str| {
+            Cmd::new("ip").args(["netns", "exec", "lan", prog, "test", "--duration", "45s"])
+        };
+        assert_eq!(exec("/usr/bin/unbloat").deadline(d), None);
+        assert_eq!(exec("tc").deadline(d), Some(d));
+        assert_eq!(Cmd::new("iperf3").arg("-c").deadline(d), None);
+        let own = Duration::from_secs(135);
+        assert_eq!(exec("sh").timeout(own).deadline(d), Some(own));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

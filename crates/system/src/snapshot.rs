@@ -9,13 +9,8 @@
 use crate::rtnl::{Link, RawQdisc, Rtnl, RtnlError};
 use serde::{Deserialize, Serialize};
 
-/// `TC_H_ROOT` and `TC_H_INGRESS` (include/uapi/linux/pkt_sched.h): the parents of a root and
-/// of an ingress/clsact qdisc.
-const TC_H_ROOT: u32 = 0xFFFF_FFFF;
-const TC_H_INGRESS: u32 = 0xFFFF_FFF1;
-/// `TCA_HTB_INIT` (pkt_sched.h): its `struct tc_htb_glob` ends with `direct_pkts`, a counter.
-const TCA_HTB_INIT: u16 = 2;
-const HTB_DIRECT_PKTS: std::ops::Range<usize> = 16..20;
+use unbloat_shaper::qdisc::htb::attr::{INIT as TCA_HTB_INIT, INIT_DIRECT_PKTS as HTB_DIRECT_PKTS};
+use unbloat_shaper::qdisc::netlink::{TC_H_INGRESS, TC_H_ROOT};
 
 /// One qdisc's configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -23,6 +23,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::plan::Plan;
 use unbloat_units::IfName;
 
@@ -40,8 +41,11 @@ pub struct ShapedState {
     pub version: u32,
     pub iface: IfName,
     /// The options as the user gave them (flags merged over the config), for `set-rate`, which
-    /// re-plans with new rates and everything else as it was.
-    pub options: serde_json::Value,
+    /// re-plans with new rates and everything else as it was. Written as [`ShapeOptions`]'
+    /// own JSON (every key, unset ones null); a record whose options are `null` (written for
+    /// a stop by versions before this type) reads as no options said.
+    #[serde(deserialize_with = "options_or_none")]
+    pub options: ShapeOptions,
     /// What unbloat created, as the kernel must hold it (updated by `set-rate`).
     pub plan: Plan,
     pub applied_at_unix: u64,
@@ -53,7 +57,7 @@ pub struct ShapedState {
 }
 
 impl ShapedState {
-    pub fn new(plan: Plan, options: serde_json::Value) -> ShapedState {
+    pub fn new(plan: Plan, options: ShapeOptions) -> ShapedState {
         ShapedState {
             version: STATE_VERSION,
             iface: plan.wan.clone(),
@@ -69,6 +73,11 @@ impl ShapedState {
         self.fairness = line;
         self
     }
+}
+
+/// `options`: [`ShapeOptions`], or `null` as none said.
+fn options_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ShapeOptions, D::Error> {
+    Ok(Option::<ShapeOptions>::deserialize(d)?.unwrap_or_default())
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -113,7 +122,7 @@ impl StateDir {
         self.path.join("shaped")
     }
 
-    fn record(&self, iface: &str) -> PathBuf {
+    fn record(&self, iface: &IfName) -> PathBuf {
         self.records().join(format!("{iface}.json"))
     }
 
@@ -123,7 +132,7 @@ impl StateDir {
         secure_dir(&self.records())
     }
 
-    pub fn load(&self, iface: &str) -> Result<Option<ShapedState>, StateError> {
+    pub fn load(&self, iface: &IfName) -> Result<Option<ShapedState>, StateError> {
         let path = self.record(iface);
         let Some(text) = read_file(&path)? else {
             return Ok(None);
@@ -132,7 +141,7 @@ impl StateDir {
             path: path.clone(),
             reason: e.to_string(),
         })?;
-        if state.version != STATE_VERSION || state.iface.as_str() != iface {
+        if state.version != STATE_VERSION || state.iface != *iface {
             let reason = format!(
                 "version {} for {} (this unbloat reads version {STATE_VERSION} records named after their interface)",
                 state.version, state.iface
@@ -161,12 +170,13 @@ impl StateDir {
         )
     }
 
-    pub fn remove(&self, iface: &str) -> Result<(), StateError> {
+    pub fn remove(&self, iface: &IfName) -> Result<(), StateError> {
         remove_file(&self.records(), &format!("{iface}.json"))
     }
 
-    /// Every interface with a record, sorted by name (names may start with a dot).
-    pub fn list(&self) -> Result<Vec<String>, StateError> {
+    /// Every interface with a record, sorted by name (names may start with a dot). A file whose
+    /// name is not an interface's is not a record.
+    pub fn list(&self) -> Result<Vec<IfName>, StateError> {
         let dir = self.records();
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
@@ -179,14 +189,13 @@ impl StateDir {
                 })
             }
         };
-        let mut names: Vec<String> = entries
+        let mut names: Vec<IfName> = entries
             .filter_map(|e| e.ok())
             .filter_map(|e| {
                 e.file_name()
                     .to_str()
                     .and_then(|n| n.strip_suffix(".json"))
-                    .filter(|n| n.parse::<IfName>().is_ok())
-                    .map(str::to_string)
+                    .and_then(|n| n.parse::<IfName>().ok())
             })
             .collect();
         names.sort();
@@ -195,8 +204,19 @@ impl StateDir {
 }
 
 /// Makes `dir` (mode 0700) if it is missing; refuses a symlink, a non-directory, or a directory
-/// someone else owns; tightens the mode of one we own.
+/// someone else owns. One we own that others may read is tightened only under
+/// [`DEFAULT_RUN_DIR`] (an older unbloat made it so) or in test builds; anywhere else it is
+/// refused, so `UNBLOAT_RUN_DIR=/etc` cannot have root make `/etc` mode 0700.
 fn secure_dir(dir: &Path) -> Result<(), StateError> {
+    secure_dir_as(
+        dir,
+        crate::knobs::ENABLED || dir.starts_with(DEFAULT_RUN_DIR),
+    )
+}
+
+/// [`secure_dir`] with the choice to tighten as an argument: the product's path is tested in
+/// every build.
+fn secure_dir_as(dir: &Path, may_tighten: bool) -> Result<(), StateError> {
     let unsafe_dir = |reason: String| StateError::Unsafe {
         path: dir.to_path_buf(),
         reason,
@@ -227,6 +247,12 @@ fn secure_dir(dir: &Path) -> Result<(), StateError> {
         return Err(unsafe_dir(format!(
             "it belongs to user {}, not to this user ({me})",
             meta.uid()
+        )));
+    }
+    if meta.mode() & 0o077 != 0 && !may_tighten {
+        return Err(unsafe_dir(format!(
+            "it has mode {:o}; a run directory must be 0700 (chmod 700 it, or name a new one)",
+            meta.mode() & 0o7777
         )));
     }
     if meta.mode() & 0o077 != 0 {
@@ -336,7 +362,6 @@ pub fn now_unix() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use unbloat_shaper::options::ShapeOptions;
     use unbloat_shaper::spec::Spec;
 
     fn sample(iface: &str) -> ShapedState {
@@ -345,7 +370,45 @@ mod tests {
             ..Default::default()
         };
         let plan = Plan::build(&Spec::new(iface.parse().unwrap(), &opts).unwrap());
-        ShapedState::new(plan, serde_json::to_value(&opts).unwrap())
+        ShapedState::new(plan, opts)
+    }
+
+    /// A record as version 2 wrote it before its options were a type (`serde_json::Value` of
+    /// [`ShapeOptions`]): it still reads, with the same options and plan, and writes back as
+    /// the same JSON.
+    #[test]
+    fn a_record_written_before_the_options_were_typed_still_reads() {
+        let text = include_str!("../tests/fixtures/shaped-v2.json");
+        let r: ShapedState = serde_json::from_str(text).unwrap();
+        assert_eq!(r.iface.as_str(), "eth0");
+        assert_eq!(r.options.down, Some("78mbit".parse().unwrap()));
+        assert_eq!(r.options.isolation.map(|i| i.name()), Some("dual-host"));
+        assert_eq!(r.options.nat, Some(true));
+        let spec = Spec::new(r.iface.clone(), &r.options).unwrap();
+        assert_eq!(
+            r.plan,
+            Plan::build(&spec),
+            "the options still plan what was recorded"
+        );
+        let old: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            serde_json::to_value(&r).unwrap(),
+            old,
+            "written back as it was"
+        );
+        // A stop's record of older versions had `"options": null`.
+        let mut null = old.clone();
+        null["options"] = serde_json::Value::Null;
+        let r: ShapedState = serde_json::from_value(null).unwrap();
+        assert_eq!(r.options, ShapeOptions::default());
+    }
+
+    fn name(s: &str) -> IfName {
+        s.parse().unwrap()
+    }
+
+    fn names(list: &[&str]) -> Vec<IfName> {
+        list.iter().map(|s| name(s)).collect()
     }
 
     fn temp(tag: &str) -> StateDir {
@@ -358,18 +421,51 @@ mod tests {
         )))
     }
 
+    /// Issue 36, item 11: `UNBLOAT_RUN_DIR=/etc` had root make `/etc` mode 0700. The product
+    /// refuses a run directory others can read outside /run/unbloat, and leaves its mode alone.
+    #[test]
+    fn a_product_build_refuses_a_readable_run_directory_and_does_not_chmod_it() {
+        let dir = temp("mode");
+        std::fs::DirBuilder::new()
+            .mode(0o755)
+            .create(dir.path())
+            .unwrap();
+        std::fs::set_permissions(dir.path(), PermissionsExt::from_mode(0o755)).unwrap();
+        let err = secure_dir_as(dir.path(), false).unwrap_err().to_string();
+        assert!(
+            err.contains("mode 755") && err.contains("chmod 700"),
+            "{err}"
+        );
+        let mode = std::fs::metadata(dir.path()).unwrap().mode() & 0o7777;
+        assert_eq!(mode, 0o755, "the directory's mode was changed");
+        // A test build, or /run/unbloat, tightens it as before.
+        secure_dir_as(dir.path(), true).unwrap();
+        assert_eq!(
+            std::fs::metadata(dir.path()).unwrap().mode() & 0o7777,
+            0o700
+        );
+        // A missing one is made 0700 either way.
+        let fresh = dir.path().join("fresh");
+        secure_dir_as(&fresh, false).unwrap();
+        assert_eq!(std::fs::metadata(&fresh).unwrap().mode() & 0o7777, 0o700);
+        std::fs::remove_dir_all(dir.path()).unwrap();
+    }
+
     #[test]
     fn records_round_trip_and_list_and_remove_including_names_with_a_leading_dot() {
         let dir = temp("rt");
-        assert_eq!(dir.load("eth0").unwrap(), None);
+        assert_eq!(dir.load(&name("eth0")).unwrap(), None);
         for name in ["eth0", ".hidden0", "eth1"] {
             dir.save(&sample(name)).unwrap();
         }
-        assert_eq!(dir.load("eth0").unwrap(), Some(sample_at(&dir, "eth0")));
-        assert_eq!(dir.list().unwrap(), vec![".hidden0", "eth0", "eth1"]);
-        dir.remove("eth0").unwrap();
-        dir.remove("eth0").unwrap(); // removing twice is fine: stop is idempotent too
-        assert_eq!(dir.list().unwrap(), vec![".hidden0", "eth1"]);
+        assert_eq!(
+            dir.load(&name("eth0")).unwrap(),
+            Some(sample_at(&dir, "eth0"))
+        );
+        assert_eq!(dir.list().unwrap(), names(&[".hidden0", "eth0", "eth1"]));
+        dir.remove(&name("eth0")).unwrap();
+        dir.remove(&name("eth0")).unwrap(); // removing twice is fine: stop is idempotent too
+        assert_eq!(dir.list().unwrap(), names(&[".hidden0", "eth1"]));
         let mode = std::fs::metadata(dir.path()).unwrap().mode() & 0o777;
         assert_eq!(mode, 0o700);
         let _ = std::fs::remove_dir_all(dir.path());
@@ -378,7 +474,7 @@ mod tests {
     fn sample_at(dir: &StateDir, iface: &str) -> ShapedState {
         // The saved time is the clock's: compare everything else.
         let mut s = sample(iface);
-        s.applied_at_unix = dir.load(iface).unwrap().unwrap().applied_at_unix;
+        s.applied_at_unix = dir.load(&name(iface)).unwrap().unwrap().applied_at_unix;
         s
     }
 
@@ -387,7 +483,7 @@ mod tests {
         let dir = temp("bad");
         dir.ensure().unwrap();
         std::fs::write(dir.records().join("eth9.json"), "{not json").unwrap();
-        let err = dir.load("eth9").unwrap_err().to_string();
+        let err = dir.load(&name("eth9")).unwrap_err().to_string();
         assert!(err.contains("eth9.json"), "{err}");
         let _ = std::fs::remove_dir_all(dir.path());
     }
@@ -399,7 +495,7 @@ mod tests {
         let target = dir.path().join("elsewhere.json");
         std::fs::write(&target, "{}").unwrap();
         std::os::unix::fs::symlink(&target, dir.records().join("eth0.json")).unwrap();
-        let err = dir.load("eth0").unwrap_err().to_string();
+        let err = dir.load(&name("eth0")).unwrap_err().to_string();
         assert!(err.contains("symbolic link"), "{err}");
         // Saving replaces the link itself (rename), never writes through it.
         dir.save(&sample("eth0")).unwrap();
@@ -425,7 +521,7 @@ mod tests {
         dir.ensure().unwrap();
         let f = File::create(dir.records().join("eth0.json")).unwrap();
         f.set_len(MAX_FILE * 4).unwrap();
-        let err = dir.load("eth0").unwrap_err().to_string();
+        let err = dir.load(&name("eth0")).unwrap_err().to_string();
         assert!(err.contains("larger than"), "{err}");
         let _ = std::fs::remove_dir_all(dir.path());
     }

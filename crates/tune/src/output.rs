@@ -37,11 +37,12 @@ pub fn config_toml(iface: &str, tuned: &Tuned, note: &str) -> Result<String, Str
 
 /// Writes `unbloat.toml`, `tune.json`, the SVGs and `index.html` into `dir`.
 pub fn write(dir: &Path, iface: &str, tuned: &Tuned, note: &str) -> Result<Vec<PathBuf>, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // As root, often into a directory others can write: never through a planted link.
+    unbloat_safefs::ensure_dir(dir).map_err(|e| e.to_string())?;
     let mut files = vec![];
     let mut put = |name: &str, text: String| -> Result<(), String> {
         let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        unbloat_safefs::write(&path, text, 0o644).map_err(|e| e.to_string())?;
         files.push(path);
         Ok(())
     };
@@ -350,5 +351,26 @@ mod tests {
             "{svg}"
         );
         assert!(tradeoff_svg("Upload", &[], 10.0, None).contains("no steps"));
+    }
+
+    /// Issue 36 item 10: `tune --out` writes as root; a link planted at one of its file names
+    /// is refused, named, and the file it points at stays as it was.
+    #[test]
+    fn a_link_planted_at_a_file_name_is_refused_and_its_target_untouched() {
+        let base =
+            std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/tmp"));
+        let dir = base.join(format!("tune-out-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("tune.json")).unwrap();
+        let err = write(&dir, "eth0", &tuned(), "note").unwrap_err();
+        assert!(
+            err.contains("symbolic link") && err.contains("tune.json"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -95,6 +95,13 @@ impl Netns {
 
     /// Runs `unbloat ARGS` in the namespace with its own state directory and extra env.
     pub fn unbloat_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        // The binary built for these tests reads them only with the test knobs, which the
+        // `unbloat` crate's dev-dependency turns on: a build without them would ignore the
+        // fault this test injects, and prove nothing.
+        assert!(
+            unbloat_system::knobs::ENABLED || env.iter().all(|(k, _)| !k.starts_with("UNBLOAT_")),
+            "this test needs the feature test-knobs (cargo test turns it on; make test names it)"
+        );
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.name, UNBLOAT])
             .args(args)

@@ -2,6 +2,8 @@
 //! and whether they sit under "more options". The order is the example config's.
 
 use serde::Serialize;
+use unbloat_shaper::cake;
+use unbloat_shaper::options::ISOLATION_NAMES;
 
 /// How the page edits a key.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
@@ -102,30 +104,11 @@ pub const FIELDS: &[Field] = &[
         ],
         "the link's framing and overhead (man tc-cake)",
     ),
-    choice(
-        "diffserv",
-        &[
-            "besteffort",
-            "diffserv3",
-            "diffserv4",
-            "diffserv8",
-            "precedence",
-        ],
-        "cake's DSCP tins",
-    ),
+    // cake's words and unbloat's isolations, from the shaper's one list of each.
+    choice("diffserv", cake::words::DIFFSERV_WORDS, "cake's DSCP tins"),
     choice(
         "isolation",
-        &[
-            "flows",
-            "hosts",
-            "srchost",
-            "dsthost",
-            "dual-host",
-            "dual-srchost",
-            "dual-dsthost",
-            "triple-isolate",
-            "flowblind",
-        ],
+        ISOLATION_NAMES,
         "flow isolation; dual-host: fair between LAN hosts",
     ),
     flag("nat", "look up NAT to see LAN hosts"),

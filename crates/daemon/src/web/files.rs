@@ -2,12 +2,14 @@
 //! (`runs/` in the run directory) and the lab reports (`--reports DIR`).
 //!
 //! Only what lies under the directory is served: a path with `..`, an absolute path, or one
-//! whose real location (symbolic links followed) is outside the directory is refused, before
-//! anything is opened. A served file cannot act as the page: it gets
+//! with a symbolic link anywhere below the directory is refused. The file is opened once and
+//! served from that descriptor, so a link swapped in after a check is never followed (issue 36). A served file cannot act as the page: it gets
 //! `Content-Security-Policy: sandbox` (a unique origin, no scripts), so a report's HTML never
 //! reaches the token the page keeps in sessionStorage.
 
-use std::path::{Component, Path, PathBuf};
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use axum::body::Body;
@@ -26,38 +28,34 @@ const MAX_REPORTS: usize = 200;
 /// Why a path is not served.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Refused {
-    /// `..`, an absolute path, or a link out of the directory.
+    /// `..`, an absolute path, or a symbolic link anywhere below the directory.
     Outside,
     NotFound,
+    TooLarge,
 }
 
-/// The file `rel` names under `base`: a directory means its `index.html`.
-pub fn resolve(base: &Path, rel: &str) -> Result<PathBuf, Refused> {
-    let mut path = base.to_path_buf();
-    for c in Path::new(rel).components() {
-        match c {
-            Component::Normal(name) => path.push(name),
-            Component::CurDir => {}
-            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
-                return Err(Refused::Outside)
-            }
+/// The file `rel` names under `base`, open: a directory means its `index.html`. Opened once,
+/// a component at a time, links refused on every one ([`unbloat_safefs::open_beneath`]); what
+/// is checked (a regular file, its size) is the descriptor served, so nothing swapped in after
+/// the check is served. The name the file is served under (its type comes from it).
+pub fn open(base: &Path, rel: &str) -> Result<(File, PathBuf), Refused> {
+    let mut rel = PathBuf::from(rel);
+    let opened = match unbloat_safefs::open_beneath(base, &rel) {
+        Err(e) if e.kind() == ErrorKind::IsADirectory => {
+            rel.push("index.html");
+            unbloat_safefs::open_beneath(base, &rel)
         }
+        other => other,
+    };
+    let file = opened.map_err(|e| match e.kind() {
+        ErrorKind::InvalidInput => Refused::Outside,
+        _ => Refused::NotFound,
+    })?;
+    match file.metadata() {
+        Ok(m) if m.len() > MAX_FILE => Err(Refused::TooLarge),
+        Ok(_) => Ok((file, rel)),
+        Err(_) => Err(Refused::NotFound),
     }
-    let base = base.canonicalize().map_err(|_| Refused::NotFound)?;
-    let mut real = path.canonicalize().map_err(|_| Refused::NotFound)?;
-    if !real.starts_with(&base) {
-        return Err(Refused::Outside);
-    }
-    if real.is_dir() {
-        real = real
-            .join("index.html")
-            .canonicalize()
-            .map_err(|_| Refused::NotFound)?;
-        if !real.starts_with(&base) {
-            return Err(Refused::Outside);
-        }
-    }
-    Ok(real)
 }
 
 /// The answer to `GET PREFIX/rel` for the directory `base` (blocking: it reads the file).
@@ -65,30 +63,28 @@ pub fn answer(base: Option<&Path>, rel: &str) -> Response {
     let Some(base) = base else {
         return (StatusCode::NOT_FOUND, "no such directory is served").into_response();
     };
-    let path = match resolve(base, rel) {
-        Ok(p) => p,
+    let (file, path) = match open(base, rel) {
+        Ok(opened) => opened,
         Err(Refused::Outside) => {
             return (
                 StatusCode::FORBIDDEN,
-                "only files under the served directory are served",
+                "only files under the served directory are served, and no links",
             )
                 .into_response()
         }
-        Err(Refused::NotFound) => return (StatusCode::NOT_FOUND, "no such file").into_response(),
-    };
-    match std::fs::metadata(&path) {
-        Ok(m) if m.len() > MAX_FILE => {
+        Err(Refused::TooLarge) => {
             return (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "the file is too large to serve",
             )
                 .into_response()
         }
-        Ok(m) if m.is_file() => {}
-        _ => return (StatusCode::NOT_FOUND, "no such file").into_response(),
-    }
-    match std::fs::read(&path) {
-        Ok(bytes) => Response::builder()
+        Err(Refused::NotFound) => return (StatusCode::NOT_FOUND, "no such file").into_response(),
+    };
+    // At most MAX_FILE, should the file grow after the check.
+    let mut bytes = vec![];
+    match file.take(MAX_FILE).read_to_end(&mut bytes) {
+        Ok(_) => Response::builder()
             .header(header::CONTENT_TYPE, content_type(&path))
             .header(header::CONTENT_SECURITY_POLICY, "sandbox")
             .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
@@ -196,19 +192,66 @@ mod tests {
     }
 
     #[test]
-    fn only_files_under_the_directory_resolve() {
+    fn only_files_under_the_directory_open() {
         let scratch = tree();
         let base = scratch.path().join("base");
-        assert!(resolve(&base, "lab1/a.svg")
-            .unwrap()
-            .ends_with("lab1/a.svg"));
-        assert!(resolve(&base, "lab1").unwrap().ends_with("lab1/index.html"));
-        assert!(resolve(&base, "./lab1/index.html").is_ok());
-        assert_eq!(resolve(&base, "../secret"), Err(Refused::Outside));
-        assert_eq!(resolve(&base, "lab1/../../secret"), Err(Refused::Outside));
-        assert_eq!(resolve(&base, "/etc/passwd"), Err(Refused::Outside));
-        assert_eq!(resolve(&base, "lab1/link"), Err(Refused::Outside));
-        assert_eq!(resolve(&base, "lab1/nothing"), Err(Refused::NotFound));
+        let name = |rel: &str| open(&base, rel).map(|(_, p)| p);
+        assert_eq!(name("lab1/a.svg"), Ok(PathBuf::from("lab1/a.svg")));
+        assert_eq!(name("lab1"), Ok(PathBuf::from("lab1/index.html")));
+        assert!(name("./lab1/index.html").is_ok());
+        assert_eq!(name("../secret"), Err(Refused::Outside));
+        assert_eq!(name("lab1/../../secret"), Err(Refused::Outside));
+        assert_eq!(name("/etc/passwd"), Err(Refused::Outside));
+        assert_eq!(name("lab1/link"), Err(Refused::Outside));
+        assert_eq!(name("lab1/nothing"), Err(Refused::NotFound));
+    }
+
+    /// Issue 36, item 10: a file swapped for a link out of the directory between the check and
+    /// the open is never served. A thread swaps `lab1/swapped` between a file and a link to
+    /// `secret` (each an atomic rename) while the page asks for it over and over.
+    #[test]
+    fn a_file_swapped_for_a_link_out_is_never_served() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let scratch = tree();
+        let dir = scratch.path().to_path_buf();
+        let base = dir.join("base");
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let (dir, stop) = (dir.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let at = dir.join("base/lab1/swapped");
+                while !stop.load(Ordering::Relaxed) {
+                    let link = dir.join("base/lab1/.link");
+                    let _ = std::fs::remove_file(&link);
+                    std::os::unix::fs::symlink(dir.join("secret"), &link).unwrap();
+                    std::fs::rename(&link, &at).unwrap();
+                    let file = dir.join("base/lab1/.file");
+                    std::fs::write(&file, "fine").unwrap();
+                    std::fs::rename(&file, &at).unwrap();
+                }
+            })
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let (mut served, mut leaked) = (0, 0);
+        for _ in 0..20_000 {
+            let response = answer(Some(&base), "lab1/swapped");
+            let ok = response.status() == StatusCode::OK;
+            let body = rt
+                .block_on(axum::body::to_bytes(response.into_body(), 1 << 20))
+                .unwrap();
+            if ok {
+                served += 1;
+            }
+            if &body[..] == b"no" {
+                leaked += 1;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().unwrap();
+        assert_eq!(leaked, 0, "the file outside was served {leaked} times");
+        assert!(served > 0, "the real file was never served");
     }
 
     #[test]

@@ -69,10 +69,11 @@ pub struct LiveTin {
 pub fn read(state: &StateDir) -> Live {
     let rtnl = Rtnl::open();
     let mut interfaces = vec![];
-    for name in state.list().unwrap_or_default() {
-        let Ok(Some(record)) = state.load(&name) else {
+    for iface in state.list().unwrap_or_default() {
+        let Ok(Some(record)) = state.load(&iface) else {
             continue;
         };
+        let name = iface.to_string();
         let before = now_ms();
         let read = match &rtnl {
             Ok(rtnl) => tcnl::read_plan(rtnl, &record.plan).map_err(|e| e.to_string()),

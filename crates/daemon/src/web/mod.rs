@@ -85,18 +85,24 @@ struct App {
 }
 
 /// Makes a token, writes it to the run directory, serves the page on `addr` from a thread of
-/// its own and says where (with the token, for the person who started the daemon). The bound
-/// address.
+/// its own and says where (and where the token is, never the token). The bound address.
 pub fn start(addr: SocketAddr, setup: Setup) -> std::io::Result<SocketAddr> {
     let token = Token::generate()?;
     let file = token.write(setup.state.path())?;
-    let shown = token.as_str().to_string();
-    let bound = crate::serve::spawn(addr, router(setup, token))?;
-    crate::say::info(&format!(
-        "web page on http://{bound}/#token={shown} (changes need the token; root can read it in {})",
-        file.display()
-    ));
+    let bound = crate::serve::spawn(addr, router(setup, token.clone()))?;
+    crate::say::info(&start_line(bound, &file));
     Ok(bound)
+}
+
+/// The start line: where the page is, where its token is, and a command that opens the page
+/// with it. Never the token itself: the journal is readable by the adm and systemd-journal
+/// groups, the token file by root alone (issue 36).
+fn start_line(bound: SocketAddr, file: &std::path::Path) -> String {
+    let file = file.display();
+    format!(
+        "web page on http://{bound}/ (changes need its token, which only root can read, in {file}; \
+         as root, `echo \"http://{bound}/#token=$(cat {file})\"` prints the page's address with it)"
+    )
 }
 
 /// The page's routes over `setup`, changes guarded by `token`.
@@ -150,7 +156,7 @@ async fn guard(State(app): State<Arc<App>>, req: HttpRequest, next: Next) -> Res
         StatusCode::UNAUTHORIZED,
         [(header::WWW_AUTHENTICATE, "Bearer realm=\"unbloat\"")],
         Json(ErrorBody {
-            error: format!("{why}; the daemon printed it at start, and root can read it in its run directory (web-token)"),
+            error: format!("{why}; root can read it in the daemon's run directory (web-token; the daemon's start line says where)"),
         }),
     )
         .into_response()

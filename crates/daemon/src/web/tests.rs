@@ -279,3 +279,49 @@ async fn a_foreign_host_name_is_refused_even_for_reads() {
     assert_eq!(f.reloads.load(Ordering::SeqCst), 0);
     assert_eq!(std::fs::read_to_string(&f.config).unwrap(), FILE);
 }
+
+/// Issue 36, item 1: the journal is readable by the adm and systemd-journal groups, the token
+/// file by root alone; the start line says where the file is and how to open the page with it.
+#[test]
+fn the_start_line_names_the_token_file_never_the_token() {
+    let file = std::path::Path::new("/run/unbloat/web-token");
+    let line = start_line("127.0.0.1:8723".parse().unwrap(), file);
+    let hex_run = line
+        .split(|c: char| !c.is_ascii_hexdigit())
+        .map(str::len)
+        .max();
+    assert!(hex_run < Some(32), "a token-like run of hex digits: {line}");
+    assert!(line.contains("http://127.0.0.1:8723/"), "{line}");
+    assert!(
+        line.contains("$(cat /run/unbloat/web-token)"),
+        "no command that opens the page: {line}"
+    );
+}
+
+/// Issue 36, item 1b: the daemon runs as root, and a config posted here names the file its
+/// autorate log is written to. Only a name in the daemon's log directory is taken; anything
+/// else is refused with nothing written and no reload.
+#[tokio::test]
+async fn an_autorate_log_outside_the_log_directory_is_refused() {
+    let f = fixture("autorate-log");
+    let text = |log: &str| {
+        format!("{FILE}\n[autorate.wan0]\nmin = \"2mbit\"\nmax = \"40mbit\"\nlog = \"{log}\"\n")
+    };
+    for log in [
+        "/etc/motd",
+        "../../etc/motd",
+        "/var/log/unbloat/../../../etc/motd",
+    ] {
+        let body = json!({ "text": text(log) }).to_string();
+        let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), body)).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{log}: {body}");
+        assert!(body.contains("/var/log/unbloat"), "{log}: {body}");
+        assert_eq!(std::fs::read_to_string(&f.config).unwrap(), FILE);
+        assert_eq!(f.reloads.load(Ordering::SeqCst), 0);
+    }
+    for log in ["wan0.autorate.log", "/var/log/unbloat/wan0.autorate.log"] {
+        let check = json!({ "text": text(log), "check": true }).to_string();
+        let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), check)).await;
+        assert_eq!(status, StatusCode::OK, "{log}: {body}");
+    }
+}

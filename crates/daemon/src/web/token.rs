@@ -3,7 +3,8 @@
 //!
 //! A new one at each daemon start: 32 bytes from the kernel's random pool (`/dev/urandom`),
 //! written as 64 hex digits to `web-token` in the run directory, readable by root only (0600 in a
-//! 0700 directory), and printed once in the daemon's start line. Compared in constant time, so
+//! 0700 directory), and never logged: the daemon's start line says where the file is (the
+//! journal is readable by more than root). Compared in constant time, so
 //! the time an answer takes says nothing about how much of a guess was right.
 
 use std::io::{self, Read, Write};

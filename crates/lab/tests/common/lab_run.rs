@@ -6,9 +6,9 @@ use std::path::Path;
 
 use unbloat_lab::lab::{run_lab, LabArgs, LabReport, StrategyRun};
 use unbloat_lab::table::loaded_rtts;
-use unbloat_lab::workdir::WorkDir;
 use unbloat_report::files::read_results;
 use unbloat_report::stats;
+use unbloat_system::sqm::workdir::WorkDir;
 use unbloat_units::Time;
 
 /// The start-up every latency bound leaves out (the task's rule: the steady state is judged, the

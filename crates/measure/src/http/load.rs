@@ -274,6 +274,15 @@ async fn upload(job: &Job, conn: &mut Conn) -> Result<(), MeasureError> {
         let body = ReqBody::Endless(job.chunk.clone());
         let resp = match conn.sender.send(Method::POST, &job.url, body).await {
             Err(e) if graceful_end(&e) => return Ok(()),
+            Err(e) if closed_under_us(&e) => {
+                let why = format!(
+                    "closed the connection in the middle of an upload ({}): its upload URL \
+                     must read an endless POST body; a body size limit (nginx's \
+                     client_max_body_size, a 413 answer) ends it like this",
+                    describe(&e)
+                );
+                return Err(MeasureError::far_end(&d.server, why));
+            }
             Err(e) => {
                 let why = format!("upload broke: {}", describe(&e));
                 return Err(MeasureError::far_end(&d.server, why));
@@ -286,6 +295,19 @@ async fn upload(job: &Job, conn: &mut Conn) -> Result<(), MeasureError> {
             return Ok(());
         }
     }
+}
+
+/// A write the far end's kernel refused: it closed or reset the connection while we sent.
+fn closed_under_us(e: &hyper::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
+            return matches!(io.kind(), BrokenPipe | ConnectionReset);
+        }
+        source = s.source();
+    }
+    false
 }
 
 async fn still_open(d: &Dialer, sender: &mut Sender) -> bool {

@@ -53,7 +53,7 @@ pub fn write_plots_with_prefix(
     let mut written = Vec::new();
     for (name, text) in render_all(results) {
         let path = dir.join(format!("{prefix}{name}.svg"));
-        std::fs::write(&path, text).map_err(|source| ReportError::Io {
+        unbloat_safefs::write(&path, text, crate::FILE_MODE).map_err(|source| ReportError::Io {
             action: "writing plot",
             path: path.clone(),
             source,

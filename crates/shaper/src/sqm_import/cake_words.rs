@@ -8,8 +8,9 @@ use super::dir::{refused, tc_refuses, DirWords, LinkState, Problem};
 use super::model::NoteKind;
 use super::tc_units::{bare, tc_rate, tc_time};
 use crate::linklayer::Framing;
-use crate::model::{AckFilter, Diffserv, Direction};
-use crate::options::{Isolation, Qdisc, RTT_NAMES};
+use crate::model::Direction;
+use crate::options::Qdisc;
+use crate::qdisc::cake::words::{self, Word};
 use unbloat_units::Size;
 
 /// One cake word (q_cake.c `cake_parse_opt`): how many words it used, or why it is left out.
@@ -104,40 +105,43 @@ pub fn cake_word(
                 refused(Qdisc::Cake, w, 2).unwrap_or_else(|| tc_refuses(2, dir, String::new()))
             )
         }
-        "besteffort" | "diffserv3" | "diffserv4" | "diffserv" | "diffserv8" | "precedence" => {
-            o.diffserv = Some(match w {
-                "besteffort" => Diffserv::Besteffort,
-                "diffserv3" => Diffserv::Diffserv3,
-                "diffserv8" => Diffserv::Diffserv8,
-                "precedence" => Diffserv::Precedence,
-                _ => Diffserv::Diffserv4,
-            });
-            key = "diffserv";
-        }
-        "flowblind" | "srchost" | "dsthost" | "hosts" | "flows" | "dual-srchost"
-        | "dual-dsthost" | "triple-isolate" => {
-            o.isolation = w.parse::<Isolation>().ok();
-            key = "isolation";
-        }
-        "nat" | "nonat" => {
-            o.nat = Some(w == "nat");
-            key = "nat";
-        }
-        "wash" | "nowash" => {
-            o.wash = Some(w == "wash");
-            key = "wash";
-        }
-        "split-gso" | "no-split-gso" => {
-            o.split_gso = Some(w == "split-gso");
-            key = "split-gso";
-        }
-        "ack-filter" | "ack-filter-aggressive" | "no-ack-filter" => {
-            o.ack_filter = Some(match w {
-                "ack-filter" => AckFilter::Enabled,
-                "no-ack-filter" => AckFilter::Disabled,
-                _ => AckFilter::Aggressive,
-            });
-            key = "ack-filter";
+        // The words without a value: cake's one table, shared with `--extra-*`.
+        _ if words::word(w).is_some() => {
+            key = match words::word(w) {
+                Some(Word::Diffserv(v)) => {
+                    o.diffserv = Some(v);
+                    "diffserv"
+                }
+                Some(Word::FlowMode(m)) => {
+                    o.isolation = Some(m.into());
+                    "isolation"
+                }
+                Some(Word::Nat(v)) => {
+                    o.nat = Some(v);
+                    "nat"
+                }
+                Some(Word::Wash(v)) => {
+                    o.wash = Some(v);
+                    "wash"
+                }
+                Some(Word::SplitGso(v)) => {
+                    o.split_gso = Some(v);
+                    "split-gso"
+                }
+                Some(Word::AckFilter(v)) => {
+                    o.ack_filter = Some(v);
+                    "ack-filter"
+                }
+                Some(Word::Framing(f)) => {
+                    link(d, &|l| l.framing = Some(f));
+                    "framing"
+                }
+                Some(Word::Rtt(t)) => {
+                    d.opts.rtt = Some(t);
+                    "rtt"
+                }
+                None => "",
+            };
         }
         "ingress" | "egress" if dir == Direction::Ingress => {
             o.ingress_keyword = Some(w == "ingress");
@@ -151,11 +155,6 @@ pub fn cake_word(
                 kind: NoteKind::Ignored,
                 text: "tc ignores it (cake finds the Ethernet header itself)".to_string(),
             })
-        }
-        "atm" | "ptm" | "noatm" => {
-            let f = w.parse::<Framing>().ok();
-            link(d, &|l| l.framing = f);
-            key = "framing";
         }
         "raw" => {
             link(d, &|l| {
@@ -199,16 +198,13 @@ pub fn cake_word(
             key = "overhead";
         }
         _ => {
-            if let Some(add) = adds_overhead(w) {
+            if let Some(add) = words::adds_overhead(w) {
                 link(d, &|l| {
                     l.framing = Some(add.1);
                     l.overhead += add.0;
                     l.overhead_set = true;
                 });
                 key = "overhead";
-            } else if let Some((_, t)) = RTT_NAMES.iter().find(|(n, _)| *n == w) {
-                o.rtt = Some(*t);
-                key = "rtt";
             } else if let Some(p) =
                 refused(Qdisc::Cake, w, 1).filter(|_| !matches!(w, "vdsl2" | "none"))
             {
@@ -237,22 +233,4 @@ fn w_key(w: &str) -> &'static str {
     } else {
         "overhead"
     }
-}
-
-/// q_cake.c's ATM and PTM keywords: the bytes they add and their framing.
-pub fn adds_overhead(w: &str) -> Option<(i64, Framing)> {
-    let atm = Framing::Atm;
-    Some(match w {
-        "ipoa-vcmux" => (8, atm),
-        "ipoa-llcsnap" => (16, atm),
-        "bridged-vcmux" => (24, atm),
-        "bridged-llcsnap" => (32, atm),
-        "pppoa-vcmux" => (10, atm),
-        "pppoa-llc" => (14, atm),
-        "pppoe-vcmux" => (32, atm),
-        "pppoe-llcsnap" => (40, atm),
-        "pppoe-ptm" => (30, Framing::Ptm),
-        "bridged-ptm" => (22, Framing::Ptm),
-        _ => return None,
-    })
 }

@@ -1,10 +1,11 @@
 //! One fq_codel word at a time, as iproute2's `tc/q_fq_codel.c` (`fq_codel_parse_opt`) reads it.
 
-use super::cake_words::{adds_overhead, cake_word};
+use super::cake_words::cake_word;
 use super::dir::{refused, tc_refuses, DirWords, Problem};
 use super::tc_units::{bare, tc_time, tc_unsigned};
 use crate::model::Direction;
 use crate::options::Qdisc;
+use crate::qdisc::cake::words::adds_overhead;
 use unbloat_units::Size;
 
 /// One fq_codel word (q_fq_codel.c `fq_codel_parse_opt`).

@@ -17,7 +17,7 @@ impl Shaper<'_> {
     pub fn set_rate(&self, req: &Request) -> Result<Outcome, ApplyError> {
         let (_lock, rtnl) = self.begin()?;
         let wan = &req.plan.wan;
-        let Some(prev) = self.state.load(wan.as_str())? else {
+        let Some(prev) = self.state.load(wan)? else {
             return Err(ApplyError::NotShaped {
                 iface: wan.to_string(),
                 dir: self.state.path().display().to_string(),
@@ -33,7 +33,7 @@ impl Shaper<'_> {
                 why: "a qdisc would have to be replaced".into(),
             });
         }
-        let link = self.link(&rtnl, wan.as_str())?;
+        let link = self.link(&rtnl, wan)?;
         let before = Snapshot::take(
             &rtnl,
             &link,

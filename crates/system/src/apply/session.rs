@@ -27,8 +27,7 @@ use crate::state::{ShapedState, StateDir};
 use unbloat_shaper::plan::{Plan, RootQdisc};
 use unbloat_units::IfName;
 
-/// `TC_H_ROOT` (include/uapi/linux/pkt_sched.h): the parent of a device's root qdisc.
-const TC_H_ROOT: u32 = 0xFFFF_FFFF;
+use unbloat_shaper::qdisc::netlink::TC_H_ROOT;
 
 /// Rate changes on one interface, open; see the module's text.
 pub struct RateSession {
@@ -45,7 +44,7 @@ impl Shaper<'_> {
         let (_lock, rtnl) = self.begin()?;
         let record = self
             .state
-            .load(iface.as_str())?
+            .load(iface)?
             .ok_or_else(|| ApplyError::NotShaped {
                 iface: iface.to_string(),
                 dir: self.state.path().display().to_string(),
@@ -122,9 +121,7 @@ impl RateSession {
         }
         let _lock = TxLock::acquire(self.state.path())?;
         if let Some(j) = self.state.read_journal()? {
-            let left = j
-                .confirm_by_unix
-                .map_or(0, |t| t.saturating_sub(crate::state::now_unix()));
+            let left = crate::deadline::whole_secs(j.left_now());
             return Err(ApplyError::AwaitingConfirmation {
                 ifaces: j
                     .entries

@@ -7,6 +7,7 @@ use crate::journal::Journal;
 use crate::live::{self, Found};
 use crate::rtnl::Rtnl;
 use crate::snapshot::Snapshot;
+use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::transition;
 use unbloat_units::IfName;
 
@@ -17,7 +18,7 @@ impl Shaper<'_> {
         let mut work = vec![];
         let mut stopped = vec![];
         for iface in ifaces {
-            let Some(prev) = self.state.load(iface.as_str())? else {
+            let Some(prev) = self.state.load(iface)? else {
                 return Err(ApplyError::NotShaped {
                     iface: iface.to_string(),
                     dir: self.state.path().display().to_string(),
@@ -73,7 +74,8 @@ impl Shaper<'_> {
             work.push(Work {
                 req: Request {
                     plan: remove,
-                    options: serde_json::Value::Null,
+                    // Never recorded: a stop leaves no record.
+                    options: ShapeOptions::default(),
                     fairness: None,
                 },
                 previous: Some(prev),

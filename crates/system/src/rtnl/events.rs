@@ -16,8 +16,7 @@ use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 
 use super::{set_receive_timeout, wire, Link};
 
-/// `RTM_DELLINK` (rtnetlink.h): a device went away.
-const RTM_DELLINK: u16 = 17;
+use unbloat_shaper::qdisc::netlink::RTM_DELLINK;
 /// `RTMGRP_LINK` (rtnetlink.h): the bind mask of the link group.
 const RTMGRP_LINK: u32 = 1;
 /// A receive buffer large enough for a burst of a few hundred link messages (a re-plug of a

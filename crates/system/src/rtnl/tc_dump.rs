@@ -14,11 +14,8 @@ use netlink_packet_route::RouteNetlinkMessage;
 
 use super::{Op, Rtnl, RtnlError};
 
-/// `RTM_NEWQDISC`, `RTM_NEWTCLASS`, `RTM_NEWTFILTER` (include/uapi/linux/rtnetlink.h): the
-/// message types of the answers.
-const RTM_NEWQDISC: u16 = 36;
-const RTM_NEWTCLASS: u16 = 40;
-const RTM_NEWTFILTER: u16 = 44;
+// The message types of the answers.
+use unbloat_shaper::qdisc::netlink::{RTM_NEWQDISC, RTM_NEWTCLASS, RTM_NEWTFILTER};
 
 /// What to dump.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,10 +18,10 @@ use netlink_packet_route::tc::TcHeader;
 
 use super::{Link, RawQdisc};
 
-/// `RTM_NEWLINK` and `RTM_NEWQDISC` (include/uapi/linux/rtnetlink.h): the message types of the
-/// kernel's answers to `RTM_GETLINK` and `RTM_GETQDISC`.
-pub(super) const RTM_NEWLINK: u16 = 16;
-pub(super) const RTM_NEWQDISC: u16 = 36;
+// `RTM_NEWLINK` and `RTM_NEWQDISC`: the message types of the kernel's answers to
+// `RTM_GETLINK` and `RTM_GETQDISC`; `TCA_KIND`, `TCA_OPTIONS`, `TCA_STAB`.
+pub(super) use unbloat_shaper::qdisc::netlink::{RTM_NEWLINK, RTM_NEWQDISC};
+use unbloat_shaper::qdisc::netlink::{TCA_KIND, TCA_OPTIONS, TCA_STAB};
 
 /// `NLMSG_HDRLEN`: `struct nlmsghdr` (netlink.h), 16 bytes.
 const NLMSG_HDRLEN: usize = 16;
@@ -38,11 +38,6 @@ const IFLA_LINKINFO: u16 = 18;
 /// tx_packets, rx_bytes, tx_bytes.
 const IFLA_STATS64: u16 = 23;
 const IFLA_INFO_KIND: u16 = 1;
-
-/// `TCA_KIND`, `TCA_OPTIONS`, `TCA_STAB` (rtnetlink.h `enum { TCA_UNSPEC, TCA_KIND, ... }`).
-const TCA_KIND: u16 = 1;
-const TCA_OPTIONS: u16 = 2;
-const TCA_STAB: u16 = 8;
 
 /// `NLMSGERR_ATTR_MSG` (netlink.h `enum nlmsgerr_attrs`): the extended ack's text, e.g.
 /// "Invalid qdisc name".

@@ -7,15 +7,15 @@
 //! include/uapi/linux/pkt_sched.h.
 
 use super::attr::{i32_at, u32_at, Attrs};
-use super::qdisc::{counters, handle, TCA_KIND, TCA_OPTIONS, TCA_STATS2};
+use super::qdisc::{counters, handle};
 use super::Header;
+use unbloat_shaper::qdisc::netlink::{TCA_KIND, TCA_OPTIONS, TCA_STATS2};
 use unbloat_shaper::tcjson::{Class, ClassKind, ClassStats, HtbClassOptions, Source};
 use unbloat_units::{Rate, Size};
 
-/// `TC_H_ROOT`: the parent of a class at the top of its qdisc.
-const TC_H_ROOT: u32 = 0xFFFF_FFFF;
-/// `TCA_STATS_APP` in `TCA_STATS2`: the kind's own statistics.
-const TCA_STATS_APP: u16 = 4;
+// `TC_H_ROOT`: the parent of a class at the top of its qdisc; `TCA_STATS_APP` in
+// `TCA_STATS2`: the kind's own statistics.
+use unbloat_shaper::qdisc::netlink::{TCA_STATS_APP, TC_H_ROOT};
 
 /// The class of one answer.
 pub(super) fn class(h: &Header, a: &Attrs) -> Result<Class, String> {

@@ -8,21 +8,19 @@
 //! include/uapi/linux/pkt_cls.h; `TCA_MIRRED_*`, `struct tc_mirred` from tc_act/tc_mirred.h.
 
 use super::attr::{be32_at, i32_at, u32_at, Attrs};
-use super::qdisc::{counters, handle, TCA_KIND, TCA_OPTIONS};
+use super::qdisc::{counters, handle};
 use super::Header;
 use unbloat_shaper::model::Handle;
+use unbloat_shaper::qdisc::netlink::{TCA_KIND, TCA_OPTIONS};
 use unbloat_shaper::tcjson::{Action, Filter, FilterKind, Mirred, U32Key, U32Match};
 
-const TCA_U32_CLASSID: u16 = 1;
-const TCA_U32_DIVISOR: u16 = 4;
-const TCA_U32_SEL: u16 = 5;
-const TCA_U32_ACT: u16 = 7;
-const TCA_ACT_KIND: u16 = 1;
-const TCA_ACT_OPTIONS: u16 = 2;
-const TCA_ACT_STATS: u16 = 4;
-const TCA_MIRRED_PARMS: u16 = 2;
-/// `TC_H_ROOT`: filters on the root qdisc are shown with `"root": true`, no parent.
-const TC_H_ROOT: u32 = 0xFFFF_FFFF;
+use unbloat_shaper::qdisc::ingress::attr::{
+    ACT_KIND as TCA_ACT_KIND, ACT_OPTIONS as TCA_ACT_OPTIONS, ACT_STATS as TCA_ACT_STATS,
+    MIRRED_PARMS as TCA_MIRRED_PARMS, U32_ACT as TCA_U32_ACT, U32_CLASSID as TCA_U32_CLASSID,
+    U32_DIVISOR as TCA_U32_DIVISOR, U32_SEL as TCA_U32_SEL,
+};
+// `TC_H_ROOT`: filters on the root qdisc are shown with `"root": true`, no parent.
+use unbloat_shaper::qdisc::netlink::TC_H_ROOT;
 
 /// The filter of one answer. `asked_parent`: the parent the dump asked for when tc leaves it
 /// out of each entry (`filter show dev X ingress`); `name_of`: a device's name by its index.

@@ -11,29 +11,18 @@
 use super::attr::{i32_at, u32_at, u64_at, Attrs};
 use super::Header;
 use unbloat_shaper::linklayer::Framing;
-use unbloat_shaper::model::{AckFilter, Diffserv, FlowMode, Handle};
+use unbloat_shaper::model::Handle;
 use unbloat_shaper::tcjson::{
     CakeOptions, CakeStats, CakeTin, FqCodelOptions, FqCodelStats, HtbOptions, Qdisc, QdiscKind,
     QdiscStats, StabInfo,
 };
 use unbloat_units::{Rate, Time};
 
-/// `TCA_KIND`, `TCA_OPTIONS`, `TCA_XSTATS`, `TCA_STATS2`, `TCA_STAB`.
-pub(super) const TCA_KIND: u16 = 1;
-pub(super) const TCA_OPTIONS: u16 = 2;
-const TCA_XSTATS: u16 = 4;
-pub(super) const TCA_STATS2: u16 = 7;
-const TCA_STAB: u16 = 8;
-
-/// `TCA_STATS_BASIC`, `TCA_STATS_QUEUE`, `TCA_STATS_APP` (the kind's own statistics),
-/// `TCA_STATS_PKT64`.
-const TCA_STATS_BASIC: u16 = 1;
-const TCA_STATS_QUEUE: u16 = 3;
-const TCA_STATS_APP: u16 = 4;
-const TCA_STATS_PKT64: u16 = 8;
-
-/// `TC_H_ROOT`: the parent of a root qdisc.
-const TC_H_ROOT: u32 = 0xFFFF_FFFF;
+use unbloat_shaper::qdisc::netlink::{
+    TCA_KIND, TCA_OPTIONS, TCA_STAB, TCA_STAB_BASE, TCA_STATS2, TCA_STATS_APP, TCA_STATS_BASIC,
+    TCA_STATS_PKT64, TCA_STATS_QUEUE, TCA_XSTATS, TC_H_ROOT,
+};
+use unbloat_shaper::qdisc::{cake, fq_codel, htb};
 
 /// The qdisc of one answer.
 pub(super) fn qdisc(h: &Header, a: &Attrs) -> Result<Qdisc, String> {
@@ -94,7 +83,6 @@ pub(super) fn counters(s: &Attrs) -> Option<QdiscStats> {
 /// `TCA_STAB_BASE`'s `struct tc_sizespec` (cell_log u8, size_log u8, cell_align s16, overhead
 /// s32, linklayer, mpu, mtu, tsize u32). tc leaves out zeros; linklayer 2 is atm.
 fn stab(s: &Attrs) -> Option<StabInfo> {
-    const TCA_STAB_BASE: u16 = 1;
     let b = s.get(TCA_STAB_BASE)?;
     Some(StabInfo {
         linklayer: if u32_at(b, 8) == Some(2) {
@@ -134,52 +122,16 @@ fn details(kind: &str, options: &[u8], xstats: Option<&[u8]>) -> Result<QdiscKin
 
 /// `TCA_CAKE_*` (pkt_sched.h), read as `cake_print_opt` reads them.
 fn cake_options(a: &Attrs) -> Result<CakeOptions, String> {
-    const BASE_RATE64: u16 = 2;
-    const DIFFSERV_MODE: u16 = 3;
-    const ATM: u16 = 4;
-    const FLOW_MODE: u16 = 5;
-    const OVERHEAD: u16 = 6;
-    const RTT: u16 = 7;
-    const MEMORY: u16 = 10;
-    const NAT: u16 = 11;
-    const RAW: u16 = 12;
-    const WASH: u16 = 13;
-    const MPU: u16 = 14;
-    const INGRESS: u16 = 15;
-    const ACK_FILTER: u16 = 16;
-    const SPLIT_GSO: u16 = 17;
-    const FWMARK: u16 = 18;
+    use cake::attr::*;
     let flag = |k| a.u32(k).unwrap_or(0) != 0;
-    let diffserv = match a.u32(DIFFSERV_MODE).unwrap_or(0) {
-        0 => Diffserv::Diffserv3,
-        1 => Diffserv::Diffserv4,
-        2 => Diffserv::Diffserv8,
-        3 => Diffserv::Besteffort,
-        4 => Diffserv::Precedence,
-        n => return Err(format!("diffserv mode {n} unknown to this unbloat")),
-    };
-    let flowmode = match a.u32(FLOW_MODE).unwrap_or(0) {
-        0 => FlowMode::Flowblind,
-        1 => FlowMode::Srchost,
-        2 => FlowMode::Dsthost,
-        3 => FlowMode::Hosts,
-        4 => FlowMode::Flows,
-        5 => FlowMode::DualSrchost,
-        6 => FlowMode::DualDsthost,
-        7 => FlowMode::TripleIsolate,
-        n => return Err(format!("flow mode {n} unknown to this unbloat")),
-    };
-    let ack_filter = match a.u32(ACK_FILTER).unwrap_or(0) {
-        0 => AckFilter::Disabled,
-        1 => AckFilter::Enabled,
-        2 => AckFilter::Aggressive,
-        n => return Err(format!("ack-filter {n} unknown to this unbloat")),
-    };
+    let diffserv = cake::attr::diffserv(a.u32(DIFFSERV_MODE).unwrap_or(0))?;
+    let flowmode = cake::attr::flow_mode(a.u32(FLOW_MODE).unwrap_or(0))?;
+    let ack_filter = cake::attr::ack_filter(a.u32(ACK_FILTER).unwrap_or(0))?;
     // TCA_CAKE_RAW is there (value 0) exactly when cake counts no overhead at all.
     let raw = a.has(RAW);
     let atm = match a.u32(ATM).unwrap_or(0) {
-        1 => Some(Framing::Atm),
-        2 => Some(Framing::Ptm),
+        ATM_ATM => Some(Framing::Atm),
+        ATM_PTM => Some(Framing::Ptm),
         _ if raw => None,
         _ => Some(Framing::None),
     };
@@ -205,15 +157,7 @@ fn cake_options(a: &Attrs) -> Result<CakeOptions, String> {
 
 /// cake's `TCA_STATS_APP`: `TCA_CAKE_STATS_*`, with the tins nested in order.
 fn cake_stats(xstats: &[u8]) -> Result<CakeStats, String> {
-    const CAPACITY_ESTIMATE64: u16 = 2;
-    const MEMORY_LIMIT: u16 = 3;
-    const MEMORY_USED: u16 = 4;
-    const AVG_NETOFF: u16 = 5;
-    const MIN_NETLEN: u16 = 6;
-    const MAX_NETLEN: u16 = 7;
-    const MIN_ADJLEN: u16 = 8;
-    const MAX_ADJLEN: u16 = 9;
-    const TIN_STATS: u16 = 10;
+    use cake::attr::stats::*;
     let s = Attrs::parse(xstats, "cake's statistics")?;
     let n = |k| u64::from(s.u32(k).unwrap_or(0));
     let mut tins: Vec<(u16, CakeTin)> = match s.nested(TIN_STATS, "cake's tins")? {
@@ -239,26 +183,7 @@ fn cake_stats(xstats: &[u8]) -> Result<CakeStats, String> {
 
 /// `TCA_CAKE_TIN_STATS_*`, the fields `cake_print_json_tin` prints.
 fn cake_tin(t: &Attrs) -> CakeTin {
-    const SENT_PACKETS: u16 = 2;
-    const SENT_BYTES64: u16 = 3;
-    const DROPPED_PACKETS: u16 = 4;
-    const ACKS_DROPPED_PACKETS: u16 = 6;
-    const ECN_MARKED_PACKETS: u16 = 8;
-    const BACKLOG_BYTES: u16 = 11;
-    const THRESHOLD_RATE64: u16 = 12;
-    const TARGET_US: u16 = 13;
-    const INTERVAL_US: u16 = 14;
-    const WAY_INDIRECT_HITS: u16 = 15;
-    const WAY_MISSES: u16 = 16;
-    const WAY_COLLISIONS: u16 = 17;
-    const PEAK_DELAY_US: u16 = 18;
-    const AVG_DELAY_US: u16 = 19;
-    const BASE_DELAY_US: u16 = 20;
-    const SPARSE_FLOWS: u16 = 21;
-    const BULK_FLOWS: u16 = 22;
-    const UNRESPONSIVE_FLOWS: u16 = 23;
-    const MAX_SKBLEN: u16 = 24;
-    const FLOW_QUANTUM: u16 = 25;
+    use cake::attr::tin::*;
     let n = |k| u64::from(t.u32(k).unwrap_or(0));
     let us = |k| Time::from_micros(n(k));
     CakeTin {
@@ -287,15 +212,7 @@ fn cake_tin(t: &Attrs) -> CakeTin {
 
 /// `TCA_FQ_CODEL_*`; times are the kernel's microseconds, as tc prints them.
 fn fq_codel_options(a: &Attrs) -> Result<FqCodelOptions, String> {
-    const TARGET: u16 = 1;
-    const LIMIT: u16 = 2;
-    const INTERVAL: u16 = 3;
-    const ECN: u16 = 4;
-    const FLOWS: u16 = 5;
-    const QUANTUM: u16 = 6;
-    const CE_THRESHOLD: u16 = 7;
-    const DROP_BATCH_SIZE: u16 = 8;
-    const MEMORY_LIMIT: u16 = 9;
+    use fq_codel::attr::*;
     let need = |k, name| a.u32(k).ok_or(format!("no TCA_FQ_CODEL_{name}"));
     let us = |v: u32| Time::from_micros(u64::from(v));
     Ok(FqCodelOptions {
@@ -314,7 +231,7 @@ fn fq_codel_options(a: &Attrs) -> Result<FqCodelOptions, String> {
 /// `struct tc_fq_codel_xstats` of type `TCA_FQ_CODEL_XSTATS_QDISC` (0): maxpacket,
 /// drop_overlimit, ecn_mark, new_flow_count, new_flows_len, old_flows_len, ...
 fn fq_codel_stats(x: &[u8]) -> Option<FqCodelStats> {
-    if u32_at(x, 0)? != 0 {
+    if u32_at(x, 0)? != fq_codel::attr::XSTATS_QDISC {
         return None;
     }
     let n = |i: usize| u32_at(x, 4 + 4 * i).map(u64::from);
@@ -331,8 +248,7 @@ fn fq_codel_stats(x: &[u8]) -> Option<FqCodelStats> {
 /// `TCA_HTB_INIT` (`struct tc_htb_glob`: version, rate2quantum, defcls, debug, direct_pkts)
 /// and `TCA_HTB_DIRECT_QLEN`.
 fn htb_options(a: &Attrs) -> Result<HtbOptions, String> {
-    const TCA_HTB_INIT: u16 = 2;
-    const TCA_HTB_DIRECT_QLEN: u16 = 5;
+    use htb::attr::{DIRECT_QLEN as TCA_HTB_DIRECT_QLEN, INIT as TCA_HTB_INIT};
     let g = a.get(TCA_HTB_INIT).ok_or("no TCA_HTB_INIT")?;
     let field = |at| u32_at(g, at).ok_or("a short TCA_HTB_INIT");
     Ok(HtbOptions {

@@ -27,7 +27,7 @@ function $(sel, root) {
   return (root || document).querySelector(sel);
 }
 
-// ---- the token: from #token=... (the daemon's start line) or typed once; kept for the tab ----
+// ---- the token: from #token=... (the address the daemon's start line says how to make) or typed once; kept for the tab ----
 
 function takeTokenFromUrl() {
   const m = location.hash.match(/token=([0-9a-fA-F]+)/);

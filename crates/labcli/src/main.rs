@@ -1,0 +1,110 @@
+//! `unbloat-lab`: unbloat's test bench, beside the product and never inside it (a router must not
+//! carry it). It parses arguments and glues the library crates together, as `unbloat` does:
+//! the emulated access network (`run`) in [`lab`] (its flags, and the benchmarks', in [`flags`]), the two-host lab (`hosts`) in [`hosts`], the
+//! benchmarks (`bench ...`) in [`bench`], [`bench_daemon`] and [`bench_tune`], and running a
+//! command in a kernel that has every qdisc (`kernel`) in [`kernel`].
+//!
+//! The product it measures is the `unbloat` binary beside this one ([`product`]): the lab runs it
+//! as `unbloat serve`, `unbloat test` and `unbloat start` in its namespaces. A command that needs
+//! a kernel with cake re-runs this binary there, with its own arguments forwarded unchanged
+//! ([`unbloat_system::kernel::own_argv`]).
+
+mod bench;
+mod bench_daemon;
+mod bench_tune;
+mod flags;
+mod hosts;
+mod kernel;
+mod lab;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+const EXIT_CODES: &str = "\
+Exit status:
+  0  success
+  1  the run failed
+  2  invalid input (a flag, a value), or no kernel here has the qdiscs: nothing was run
+  3  the lab ran but could not measure everything (partial results were saved)
+  128+N  stopped by signal N (the User-Mode Linux guest was stopped and its files removed)
+
+Examples:
+  unbloat-lab run                      (the emulated before/after)
+  unbloat-lab run --profile vdsl2 --strategies none,sqm-piece-of-cake,unbloat --out report
+  unbloat-lab hosts --out report-hosts
+  unbloat-lab bench start
+  unbloat-lab kernel -- tc qdisc add dev lo root cake";
+
+#[derive(Parser)]
+#[command(
+    name = "unbloat-lab",
+    version,
+    about = "unbloat's test bench: an emulated bloated access network, and the benchmarks",
+    long_about = "unbloat-lab builds an emulated bloated access network in network namespaces \
+(in User-Mode Linux when this kernel lacks cake, fq_codel or netem) and compares shaping \
+strategies on it, and benchmarks unbloat itself. It runs the `unbloat` binary beside it in its \
+namespaces. It is a developer's tool, run as root from a source checkout; it is not packaged.",
+    after_help = EXIT_CODES
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build an emulated bloated access network and compare strategies on it.
+    Run(lab::LabCmd),
+    /// Two LAN hosts behind a masquerading router, one stream against eight each way: each
+    /// host's share and ping for no shaping, sqm-scripts' default and unbloat (IPv4 and IPv6).
+    Hosts(hosts::LabHostsArgs),
+    /// Benchmarks of unbloat itself (start, status) and of its measurements.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+    /// Run a command in a kernel that has every qdisc (the host's, or User-Mode Linux).
+    Kernel(kernel::KernelArgs),
+}
+
+pub use unbloat_system::exit::{invalid, Failure};
+
+/// The product under test: `unbloat` in this binary's directory (`cargo build` and `make`
+/// put both in `target/release/`), or `UNBLOAT_EXE` when set (as the lab's tests take it).
+pub fn product() -> anyhow::Result<PathBuf> {
+    if let Some(p) = std::env::var_os("UNBLOAT_EXE") {
+        return Ok(PathBuf::from(p));
+    }
+    let me = std::env::current_exe()?;
+    let path = me.with_file_name("unbloat");
+    if !path.is_file() {
+        return Err(anyhow::anyhow!(
+            "{} is missing: unbloat-lab runs the unbloat binary beside it \
+             (`cargo build --release -p unbloat -p unbloat-lab-cli`, or `make lab`), or set UNBLOAT_EXE",
+            path.display()
+        ));
+    }
+    Ok(path)
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(a) => lab::lab(&a),
+        Command::Hosts(a) => hosts::lab_hosts(&a),
+        Command::Bench(b) => bench::bench(&b),
+        Command::Kernel(a) => kernel::run(&a),
+    };
+    if let Err(f) = result {
+        eprintln!("unbloat-lab: error: {}", f.error);
+        // Errors that display their source's message themselves would repeat it: print a
+        // cause only when it says something new.
+        let mut last = f.error.to_string();
+        for cause in f.error.chain().skip(1) {
+            let text = cause.to_string();
+            if !last.contains(&text) {
+                eprintln!("  caused by: {text}");
+            }
+            last = text;
+        }
+        std::process::exit(f.code);
+    }
+}
