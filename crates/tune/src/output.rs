@@ -29,7 +29,24 @@ pub fn config_toml(iface: &str, tuned: &Tuned, note: &str) -> Result<String, Str
         text.push_str(&format!("# {line}\n"));
     }
     if tuned.down.is_none() || tuned.up.is_none() {
-        text.push_str("# A direction without a rate: no rate kept its latency within the bound.\n");
+        text.push_str(
+            "# A direction without a rate: no step near its capacity gave a latency figure.\n",
+        );
+    }
+    for (name, rate, steps, bound) in [
+        (
+            "download",
+            tuned.down,
+            &tuned.steps_down,
+            tuned.bound_down_ms,
+        ),
+        ("upload", tuned.up, &tuned.steps_up, tuned.bound_up_ms),
+    ] {
+        if let Some(r) = rate.filter(|_| !steps.is_empty() && steps.iter().all(|s| !s.pass)) {
+            text.push_str(&format!(
+                "# The {name}'s {r} missed its {bound:.1} ms bound: no rate kept it, and this one came closest.\n"
+            ));
+        }
     }
     text.push_str(&body);
     Ok(text)
@@ -334,12 +351,37 @@ mod tests {
     fn the_config_is_what_start_reads_and_says_what_is_missing() {
         let text = config_toml("eth0", &tuned(), "tuned against x").unwrap();
         assert!(text.starts_with("# tuned against x\n"), "{text}");
-        assert!(text.contains("no rate kept"), "{text}");
+        assert!(text.contains("without a rate"), "{text}");
         let back: toml::Value = toml::from_str(&text).unwrap();
         let t = back["interface"]["eth0"].clone();
         let opts: ShapeOptions = t.try_into().unwrap();
         assert_eq!(opts.down, Some(Rate::from_kbit(20_000)));
         assert_eq!(opts.up, None);
+    }
+
+    /// Issue 38: a rate chosen as the closest, no step having kept the bound, is said so in
+    /// the config beside it.
+    #[test]
+    fn a_rate_that_missed_its_bound_is_said_so_in_the_config() {
+        let mut t = tuned();
+        assert!(!config_toml("eth0", &t, "").unwrap().contains("missed"));
+        t.steps_up = vec![Step {
+            rate: Rate::from_kbit(4_750),
+            steady_p99_ms: 40.0,
+            startup_peak_ms: None,
+            growth_ms_per_s: None,
+            goodput: Rate::from_kbit(4_000),
+            down_leg: None,
+            up_leg: None,
+            pass: false,
+        }];
+        t.up = Some(Rate::from_kbit(4_750));
+        let text = config_toml("eth0", &t, "").unwrap();
+        assert!(
+            text.contains("# The upload's 4750kbit missed its 10.6 ms bound"),
+            "{text}"
+        );
+        assert!(!text.contains("download's"), "{text}");
     }
 
     #[test]

@@ -395,10 +395,24 @@ fn search_one(
                 report.phase(phase, name, &detail);
                 return Ok(Some(drain.map_or(r, |(cap, _)| cap)));
             }
+            Next::Done(SearchOutcome::Closest {
+                rate,
+                steady_p99_ms,
+            }) => {
+                // Issue 38: a direction left unshaped keeps the modem's whole queue; the rate that
+                // came closest keeps most of it out.
+                let bound = search.bound_ms();
+                report.phase(phase, name, &format!(
+                    "no rate kept the steady-state p99 within {bound:.1} ms: chose {rate}, the closest (steady p99 +{steady_p99_ms:.1} ms, {:.1} ms over the bound; on a slow line this is often the modem's start-up queue, which a step cannot drain: raise --bound to accept it)",
+                    steady_p99_ms - bound
+                ));
+                return Ok(Some(rate));
+            }
             Next::Done(SearchOutcome::NoRatePasses) => {
                 report.phase(phase, name, &format!(
-                    "no rate kept the steady-state p99 within {:.1} ms; left unset (raise --bound?)",
-                    search.bound_ms()
+                    "no rate kept the steady-state p99 within {:.1} ms, and no step at or above {:.0} % of the capacity gave a latency figure; left unset (are the probes answered?)",
+                    search.bound_ms(),
+                    crate::search::CLOSEST_FLOOR_PERCENT
                 ));
                 return Ok(None);
             }

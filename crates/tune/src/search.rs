@@ -11,9 +11,12 @@
 //!
 //! 1. Try 95 % of `C` (sqm's guides' advice, and most often a pass).
 //! 2. While it fails (each rate measured twice), step down (85 %, 75 %, ... of `C`; 5 points
-//!    after a [`NEAR_MISS`]) until one passes, or give up at [`FLOOR_PERCENT`]: then no rate
-//!    keeps the latency within the bound (a bound below the link's jitter, or a bottleneck
-//!    elsewhere).
+//!    after a [`NEAR_MISS`]) until one passes, or stop at [`FLOOR_PERCENT`]: then no rate
+//!    keeps the latency within the bound (a bound below the link's jitter, a bottleneck
+//!    elsewhere, or a slow line whose modem holds seconds of queue that a step cannot drain).
+//!    The result is then the rate that came closest, never below [`CLOSEST_FLOOR_PERCENT`]
+//!    ([`Outcome::Closest`]): a direction left unshaped keeps the whole modem's queue, which is
+//!    the worst answer tune can give (issue 38: +4,000 ms on a 3 Mbit/s ADSL line).
 //! 3. Bisect between the highest pass and the lowest fail (105 % of `C` while none failed) until
 //!    they are within [`PRECISION`] of each other or the steps run out.
 //!
@@ -37,6 +40,10 @@ pub const STEP_DOWN_POINTS: f64 = 10.0;
 pub const NEAR_MISS: f64 = 1.25;
 /// The lowest rate tried; below it the search gives up.
 pub const FLOOR_PERCENT: f64 = 50.0;
+/// The lowest rate [`Outcome::Closest`] may choose, in percent of the capacity: a shaper this far
+/// below the line still keeps the modem's queue empty, and lower rates give up goodput that a
+/// missed bound does not justify.
+pub const CLOSEST_FLOOR_PERCENT: f64 = 70.0;
 /// The bisection's upper end while no rate has failed: the capacity estimate can be a little
 /// low (the unshaped run's slow start, probes' bytes), so the search may look just above it.
 pub const CEILING_PERCENT: f64 = 105.0;
@@ -159,7 +166,11 @@ impl Step {
 pub enum Outcome {
     /// The highest rate that passed.
     Found(Rate),
-    /// Even [`FLOOR_PERCENT`] of the capacity failed the bound.
+    /// No rate passed: the rate at or above [`CLOSEST_FLOOR_PERCENT`] of the capacity whose
+    /// worst reading had the lowest steady p99 (the higher rate on a tie), and that p99.
+    Closest { rate: Rate, steady_p99_ms: f64 },
+    /// No rate passed and none at or above [`CLOSEST_FLOOR_PERCENT`] was measured (a step
+    /// budget spent below it, or no step gave a latency figure).
     NoRatePasses,
 }
 
@@ -283,9 +294,47 @@ impl Search {
         self.steps.iter().filter(|s| s.rate == rate).all(near)
     }
 
+    /// [`Outcome::Closest`]'s choice: among the rates measured at or above
+    /// [`CLOSEST_FLOOR_PERCENT`], the one whose worst reading is lowest. A rate's worst reading
+    /// judges it, as a pass needs every reading but the one a retry replaced.
+    fn closest(&self) -> Outcome {
+        let floor = self.capacity.kbit_f64() * CLOSEST_FLOOR_PERCENT / 100.0;
+        let mut best: Option<(Rate, f64)> = None;
+        for step in self.steps.iter().filter(|s| s.rate.kbit_f64() >= floor) {
+            let worst = self
+                .steps
+                .iter()
+                .filter(|o| o.rate == step.rate)
+                .map(|o| o.steady_p99_ms)
+                .fold(f64::NEG_INFINITY, |a, b| {
+                    if b.is_finite() {
+                        a.max(b)
+                    } else {
+                        f64::INFINITY
+                    }
+                });
+            if !worst.is_finite() {
+                continue;
+            }
+            let better = match best {
+                None => true,
+                Some((r, p)) => worst < p || (worst == p && step.rate > r),
+            };
+            if better {
+                best = Some((step.rate, worst));
+            }
+        }
+        best.map_or(Outcome::NoRatePasses, |(rate, steady_p99_ms)| {
+            Outcome::Closest {
+                rate,
+                steady_p99_ms,
+            }
+        })
+    }
+
     pub fn next(&self) -> Next {
         let pass = self.best_pass();
-        let done = |p: Option<Rate>| Next::Done(p.map_or(Outcome::NoRatePasses, Outcome::Found));
+        let done = |p: Option<Rate>| Next::Done(p.map_or_else(|| self.closest(), Outcome::Found));
         if self.steps.len() >= self.max_steps {
             return done(pass);
         }
@@ -406,10 +455,59 @@ mod tests {
             .collect();
         assert_eq!(rates, [95_000, 95_000, 85_000, 85_000]);
         let (o, steps) = run(100_000, 10_000, 20);
-        assert_eq!(o, Outcome::NoRatePasses);
+        // Every rate read the same 80 ms: the closest is the highest of them.
+        assert_eq!(
+            o,
+            Outcome::Closest {
+                rate: Rate::from_kbit(95_000),
+                steady_p99_ms: 80.0
+            }
+        );
         assert!(
             steps.iter().all(|s| !s.pass) && steps.last().unwrap().rate == Rate::from_kbit(55_000)
         );
+    }
+
+    /// Issue 38: a slow line whose modem queue no step can drain left the download unshaped
+    /// (+4,000 ms). With no pass, the search chooses the rate that came closest, judged by its
+    /// worst reading, never below 70 % of the capacity, however much lower rates read.
+    #[test]
+    fn with_no_pass_the_closest_rate_above_the_floor_is_chosen() {
+        let mut s = Search::new(Rate::from_kbit(3_000), 20.0, 20);
+        let readings = |rate: u64| match rate {
+            2_850 => [900.0, 700.0],
+            2_550 => [300.0, 260.0],
+            // 2,250: one reading lower than 2,550's worst, one higher: its worst decides.
+            2_250 => [250.0, 320.0],
+            // Below the 70 % floor (2,100 kbit): lower, never chosen.
+            _ => [40.0, 35.0],
+        };
+        while let Next::Try(r) = s.next() {
+            let kbit = r.bits_per_sec() / 1000;
+            let i = s.times_tried(r);
+            s.record(r, reading(readings(kbit)[i], Rate::from_kbit(kbit)));
+        }
+        let Next::Done(o) = s.next() else { panic!() };
+        assert_eq!(
+            o,
+            Outcome::Closest {
+                rate: Rate::from_kbit(2_550),
+                steady_p99_ms: 300.0
+            },
+            "{:#?}",
+            s.steps()
+        );
+        // No figure at all above the floor (every probe lost): no rate, said as such.
+        let mut s = Search::new(Rate::from_kbit(3_000), 20.0, 2);
+        s.record(
+            Rate::from_kbit(2_850),
+            reading(f64::NAN, Rate::from_kbit(2_000)),
+        );
+        s.record(
+            Rate::from_kbit(2_850),
+            reading(f64::NAN, Rate::from_kbit(2_000)),
+        );
+        assert_eq!(s.next(), Next::Done(Outcome::NoRatePasses));
     }
 
     #[test]
