@@ -51,6 +51,7 @@ use crate::trace::{RateTrace, Traces};
 /// The profiles shipped with unbloat, by name, as embedded TOML text.
 pub const SHIPPED: &[(&str, &str)] = &[
     ("dsl-2002", include_str!("../profiles/dsl-2002.toml")),
+    ("adsl-slow", include_str!("../profiles/adsl-slow.toml")),
     ("adsl", include_str!("../profiles/adsl.toml")),
     ("adsl2-pppoa", include_str!("../profiles/adsl2-pppoa.toml")),
     ("vdsl2", include_str!("../profiles/vdsl2.toml")),
@@ -409,7 +410,7 @@ mod tests {
             (l.overhead, l.mpu, l.framing)
         };
         let all = LinkProfile::all_shipped().expect("shipped profiles load");
-        assert_eq!(all.len(), 7);
+        assert_eq!(all.len(), 8);
         let get = |n: &str| all.iter().find(|p| p.name == n).expect(n).clone();
         for p in &all {
             assert_eq!(p.base_rtt(), Time::from_millis(20), "{}", p.name);
@@ -419,6 +420,10 @@ mod tests {
         let d = get("dsl-2002");
         assert_eq!((d.down, d.up), (Rate::from_kbit(800), Rate::from_kbit(220)));
         assert_eq!(d.link_layer().framing, Framing::Atm);
+        // Issue 38's slow deep-buffer line: 4 s of FIFO at the download's rate.
+        let s = get("adsl-slow");
+        assert_eq!((s.down, s.up), (Rate::from_mbit(3), Rate::from_kbit(512)));
+        assert_eq!(words(&s), (10, 0, Framing::Atm));
         let a = get("adsl");
         assert_eq!((a.down, a.up), (Rate::from_mbit(7), Rate::from_kbit(768)));
         assert_eq!(words(&a), (40, 0, Framing::Atm));
