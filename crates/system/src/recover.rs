@@ -258,7 +258,9 @@ impl Shaper<'_> {
             Ok(s) => s,
             Err(err) => return vec![err.to_string()],
         };
-        let egress_dirty = now.root() != e.before.root();
+        // A default root the kernel attached by itself (the device came up meanwhile) is not a
+        // change to undo: only a root of someone's choosing is compared.
+        let egress_dirty = now.custom_root() != e.before.custom_root();
         let ingress_dirty = now.ingress() != e.before.ingress() || now.ifb != e.before.ifb;
         let mut dels = vec![];
         if egress_dirty && now.custom_root().is_some() {
@@ -320,7 +322,7 @@ impl Shaper<'_> {
             }
         }
         match Snapshot::take(rtnl, &link, ifb_name) {
-            Ok(after) if after == e.before => {}
+            Ok(after) if after.same_setup(&e.before) => {}
             Ok(after) => problems.push(format!(
                 "{}: {}",
                 e.iface,

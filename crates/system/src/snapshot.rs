@@ -129,6 +129,26 @@ impl Snapshot {
         self.ifb.as_ref().and_then(|(_, q)| root_of(q))
     }
 
+    /// Whether `other` holds the same setup: equal, once every qdisc the kernel puts on a device
+    /// by itself ([`QdiscEntry::is_default`]) counts as none. A device that comes up during a
+    /// change (pppd re-dialling, a link's carrier back) gets its default qdisc from the kernel
+    /// then: it was "qdiscs []" while down, "pfifo_fast 0: root" after. That is the kernel's
+    /// business, not something unbloat's undo left or could remove.
+    pub fn same_setup(&self, other: &Snapshot) -> bool {
+        fn ours(q: &[QdiscEntry]) -> Vec<&QdiscEntry> {
+            q.iter().filter(|e| !e.is_default()).collect()
+        }
+        let ifb = |s: &'_ Snapshot| {
+            s.ifb.as_ref().map(|(name, q)| {
+                (
+                    name.clone(),
+                    ours(q).into_iter().cloned().collect::<Vec<_>>(),
+                )
+            })
+        };
+        ours(&self.wan) == ours(&other.wan) && ifb(self) == ifb(other)
+    }
+
     /// What differs from `other`, for the message when a rollback did not restore everything.
     pub fn describe_difference(&self, other: &Snapshot) -> String {
         let show = |s: &Snapshot| {
@@ -197,6 +217,39 @@ mod tests {
         assert!(!e("cake", 0x8001_0000).is_default());
         // fq_codel put there by a person has a handle of its own.
         assert!(!e("fq_codel", 0x8002_0000).is_default());
+    }
+
+    /// Bug (CI, the daemon's re-dial test): a change interrupted while ppp0 came up could not be
+    /// "undone", because the device had no qdisc when its snapshot was taken and the kernel's
+    /// default pfifo_fast after. A default qdisc, alone or as mq's children, is no setup; a
+    /// qdisc of anyone's choosing, an ingress or an IFB's root still differ.
+    #[test]
+    fn a_default_qdisc_the_kernel_attached_is_the_same_setup_as_none() {
+        let e = |kind, handle, parent| QdiscEntry::from_raw(&raw(kind, handle, parent, vec![]));
+        let snap = |wan: Vec<QdiscEntry>| Snapshot { wan, ifb: None };
+        let down = snap(vec![]);
+        let up = snap(vec![e("pfifo_fast", 0, TC_H_ROOT)]);
+        assert!(down.same_setup(&up) && up.same_setup(&down));
+        assert_ne!(down, up, "the snapshots themselves still differ");
+        let multiqueue = snap(vec![
+            e("mq", 0, TC_H_ROOT),
+            e("fq_codel", 0, 0x1),
+            e("fq_codel", 0, 0x2),
+        ]);
+        assert!(down.same_setup(&multiqueue));
+        assert!(!down.same_setup(&snap(vec![e("cake", 0x8001_0000, TC_H_ROOT)])));
+        assert!(!down.same_setup(&snap(vec![e("fq_codel", 0x8002_0000, TC_H_ROOT)])));
+        assert!(!up.same_setup(&snap(vec![e("ingress", 0xffff_0000, TC_H_INGRESS)])));
+        let with_ifb = |q: Vec<QdiscEntry>| Snapshot {
+            wan: vec![],
+            ifb: Some(("ifb4ppp0".into(), q)),
+        };
+        assert!(with_ifb(vec![]).same_setup(&with_ifb(vec![e("noqueue", 0, TC_H_ROOT)])));
+        assert!(!with_ifb(vec![]).same_setup(&with_ifb(vec![e("cake", 0x8003_0000, TC_H_ROOT)])));
+        assert!(
+            !down.same_setup(&with_ifb(vec![])),
+            "an IFB that was not there is not the same"
+        );
     }
 
     #[test]
