@@ -94,17 +94,6 @@ fn main() {
         Command::Kernel(a) => kernel::run(&a),
     };
     if let Err(f) = result {
-        eprintln!("unbloat-lab: error: {}", f.error);
-        // Errors that display their source's message themselves would repeat it: print a
-        // cause only when it says something new.
-        let mut last = f.error.to_string();
-        for cause in f.error.chain().skip(1) {
-            let text = cause.to_string();
-            if !last.contains(&text) {
-                eprintln!("  caused by: {text}");
-            }
-            last = text;
-        }
-        std::process::exit(f.code);
+        f.exit("unbloat-lab");
     }
 }

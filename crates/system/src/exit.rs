@@ -26,6 +26,25 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
     }
 }
 
+impl Failure {
+    /// Prints `PROGRAM: error: ...` and each cause that says something new on stderr, then
+    /// exits with the failure's status: how both binaries end on an error.
+    pub fn exit(self, program: &str) -> ! {
+        eprintln!("{program}: error: {}", self.error);
+        // Errors that display their source's message themselves would repeat it: print a
+        // cause only when it says something new.
+        let mut last = self.error.to_string();
+        for cause in self.error.chain().skip(1) {
+            let text = cause.to_string();
+            if !last.contains(&text) {
+                eprintln!("  caused by: {text}");
+            }
+            last = text;
+        }
+        std::process::exit(self.code);
+    }
+}
+
 /// Marks an error as invalid input (exit 2).
 pub fn invalid(e: impl Into<anyhow::Error>) -> Failure {
     Failure {
