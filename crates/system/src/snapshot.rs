@@ -138,15 +138,11 @@ impl Snapshot {
         fn ours(q: &[QdiscEntry]) -> Vec<&QdiscEntry> {
             q.iter().filter(|e| !e.is_default()).collect()
         }
-        let ifb = |s: &'_ Snapshot| {
-            s.ifb.as_ref().map(|(name, q)| {
-                (
-                    name.clone(),
-                    ours(q).into_iter().cloned().collect::<Vec<_>>(),
-                )
-            })
+        let same_ifb = match (&self.ifb, &other.ifb) {
+            (Some((a, qa)), Some((b, qb))) => a == b && ours(qa) == ours(qb),
+            (a, b) => a.is_none() && b.is_none(),
         };
-        ours(&self.wan) == ours(&other.wan) && ifb(self) == ifb(other)
+        ours(&self.wan) == ours(&other.wan) && same_ifb
     }
 
     /// What differs from `other`, for the message when a rollback did not restore everything.
