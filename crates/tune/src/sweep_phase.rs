@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use unbloat_measure::client::TestPlan;
 use unbloat_measure::sweep::{self, SweepPlan};
 use unbloat_measure::MeasureError;
+use unbloat_shaper::linklayer::LinkPreset;
 use unbloat_shaper::options::ShapeOptions;
 use unbloat_units::Rate;
 
@@ -40,18 +41,50 @@ fn one() -> usize {
     1
 }
 
-/// The link options to shape with: ATM's found overhead, unless the user said otherwise.
-pub fn link_options(found: &FramingFound, user: &ShapeOptions) -> ShapeOptions {
+/// The fastest ADSL there is: ADSL2+ carries at most 24 Mbit/s down and, with Annex M, 3.3 up.
+/// A line no faster than this each way may be ADSL, so ATM's cells may be costing it.
+pub const ADSL_MAX_DOWN: Rate = Rate::from_kbit(24_000);
+pub const ADSL_MAX_UP: Rate = Rate::from_kbit(3_300);
+
+/// The framing an undecided sweep searches with on a line as slow as ADSL: sqm's advice when
+/// unsure, PPPoE over LLC/SNAP (ATM cells, 40 bytes). Issue 38: a slow ATM line's sweep could not
+/// decide (confidence 0.48), the searches ran without compensation and neither direction found
+/// a rate. Overestimating the overhead costs a line that is not ATM some goodput (about 10 % of
+/// full packets); underestimating it on ATM lets the modem's queue fill.
+pub const UNSURE_ADSL: LinkPreset = LinkPreset::PppoeLlcsnap;
+
+/// The link options to shape with: ATM's found overhead, unless the user said otherwise; when
+/// the sweep could not decide on a line no faster than ADSL (`down` and `up`, the unshaped
+/// goodputs), [`UNSURE_ADSL`]'s.
+pub fn link_options(
+    found: &FramingFound,
+    user: &ShapeOptions,
+    down: Rate,
+    up: Rate,
+) -> ShapeOptions {
     let said = user.link.is_some() || user.overhead.is_some() || user.framing.is_some();
-    match found.guess.link_layer() {
-        Some(l) if !said => ShapeOptions {
+    if said {
+        return user.clone();
+    }
+    let layer = match found.guess.family {
+        Family::Undecided if looks_like_adsl(down, up) => Some(UNSURE_ADSL.link_layer()),
+        _ => found.guess.link_layer(),
+    };
+    match layer {
+        Some(l) => ShapeOptions {
             framing: Some(l.framing),
             overhead: Some(i64::from(l.overhead)),
             mpu: Some(i64::from(l.mpu)),
             ..user.clone()
         },
-        _ => user.clone(),
+        None => user.clone(),
     }
+}
+
+/// Whether a line with these unshaped goodputs may be ADSL: no faster than [`ADSL_MAX_DOWN`] and
+/// [`ADSL_MAX_UP`].
+pub fn looks_like_adsl(down: Rate, up: Rate) -> bool {
+    down <= ADSL_MAX_DOWN && up <= ADSL_MAX_UP
 }
 
 /// The address the probes go to: the sweep's echoes go there too.
@@ -81,11 +114,18 @@ const MIN_SPACING: Duration = Duration::from_millis(5);
 /// How long one sweep lasts on a fast link: 64 to 256 bytes, every byte, 20 rounds 5 ms apart.
 const SWEEP_TIME: Duration = Duration::from_millis(19_300);
 
+/// The fewest rounds a sweep makes when time is short: on the slow uplinks that make a sweep
+/// long, one cell's step is a millisecond (0.97 ms at 512 kbit/s), 80 times the lab's noise, and
+/// the minimum over 4 rounds shows it.
+pub const FEWEST_ROUNDS: u32 = 4;
+
 /// The sweep's plan: 64 to 256 bytes, every byte, 5 ms apart, as many rounds (at least 10) as
 /// fit about 20 s; further apart on a slow upload: each echo must have left the line before the
 /// next is sent, or they queue behind each other and the staircase drowns (a 256-byte echo is
-/// 7 ATM cells, 371 bytes, 13.5 ms at 220 kbit/s). `up` is the unshaped upload's goodput.
-pub fn plan_for(up: Rate) -> SweepPlan {
+/// 7 ATM cells, 371 bytes, 13.5 ms at 220 kbit/s). `up` is the unshaped upload's goodput. The
+/// rounds are cut (to [`FEWEST_ROUNDS`] at the least) to fit `at_most`: the time the run's
+/// `--max-time` leaves.
+pub fn plan_for(up: Rate, at_most: Duration) -> SweepPlan {
     let mut plan = SweepPlan::default();
     let largest = f64::from(plan.ip_bytes.iter().copied().max().unwrap_or(256));
     // With the most overhead a sweep reports (55 bytes), in 53-byte cells.
@@ -93,24 +133,30 @@ pub fn plan_for(up: Rate) -> SweepPlan {
     let on_line =
         Duration::from_secs_f64(1.5 * cells * 8.0 / (up.bits_per_sec().max(1_000) as f64));
     plan.interval = on_line.max(MIN_SPACING);
-    let fit = SWEEP_TIME.as_secs_f64() / (plan.interval.as_secs_f64() * plan.ip_bytes.len() as f64);
-    plan.rounds = (fit as u32).max(10);
+    let round = plan.interval.as_secs_f64() * plan.ip_bytes.len() as f64;
+    let fit = SWEEP_TIME.as_secs_f64() / round;
+    let fit_budget = (at_most.saturating_sub(plan.grace)).as_secs_f64() / round;
+    plan.rounds = ((fit as u32).max(10))
+        .min(fit_budget as u32)
+        .max(FEWEST_ROUNDS);
     plan
 }
 
-/// Runs the sweep towards the test's probe target ([`plan_for`] the upload) and analyses it.
+/// Runs the sweep towards the test's probe target ([`plan_for`] the upload, within `at_most`)
+/// and analyses it.
 /// While the analysis cannot decide, and `another(time)` says the run has time for one more
 /// sweep, it sweeps again (at most [`MAX_SWEEPS`] in all, each in an order of its own) and
 /// decides on every echo so far: a minimum over more rounds is quieter.
 pub fn sweep(
     test: &TestPlan,
     up: Rate,
+    at_most: Duration,
     stop: &Stop,
     another: &mut dyn FnMut(Duration) -> bool,
 ) -> Result<FramingFound, TuneError> {
     stop.check()?;
     let target = target(test)?;
-    let mut plan = plan_for(up);
+    let mut plan = plan_for(up, at_most);
     let mut echoes = vec![];
     let mut sweeps = 0;
     let (mins, guess) = loop {
@@ -138,8 +184,9 @@ pub fn sweep(
     })
 }
 
-/// The one-line verdict for the progress line.
-pub fn verdict(found: &FramingFound) -> String {
+/// The one-line verdict for the progress line, and what the searches use when the sweep could
+/// not decide on a line as slow as ADSL.
+pub fn verdict(found: &FramingFound, down: Rate, up: Rate) -> String {
     let g = &found.guess;
     let sweeps = match found.sweeps {
         1 => String::new(),
@@ -157,7 +204,16 @@ pub fn verdict(found: &FramingFound) -> String {
             g.family, g.confidence, g.reason
         ),
     };
-    said + &sweeps
+    let unsure = if g.family == Family::Undecided && looks_like_adsl(down, up) {
+        format!(
+            "; the line is no faster than ADSL, so the searches assume {}'s ATM framing \
+             (overhead 40): too much overhead costs a little goodput, too little fills the modem",
+            UNSURE_ADSL
+        )
+    } else {
+        String::new()
+    };
+    said + &sweeps + &unsure
 }
 
 /// The sweep's plot.
@@ -168,7 +224,7 @@ pub fn plot_svg(found: &FramingFound) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use unbloat_shaper::linklayer::{Framing, LinkPreset};
+    use unbloat_shaper::linklayer::Framing;
 
     fn found(family: Family, overhead: Option<i32>) -> FramingFound {
         FramingFound {
@@ -192,9 +248,10 @@ mod tests {
 
     #[test]
     fn a_slow_upload_spaces_the_echoes() {
-        let fast = plan_for(Rate::from_mbit(20));
+        let plenty = Duration::from_secs(60);
+        let fast = plan_for(Rate::from_mbit(20), plenty);
         assert_eq!((fast.interval, fast.rounds), (Duration::from_millis(5), 20));
-        let slow = plan_for(Rate::from_kbit(220));
+        let slow = plan_for(Rate::from_kbit(220), plenty);
         assert!(
             slow.interval > Duration::from_millis(20) && slow.interval < Duration::from_millis(25),
             "{slow:?}"
@@ -203,9 +260,27 @@ mod tests {
     }
 
     #[test]
+    fn a_short_budget_cuts_the_rounds_but_not_below_four() {
+        // 220 kbit/s: a round is 3.9 s, so 10 take 39 s; 25 s (less 1 s for the last replies) hold 6.
+        let slow = plan_for(Rate::from_kbit(220), Duration::from_secs(25));
+        assert_eq!(slow.rounds, 6, "{slow:?}");
+        assert!(slow.duration() <= Duration::from_secs(25));
+        assert_eq!(
+            plan_for(Rate::from_kbit(220), Duration::ZERO).rounds,
+            FEWEST_ROUNDS
+        );
+        // A fast link's 20 rounds fit in 20 s.
+        assert_eq!(
+            plan_for(Rate::from_mbit(20), Duration::from_secs(20)).rounds,
+            19
+        );
+    }
+
+    #[test]
     fn atm_overrides_the_default_but_not_what_the_user_said() {
         let none = ShapeOptions::default();
-        let o = link_options(&found(Family::Atm, Some(10)), &none);
+        let (down, up) = (Rate::from_mbit(50), Rate::from_mbit(10));
+        let o = link_options(&found(Family::Atm, Some(10)), &none, down, up);
         assert_eq!(
             (o.framing, o.overhead, o.mpu),
             (Some(Framing::Atm), Some(10), Some(0))
@@ -214,7 +289,44 @@ mod tests {
             link: Some(LinkPreset::PppoeLlcsnap),
             ..Default::default()
         };
-        assert_eq!(link_options(&found(Family::Atm, Some(10)), &user), user);
-        assert_eq!(link_options(&found(Family::Straight, None), &none), none);
+        assert_eq!(
+            link_options(&found(Family::Atm, Some(10)), &user, down, up),
+            user
+        );
+        assert_eq!(
+            link_options(&found(Family::Straight, None), &none, down, up),
+            none
+        );
+        assert_eq!(
+            link_options(&found(Family::Undecided, None), &none, down, up),
+            none
+        );
+    }
+
+    #[test]
+    fn an_undecided_sweep_on_a_line_as_slow_as_adsl_assumes_pppoe_llcsnap() {
+        let none = ShapeOptions::default();
+        let undecided = found(Family::Undecided, None);
+        let (down, up) = (Rate::from_kbit(1_100), Rate::from_kbit(180));
+        let o = link_options(&undecided, &none, down, up);
+        assert_eq!(
+            (o.framing, o.overhead, o.mpu),
+            (Some(Framing::Atm), Some(40), Some(0))
+        );
+        assert!(verdict(&undecided, down, up).contains("pppoe-llcsnap"));
+        // What the user said stands; a straight line on a slow link stays as it is.
+        let user = ShapeOptions {
+            overhead: Some(18),
+            ..Default::default()
+        };
+        assert_eq!(link_options(&undecided, &user, down, up), user);
+        assert_eq!(
+            link_options(&found(Family::Straight, None), &none, down, up),
+            none
+        );
+        // Faster than ADSL2+ either way: not ADSL, so nothing is assumed.
+        let vdsl = (Rate::from_mbit(40), Rate::from_mbit(10));
+        assert_eq!(link_options(&undecided, &none, vdsl.0, vdsl.1), none);
+        assert!(!verdict(&undecided, vdsl.0, vdsl.1).contains("pppoe-llcsnap"));
     }
 }
