@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use clap::Args;
-use unbloat_measure::{parse_duration, TestArgs};
+use unbloat_measure::TestArgs;
 use unbloat_shaper::linklayer::{Framing, LinkPreset};
 use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::spec::parse_iface;
@@ -15,7 +15,7 @@ use unbloat_system::apply::{Request, Shaper};
 use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::{ShapedState, StateDir};
 use unbloat_tune::interrupt::{self, Shared};
-use unbloat_tune::run::{self, Report, Settings};
+use unbloat_tune::run::{self, MaxTime, Report, Settings};
 use unbloat_tune::shaping::Shaping;
 use unbloat_units::{IfName, Rate, Time};
 
@@ -61,10 +61,12 @@ pub struct TuneArgs {
     /// link's rate is added: no shaper keeps less).
     #[arg(long, value_name = "TIME", default_value = "10ms")]
     pub bound: Time,
-    /// The longest the run may take: at least 2m20s (2m with --no-sweep), what the phases
-    /// with 3 search steps each way and one both-ways check need; longer runs search more steps.
-    #[arg(long, value_name = "TIME", default_value = "3m", value_parser = parse_duration)]
-    pub max_time: Duration,
+    /// The longest the run may take. `auto`: 3 minutes, longer on a slow line (its framing
+    /// sweep must space the echoes; at most 6 minutes), said once the capacity is measured. A
+    /// time: at least 2m20s (2m with --no-sweep), what the phases with 3 search steps each way
+    /// and one both-ways check need; longer runs search more steps.
+    #[arg(long, value_name = "TIME|auto", default_value = "auto", value_parser = MaxTime::parse)]
+    pub max_time: MaxTime,
     /// The link's framing preset, when you know it (the sweep then only confirms ATM or not).
     #[arg(long, value_name = "PRESET")]
     pub link: Option<LinkPreset>,
@@ -223,10 +225,11 @@ pub fn tune(args: &TuneArgs) -> Result<(), Failure> {
         )));
     }
     let floor = unbloat_tune::run::min_time(args.no_sweep);
-    if args.max_time < floor || args.max_time > Duration::from_secs(3600) {
+    let out_of_range = |max: &Duration| *max < floor || *max > Duration::from_secs(3600);
+    if let Some(max) = args.max_time.fixed().filter(out_of_range) {
         return Err(invalid(anyhow!(
-            "--max-time {}: between {} and 60m{}: the idle and capacity phases, {}3 search steps each way and one both-ways check take that long",
-            fmt_duration(args.max_time),
+            "--max-time {}: auto, or between {} and 60m{}: the idle and capacity phases, {}3 search steps each way and one both-ways check take that long",
+            fmt_duration(max),
             fmt_duration(floor),
             if args.no_sweep { "" } else { " (with --no-sweep less)" },
             if args.no_sweep { "" } else { "the framing sweep, " },
@@ -257,7 +260,7 @@ pub fn tune(args: &TuneArgs) -> Result<(), Failure> {
     let stop = interrupt::watch(shaping.clone());
     eprintln!(
         "unbloat: tune saturates {iface}'s link both ways for up to {}s against {}; Ctrl-C puts the old shaping back",
-        args.max_time.as_secs(),
+        args.max_time.most().as_secs(),
         test.remote
     );
     let settings = Settings {

@@ -460,7 +460,8 @@ fn the_help_states_the_rule() {
 }
 
 /// tune's `--max-time` below what its phases need is refused before anything is touched, with
-/// the floor named (with and without the framing sweep); an hour is the most.
+/// the floor named (with and without the framing sweep); an hour is the most; a word other than
+/// `auto` is refused with the choices.
 #[test]
 fn a_tune_max_time_below_its_phases_is_refused_with_the_floor() {
     let base = ["tune", "eth0", "--server", "http://127.0.0.1:9/"];
@@ -471,6 +472,7 @@ fn a_tune_max_time_below_its_phases_is_refused_with_the_floor() {
             "between 2m and 60m",
         ),
         (&["--max-time", "61m"][..], "between 2m20s and 60m"),
+        (&["--max-time", "soon"][..], "or auto"),
     ] {
         let args: Vec<&str> = base.iter().chain(extra).copied().collect();
         let out = unbloat(&args);

@@ -25,6 +25,7 @@ use unbloat_system::kernel::{
     describe_current, in_guest, is_root, own_argv, GuestOptions, Kernel, KernelError,
 };
 use unbloat_system::runner::SystemRunner;
+use unbloat_tune::run::MaxTime;
 use unbloat_units::Time;
 
 use crate::farend::FarEndKind;
@@ -68,7 +69,7 @@ pub struct LabArgs {
     /// strategy; default: third_party/cake-autorate of the source tree unbloat was built from.
     pub cake_autorate: Option<PathBuf>,
     /// The `unbloat-tuned` strategy's `unbloat tune --max-time` (its whole tune, before its test).
-    pub tune_max_time: Time,
+    pub tune_max_time: MaxTime,
     /// The report directory (HTML page, table, results and flent files).
     pub out: PathBuf,
     /// Print the comparison as JSON instead of the table.
@@ -88,7 +89,7 @@ impl Default for LabArgs {
             streams: None,
             duration: Time::from_secs(30),
             far_end: crate::farend::FarEndKind::Unbloat,
-            tune_max_time: Time::from_secs(180),
+            tune_max_time: MaxTime::Auto,
             out: "unbloat-lab-report".into(),
             json: false,
             in_kernel: false,
@@ -470,7 +471,7 @@ fn run_in_kernel(
         120.0
             + per_run * (req.strategies.len() as f64 + 1.0)
             + (programs as u64 * script::TIMEOUT_S) as f64
-            + tunes as f64 * (args.tune_max_time.secs_f64() + 60.0),
+            + tunes as f64 * (args.tune_max_time.most().as_secs_f64() + 60.0),
     );
     let opts = GuestOptions {
         stream: true,
@@ -603,6 +604,9 @@ fn run_here(
             .unwrap_or_default();
         if let Some(t) = &tuned {
             notes.push(format!("{strategy}: {}", t.summary()));
+            if let Some(held) = t.held(&row) {
+                notes.push(format!("{strategy}: {held}"));
+            }
         }
         if let Some(c) = &controller {
             notes.push(format!("{strategy}: {}", c.summary()));
@@ -640,7 +644,7 @@ fn run_strategy(
     strategy: &Strategy,
     req: &Request,
     far_end: FarEndKind,
-    tune_max_time: Time,
+    tune_max_time: MaxTime,
     test_args: &[&str],
     dir: &Path,
     exe: &Path,

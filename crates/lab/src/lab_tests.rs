@@ -133,7 +133,7 @@ fn a_library_callers_reexec_repeats_the_request_with_an_absolute_out_and_the_int
             "--far-end",
             "irtt-iperf3",
             "--tune-max-time",
-            "180s",
+            "auto",
             "--out",
             "/tmp/r",
             "--in-kernel",

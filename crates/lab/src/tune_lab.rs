@@ -56,6 +56,13 @@ pub struct TuneRow {
     #[serde(default)]
     pub up_searched: Option<Rate>,
     pub seconds: f64,
+    /// The round trip's bound with both directions loaded (the user's bound and each
+    /// direction's packets of slack), which the lab's rrul is held to.
+    #[serde(default)]
+    pub both_bound_ms: Option<f64>,
+    /// The bounds tune's result does not keep, as tune said.
+    #[serde(default)]
+    pub missed: Vec<unbloat_tune::run::Missed>,
     /// The exhaustive sweep's best rates, when it ran.
     pub down_best: Option<Rate>,
     pub up_best: Option<Rate>,
@@ -70,6 +77,22 @@ impl TuneRow {
         }
     }
 
+    /// Whether the lab's test through tune's result kept tune's both-ways bound, in a line:
+    /// `the test's steady p95 +42.0 ms is over tune's 28.5 ms bound by 13.5 ms`. `None` without
+    /// either figure.
+    pub fn held(&self, row: &crate::table::Row) -> Option<String> {
+        let bound = self.both_bound_ms?;
+        let steady = row.probe(row.primary.as_deref()?)?.steady_p95_ms?;
+        Some(if steady <= bound {
+            format!("the test's steady p95 +{steady:.1} ms is within tune's {bound:.1} ms bound")
+        } else {
+            format!(
+                "the test's steady p95 +{steady:.1} ms is over tune's {bound:.1} ms bound by {:.1} ms",
+                steady - bound
+            )
+        })
+    }
+
     /// What tune found against the truth, in a line: `tune found down 38504kbit (96 % of the
     /// line's 40mbit), up ...; framing straight overhead - (truth: ptm overhead 22); it took 115 s`.
     pub fn summary(&self) -> String {
@@ -81,8 +104,20 @@ impl TuneRow {
                 )
             })
         };
+        let missed: String = self
+            .missed
+            .iter()
+            .map(|m| {
+                format!(
+                    "; the {} missed its {:.1} ms bound by {:.1} ms",
+                    m.phase,
+                    m.bound_ms,
+                    m.over_ms()
+                )
+            })
+            .collect();
         format!(
-            "tune found down {}, up {}; framing {} overhead {} (truth: {} overhead {}); it took {:.0} s",
+            "tune found down {}, up {}; framing {} overhead {} (truth: {} overhead {}); it took {:.0} s{missed}",
             pct(self.down_found, self.down_line),
             pct(self.up_found, self.up_line),
             self.family_found,
@@ -316,6 +351,8 @@ pub fn tune_in(
         down_searched: highest_pass(&v["steps_down"]),
         up_searched: highest_pass(&v["steps_up"]),
         seconds: t0.elapsed().as_secs_f64(),
+        both_bound_ms: v["bound_both_ms"].as_f64(),
+        missed: serde_json::from_value(v["missed"].clone()).unwrap_or_default(),
         down_best: None,
         up_best: None,
     })
@@ -342,7 +379,7 @@ pub fn tune_and_apply(
     profile: &LinkProfile,
     exe: &Path,
     dir: &Path,
-    max_time: unbloat_units::Time,
+    max_time: unbloat_tune::run::MaxTime,
 ) -> Result<(Vec<String>, TuneRow), TuneLabError> {
     let run_dir = WorkDir::new("tuned").map_err(|e| TuneLabError::Build(e.to_string()))?;
     let (started, server) = start_serve(live, dir, exe)?;

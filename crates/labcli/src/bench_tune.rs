@@ -39,8 +39,8 @@ pub struct TuneBenchArgs {
     /// boundary back to the line, where the search looks for it.
     #[arg(long, value_name = "TIME", default_value = "10ms")]
     pub bound: String,
-    /// Passed to `unbloat tune --max-time`.
-    #[arg(long, value_name = "TIME", default_value = "3m")]
+    /// Passed to `unbloat tune --max-time` (auto: 3 minutes, longer on a slow line).
+    #[arg(long, value_name = "TIME|auto", default_value = "auto")]
     pub max_time: String,
     /// Print the rows as JSON.
     #[arg(long)]

@@ -43,8 +43,8 @@ pub struct LabFlags {
     #[arg(long, value_name = "DIR")]
     pub cake_autorate: Option<PathBuf>,
     /// The `unbloat-tuned` strategy's `unbloat tune --max-time` (its whole tune, before its test).
-    #[arg(long, value_name = "D", default_value = "3m", value_parser = unbloat_lab::lab::parse_lab_duration)]
-    pub tune_max_time: Time,
+    #[arg(long, value_name = "D|auto", default_value = "auto", value_parser = unbloat_tune::run::MaxTime::parse)]
+    pub tune_max_time: unbloat_tune::run::MaxTime,
     /// The report directory (HTML page, table, results and flent files).
     #[arg(long, value_name = "DIR", default_value = "unbloat-lab-report")]
     pub out: PathBuf,

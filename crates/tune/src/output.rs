@@ -11,7 +11,7 @@ use unbloat_report::plot::svg::{escape, Anchor, Svg};
 use unbloat_shaper::options::ShapeOptions;
 use unbloat_units::Rate;
 
-use crate::run::Tuned;
+use crate::run::{Missed, Tuned};
 use crate::search::Step;
 
 /// The config file text: one `[interface.IFACE]` table with what the run found.
@@ -28,28 +28,53 @@ pub fn config_toml(iface: &str, tuned: &Tuned, note: &str) -> Result<String, Str
     for line in note.lines() {
         text.push_str(&format!("# {line}\n"));
     }
+    if let Some(f) = tuned.framing.as_ref().filter(|f| {
+        f.guess.family == crate::framing::Family::Undecided
+            && tuned.link.framing == Some(unbloat_shaper::linklayer::Framing::Atm)
+    }) {
+        text.push_str(&format!(
+            "# The framing sweep could not decide (confidence {:.2}); on a line this slow the \
+             link options assume ATM with {}'s overhead. Set them if you know your line.\n",
+            f.guess.confidence,
+            crate::sweep_phase::UNSURE_ADSL
+        ));
+    }
     if tuned.down.is_none() || tuned.up.is_none() {
         text.push_str(
             "# A direction without a rate: no step near its capacity gave a latency figure.\n",
         );
     }
-    for (name, rate, steps, bound) in [
-        (
-            "download",
-            tuned.down,
-            &tuned.steps_down,
-            tuned.bound_down_ms,
-        ),
-        ("upload", tuned.up, &tuned.steps_up, tuned.bound_up_ms),
-    ] {
-        if let Some(r) = rate.filter(|_| !steps.is_empty() && steps.iter().all(|s| !s.pass)) {
-            text.push_str(&format!(
-                "# The {name}'s {r} missed its {bound:.1} ms bound: no rate kept it, and this one came closest.\n"
-            ));
-        }
+    for m in &tuned.missed {
+        text.push_str(&format!("# {}\n", missed_line(tuned, m)));
     }
     text.push_str(&body);
     Ok(text)
+}
+
+/// A missed bound in words: `The upload's 4750kbit missed its 10.6 ms bound by 29.4 ms (steady
+/// p99 +40.0 ms): no rate kept it, and this one came closest.`
+pub fn missed_line(t: &Tuned, m: &Missed) -> String {
+    let rate = |r: Option<Rate>| r.map_or("-".to_string(), |r| r.to_string());
+    let (what, why) = match m.phase.as_str() {
+        "download" => (
+            format!("The download's {}", rate(t.down)),
+            "no rate kept it, and this one came closest",
+        ),
+        "upload" => (
+            format!("The upload's {}", rate(t.up)),
+            "no rate kept it, and this one came closest",
+        ),
+        _ => (
+            format!("The pair {} down, {} up", rate(t.down), rate(t.up)),
+            "with both directions loaded, and backing off did not bring it within",
+        ),
+    };
+    format!(
+        "{what} missed its {:.1} ms bound by {:.1} ms (steady p99 +{:.1} ms): {why}.",
+        m.bound_ms,
+        m.over_ms(),
+        m.steady_p99_ms
+    )
 }
 
 /// Writes `unbloat.toml`, `tune.json`, the SVGs and `index.html` into `dir`.
@@ -90,10 +115,12 @@ pub fn write(dir: &Path, iface: &str, tuned: &Tuned, note: &str) -> Result<Vec<P
 
 fn html(iface: &str, t: &Tuned, note: &str) -> String {
     let rate = |r: Option<Rate>| r.map_or("not set".to_string(), |r| r.to_string());
-    let framing = t.framing.as_ref().map_or(
-        "not swept (the link options given stand)".into(),
-        crate::sweep_phase::verdict,
-    );
+    let framing = t
+        .framing
+        .as_ref()
+        .map_or("not swept (the link options given stand)".into(), |f| {
+            crate::sweep_phase::verdict(f, t.capacity_down.goodput, t.capacity_up.goodput)
+        });
     let sweep_img = if t.framing.is_some() {
         "<img src=\"framing.svg\" alt=\"framing sweep\">"
     } else {
@@ -108,7 +135,7 @@ fn html(iface: &str, t: &Tuned, note: &str) -> String {
          <tr><td>line rate (under the framing below)</td><td>{}</td><td>{}</td></tr>\
          <tr><td>steady-state p99 bound</td><td>{:.1} ms</td><td>{:.1} ms</td></tr>\
          <tr><td><b>chosen rate</b></td><td><b>{}</b></td><td><b>{}</b></td></tr></table>\
-         {}<p>Idle round trip: {} ms. Framing: {}. {:.0} s in all; {}.</p>\
+         {}{}<p>Idle round trip: {} ms. Framing: {}. {:.0} s in all ({}); {}.</p>\
          <img src=\"tradeoff-down.svg\" alt=\"download trade-off\"><img src=\"tradeoff-up.svg\" alt=\"upload trade-off\">{sweep_img}\
          </body></html>\n",
         escape(note),
@@ -121,9 +148,14 @@ fn html(iface: &str, t: &Tuned, note: &str) -> String {
         rate(t.down),
         rate(t.up),
         both_ways_table(t),
+        t.missed
+            .iter()
+            .map(|m| format!("<p><b>{}</b></p>", escape(&missed_line(t, m))))
+            .collect::<String>(),
         t.idle_rtt_ms.map_or("?".into(), |v| format!("{v:.1}")),
         escape(&framing),
         t.seconds,
+        escape(&crate::run::laps_line(&t.time)),
         escape(&t.ending),
     )
 }
@@ -329,6 +361,7 @@ mod tests {
             link: ShapeOptions::default(),
             bound_down_ms: 10.6,
             bound_up_ms: 10.6,
+            bound_both_ms: 11.2,
             steps_down: vec![
                 step(19_000, 2.0, true),
                 step(20_000, 3.0, true),
@@ -342,6 +375,8 @@ mod tests {
                 down: Some(Rate::from_kbit(20_000)),
                 ..Default::default()
             },
+            missed: vec![],
+            time: vec![],
             seconds: 100.0,
             ending: "put back".into(),
         }
@@ -376,12 +411,18 @@ mod tests {
             pass: false,
         }];
         t.up = Some(Rate::from_kbit(4_750));
+        t.missed = vec![Missed {
+            phase: "upload".into(),
+            bound_ms: 10.6,
+            steady_p99_ms: 40.0,
+        }];
         let text = config_toml("eth0", &t, "").unwrap();
         assert!(
-            text.contains("# The upload's 4750kbit missed its 10.6 ms bound"),
+            text.contains("# The upload's 4750kbit missed its 10.6 ms bound by 29.4 ms"),
             "{text}"
         );
         assert!(!text.contains("download's"), "{text}");
+        assert!(html("eth0", &t, "").contains("missed its 10.6 ms bound by 29.4 ms"));
     }
 
     #[test]

@@ -85,6 +85,59 @@ pub fn min_time(skip_sweep: bool) -> Duration {
     Duration::from_secs(need.as_secs().div_ceil(10) * 10)
 }
 
+/// A run with `--max-time auto` takes this long on a line whose phases fit in it.
+pub const DEFAULT_TIME: Duration = Duration::from_secs(180);
+/// The longest `auto` stretches a run to.
+pub const AUTO_MOST: Duration = Duration::from_secs(360);
+/// The steps per direction `auto` keeps on a slow line: what [`DEFAULT_TIME`] gives a fast one.
+const AUTO_STEPS: u32 = 4;
+
+/// `--max-time`: a fixed budget, or `auto`: [`DEFAULT_TIME`], stretched on a slow line (whose
+/// framing sweep must space its echoes: 54 s at 160 kbit/s up, not 20) to what its phases need
+/// with [`AUTO_STEPS`] steps each way, at most [`AUTO_MOST`]. The estimate is said up front.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxTime {
+    Auto,
+    At(Duration),
+}
+
+impl MaxTime {
+    /// `auto`, or a time as `unbloat test --duration` takes it (`3m`, `200s`).
+    pub fn parse(text: &str) -> Result<MaxTime, String> {
+        if text == "auto" {
+            return Ok(MaxTime::Auto);
+        }
+        unbloat_measure::parse_duration(text)
+            .map(MaxTime::At)
+            .map_err(|e| format!("{e}; or auto: 3 minutes, longer on a slow line"))
+    }
+
+    /// The time the user set; `None` for `auto`.
+    pub fn fixed(self) -> Option<Duration> {
+        match self {
+            MaxTime::Auto => None,
+            MaxTime::At(d) => Some(d),
+        }
+    }
+
+    /// The longest the run may take (what a caller's timeout allows for).
+    pub fn most(self) -> Duration {
+        match self {
+            MaxTime::Auto => AUTO_MOST,
+            MaxTime::At(d) => d,
+        }
+    }
+}
+
+impl std::fmt::Display for MaxTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MaxTime::Auto => f.write_str("auto"),
+            MaxTime::At(d) => write!(f, "{}s", d.as_secs()),
+        }
+    }
+}
+
 /// What the user asked of the run.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -92,7 +145,7 @@ pub struct Settings {
     pub test: TestPlan,
     /// The steady-state p99 induced latency the chosen rates must keep, in ms.
     pub bound_ms: f64,
-    pub max_time: Duration,
+    pub max_time: MaxTime,
     /// The user's link options (`--link` and friends): what a straight-line sweep falls back to.
     pub link: ShapeOptions,
     /// Leave out the framing sweep (the user's link options stand).
@@ -118,6 +171,9 @@ pub struct Tuned {
     pub link: ShapeOptions,
     pub bound_down_ms: f64,
     pub bound_up_ms: f64,
+    /// The round trip's bound with both directions loaded ([`both_ways::Bounds`]).
+    #[serde(default)]
+    pub bound_both_ms: f64,
     pub steps_down: Vec<Step>,
     pub steps_up: Vec<Step>,
     /// The both-ways checks of the pair the searches found (empty when a direction has no rate).
@@ -127,9 +183,71 @@ pub struct Tuned {
     pub up: Option<Rate>,
     /// The options to shape with: link options and the rates found.
     pub options: ShapeOptions,
+    /// Where the result keeps more latency than the bound: a direction whose search found no
+    /// rate within it, or the pair under both loads.
+    #[serde(default)]
+    pub missed: Vec<Missed>,
+    /// Where the time went, phase by phase.
+    #[serde(default)]
+    pub time: Vec<Lap>,
     pub seconds: f64,
     /// What happened to the shaping at the end (put back, or applied).
     pub ending: String,
+}
+
+/// A bound the result does not keep, and by how much.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Missed {
+    /// `download`, `upload` or `both ways`.
+    pub phase: String,
+    pub bound_ms: f64,
+    /// The steady-state p99 the chosen rates kept there.
+    pub steady_p99_ms: f64,
+}
+
+impl Missed {
+    pub fn over_ms(&self) -> f64 {
+        self.steady_p99_ms - self.bound_ms
+    }
+}
+
+/// One phase's wall-clock time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Lap {
+    pub phase: String,
+    pub seconds: f64,
+}
+
+/// Where the time went: each [`Laps::lap`] closes the phase that ran since the one before.
+struct Laps {
+    last: Instant,
+    laps: Vec<Lap>,
+}
+
+impl Laps {
+    fn new(started: Instant) -> Laps {
+        Laps {
+            last: started,
+            laps: vec![],
+        }
+    }
+
+    fn lap(&mut self, phase: &str) {
+        let now = Instant::now();
+        self.laps.push(Lap {
+            phase: phase.into(),
+            seconds: (now - self.last).as_secs_f64(),
+        });
+        self.last = now;
+    }
+}
+
+/// The laps in a line: `idle 4 s, capacity 19 s, ...`.
+pub fn laps_line(laps: &[Lap]) -> String {
+    laps.iter()
+        .map(|l| format!("{} {:.0} s", l.phase, l.seconds))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -149,6 +267,7 @@ pub fn run(
     let result = phases(s, shaping, stop, report, started);
     match result {
         Ok(mut tuned) => {
+            let ending = Instant::now();
             tuned.ending = if s.apply {
                 let applied = lock(shaping).shape(&tuned.options);
                 match applied {
@@ -162,6 +281,10 @@ pub fn run(
             } else {
                 lock(shaping).restore().map_err(TuneError::Shaping)?
             };
+            tuned.time.push(Lap {
+                phase: if s.apply { "applying" } else { "putting back" }.into(),
+                seconds: ending.elapsed().as_secs_f64(),
+            });
             tuned.seconds = started.elapsed().as_secs_f64();
             Ok(tuned)
         }
@@ -181,12 +304,15 @@ fn phases(
     report: &mut dyn Report,
     started: Instant,
 ) -> Result<Tuned, TuneError> {
-    let budget = Budget::new(s.max_time, started);
+    let mut budget = Budget::new(s.max_time, started);
+    let mut laps = Laps::new(started);
+    let mut missed = vec![];
     report.phase(1, "idle", "measuring the idle round trip (3 s)");
     lock(shaping).unshape().map_err(TuneError::Shaping)?;
     let idle = test(s, "ping", IDLE, stop)?;
     let idle_rtt_ms = idle.idle_latency_ms.or_else(|| loaded_median(&idle));
     report.phase(1, "idle", &format!("{} ms", fmt_opt(idle_rtt_ms)));
+    laps.lap("idle");
 
     report.phase(
         2,
@@ -195,6 +321,14 @@ fn phases(
     );
     let down_good = goodput(&test(s, "download", STEP_LOAD, stop)?, true)?;
     let up_good = goodput(&test(s, "upload", STEP_LOAD, stop)?, false)?;
+    laps.lap("capacity");
+    let sweep_time = if s.skip_sweep {
+        Duration::ZERO
+    } else {
+        crate::sweep_phase::plan_for(up_good, AUTO_MOST).duration()
+    };
+    budget.fit(sweep_time);
+    report.phase(2, "capacity", &budget.estimate(sweep_time));
 
     let (framing, link) = if s.skip_sweep {
         (None, s.link.clone())
@@ -206,9 +340,12 @@ fn phases(
              20 s, twice or three times that when the noise hides the steps)",
         );
         let mut another = |time: Duration| budget.holds_another_sweep(time);
-        let guess = crate::sweep_phase::sweep(&s.test, up_good, stop, &mut another)?;
-        let link = crate::sweep_phase::link_options(&guess, &s.link);
-        report.phase(3, "framing", &crate::sweep_phase::verdict(&guess));
+        let first = budget.first_sweep();
+        let guess = crate::sweep_phase::sweep(&s.test, up_good, first, stop, &mut another)?;
+        let link = crate::sweep_phase::link_options(&guess, &s.link, down_good, up_good);
+        let verdict = crate::sweep_phase::verdict(&guess, down_good, up_good);
+        report.phase(3, "framing", &verdict);
+        laps.lap("framing");
         (Some(guess), link)
     };
     let layer = link_layer(&link)?;
@@ -235,6 +372,7 @@ fn phases(
     let steps_each = budget.steps_per_direction();
     let bound_down_ms = bound_at(s.bound_ms, capacity_down.line);
     let bound_up_ms = bound_at(s.bound_ms, capacity_up.line);
+    let bounds = both_ways::Bounds::new(s.bound_ms, bound_down_ms, bound_up_ms);
     let with = |down: Rate, up: Rate| ShapeOptions {
         down: Some(down),
         up: Some(up),
@@ -251,10 +389,12 @@ fn phases(
     );
     let other = capacity_up.line.percent(OTHER_PERCENT);
     let mut search = Search::new(capacity_down.line, bound_down_ms, steps_each);
-    let down = search_one(s, shaping, stop, report, &mut search, true, |r| {
+    let (down, down_missed) = search_one(s, shaping, stop, report, &mut search, true, |r| {
         with(r, other)
     })?;
+    missed.extend(down_missed);
     let steps_down = search.steps().to_vec();
+    laps.lap("download");
 
     report.phase(
         5,
@@ -263,16 +403,17 @@ fn phases(
     );
     let down_rate = down.unwrap_or(capacity_down.line.percent(OTHER_PERCENT));
     let mut search = Search::new(capacity_up.line, bound_up_ms, steps_each);
-    let up = search_one(s, shaping, stop, report, &mut search, false, |r| {
+    let (up, up_missed) = search_one(s, shaping, stop, report, &mut search, false, |r| {
         with(down_rate, r)
     })?;
+    missed.extend(up_missed);
     let steps_up = search.steps().to_vec();
+    laps.lap("upload");
 
     let (mut down, mut up) = (down, up);
     let mut both = vec![];
     if let (Some(d), Some(u)) = (down, up) {
         // The probe crosses both loaded directions: each adds its packets' slack to the bound.
-        let bounds = both_ways::Bounds::new(s.bound_ms, bound_down_ms, bound_up_ms);
         let bound = bounds.round_trip_ms;
         report.phase(
             6,
@@ -337,8 +478,14 @@ fn phases(
                 "over the {bound:.1} ms bound with both directions loaded, {why}: keeping {} down, {} up (on a slow link this is the packets' own time on the wire; raise --bound to accept it)",
                 kept.down, kept.up
             ));
+            missed.push(Missed {
+                phase: "both ways".into(),
+                bound_ms: bound,
+                steady_p99_ms: kept.judged_p99_ms(),
+            });
         }
         (down, up) = (Some(kept.down), Some(kept.up));
+        laps.lap("both ways");
     }
 
     let options = ShapeOptions {
@@ -354,12 +501,15 @@ fn phases(
         link,
         bound_down_ms,
         bound_up_ms,
+        bound_both_ms: bounds.round_trip_ms,
         steps_down,
         steps_up,
         both_ways: both,
         down,
         up,
         options,
+        missed,
+        time: laps.laps,
         seconds: 0.0,
         ending: String::new(),
     })
@@ -374,7 +524,7 @@ fn search_one(
     search: &mut Search,
     down: bool,
     opts: impl Fn(Rate) -> ShapeOptions,
-) -> Result<Option<Rate>, TuneError> {
+) -> Result<(Option<Rate>, Option<Missed>), TuneError> {
     let (phase, name, profile) = if down {
         (4, "download", "download")
     } else {
@@ -393,7 +543,7 @@ fn search_one(
                     None => format!("chose {r}"),
                 };
                 report.phase(phase, name, &detail);
-                return Ok(Some(drain.map_or(r, |(cap, _)| cap)));
+                return Ok((Some(drain.map_or(r, |(cap, _)| cap)), None));
             }
             Next::Done(SearchOutcome::Closest {
                 rate,
@@ -406,7 +556,12 @@ fn search_one(
                     "no rate kept the steady-state p99 within {bound:.1} ms: chose {rate}, the closest (steady p99 +{steady_p99_ms:.1} ms, {:.1} ms over the bound; on a slow line this is often the modem's start-up queue, which a step cannot drain: raise --bound to accept it)",
                     steady_p99_ms - bound
                 ));
-                return Ok(Some(rate));
+                let missed = Missed {
+                    phase: name.into(),
+                    bound_ms: bound,
+                    steady_p99_ms,
+                };
+                return Ok((Some(rate), Some(missed)));
             }
             Next::Done(SearchOutcome::NoRatePasses) => {
                 report.phase(phase, name, &format!(
@@ -414,7 +569,7 @@ fn search_one(
                     search.bound_ms(),
                     crate::search::CLOSEST_FLOOR_PERCENT
                 ));
-                return Ok(None);
+                return Ok((None, None));
             }
             Next::Try(rate) => {
                 lock(shaping)
@@ -543,12 +698,65 @@ fn fmt_opt(v: Option<f64>) -> String {
 /// The time left for the searches, split into a number of steps per direction.
 struct Budget {
     max: Duration,
+    auto: bool,
     started: Instant,
 }
 
 impl Budget {
-    fn new(max: Duration, started: Instant) -> Budget {
-        Budget { max, started }
+    fn new(max: MaxTime, started: Instant) -> Budget {
+        let (max, auto) = match max {
+            MaxTime::Auto => (DEFAULT_TIME, true),
+            MaxTime::At(d) => (d, false),
+        };
+        Budget { max, auto, started }
+    }
+
+    /// With `auto`, stretches the run (called after the capacity phase) to hold a sweep of
+    /// `sweep`, [`AUTO_STEPS`] steps each way and the reserved checks, within [`AUTO_MOST`].
+    fn fit(&mut self, sweep: Duration) {
+        if self.auto {
+            let need = self.started.elapsed() + sweep + self.after(AUTO_STEPS) + MARGIN;
+            // Whole ten seconds up: the steps are counted down from what is left, and a
+            // budget to the second would lose one to the time the counting itself takes.
+            let need = Duration::from_secs(need.as_secs().div_ceil(10) * 10 + 10);
+            self.max = need.clamp(DEFAULT_TIME, AUTO_MOST);
+        }
+    }
+
+    /// The searches' `steps` each way and the reserved checks.
+    fn after(&self, steps: u32) -> Duration {
+        STEP * (2 * steps) + BOTH_STEP * RESERVED_CHECKS
+    }
+
+    /// What the rest of the run takes, said before it: the sweep, the searches, the checks.
+    fn estimate(&self, sweep: Duration) -> String {
+        let sweep = sweep.min(self.first_sweep());
+        let steps = ((self
+            .left()
+            .saturating_sub(sweep + BOTH_STEP * RESERVED_CHECKS))
+        .as_secs_f64()
+            / STEP.as_secs_f64()
+            / 2.0) as u32;
+        let steps = steps.clamp(MIN_STEPS as u32, 8);
+        let total = self.started.elapsed() + sweep + self.after(steps) + MARGIN;
+        format!(
+            "the run takes about {} s in all, at most {} s ({}): {}{} steps of {} s each way, both-ways checks of {} s",
+            total.min(self.max).as_secs(),
+            self.max.as_secs(),
+            if self.auto {
+                "--max-time auto"
+            } else {
+                "--max-time"
+            },
+            if sweep.is_zero() {
+                String::new()
+            } else {
+                format!("the framing sweep {} s, ", sweep.as_secs())
+            },
+            steps,
+            STEP.as_secs(),
+            BOTH_STEP.as_secs()
+        )
     }
 
     /// Steps per direction that fit the time left (called after the fixed phases) once
@@ -564,6 +772,14 @@ impl Budget {
     fn holds_another_sweep(&self, time: Duration) -> bool {
         let after = STEP * (2 * MIN_STEPS as u32) + BOTH_STEP * RESERVED_CHECKS;
         self.left() >= time + after
+    }
+
+    /// The longest the first framing sweep may take: what is left once the searches' least
+    /// steps and one both-ways check ([`min_time`]'s phases) are set aside. A slow upload
+    /// spaces the echoes, and its sweep would otherwise overrun `--max-time`.
+    fn first_sweep(&self) -> Duration {
+        let after = STEP * (2 * MIN_STEPS as u32) + BOTH_STEP;
+        self.left().saturating_sub(after)
     }
 
     /// Both-ways checks that fit the time left (called after the searches): at least one.
@@ -601,10 +817,56 @@ mod tests {
         // The first sweep ends after idle, capacity and itself: 3 + 2 * 10 + 20 s, and more.
         let ended = Instant::now() - Duration::from_secs(45);
         // 120 s left of 3 minutes: 20 s more still leaves 88 s for 3 + 3 steps and 2 checks.
-        assert!(Budget::new(Duration::from_secs(180), ended).holds_another_sweep(sweep));
-        assert!(!Budget::new(Duration::from_secs(165), ended).holds_another_sweep(sweep));
+        assert!(
+            Budget::new(MaxTime::At(Duration::from_secs(180)), ended).holds_another_sweep(sweep)
+        );
+        assert!(
+            !Budget::new(MaxTime::At(Duration::from_secs(165)), ended).holds_another_sweep(sweep)
+        );
         // The least budget holds one sweep, not two.
-        assert!(!Budget::new(min_time(false), ended).holds_another_sweep(sweep));
+        assert!(!Budget::new(MaxTime::At(min_time(false)), ended).holds_another_sweep(sweep));
+    }
+
+    #[test]
+    fn auto_stretches_a_slow_lines_run_and_a_fixed_budget_stays() {
+        let t0 = Instant::now() - Duration::from_secs(25);
+        // A fast line's 20 s sweep fits 3 minutes with 4 steps each way.
+        let mut fast = Budget::new(MaxTime::Auto, t0);
+        fast.fit(Duration::from_secs(20));
+        assert_eq!(fast.max, DEFAULT_TIME);
+        // 160 kbit/s up: a 54 s sweep; auto makes room for it and 4 steps each way.
+        let mut slow = Budget::new(MaxTime::Auto, t0);
+        slow.fit(Duration::from_secs(54));
+        assert!(
+            slow.max > DEFAULT_TIME && slow.max <= AUTO_MOST,
+            "{:?}",
+            slow.max
+        );
+        assert!(
+            slow.estimate(Duration::from_secs(54)).contains("4 steps"),
+            "{}",
+            slow.estimate(Duration::from_secs(54))
+        );
+        // What the user set stands; the sweep is cut to fit it instead.
+        let mut fixed = Budget::new(MaxTime::At(min_time(false)), t0);
+        fixed.fit(Duration::from_secs(54));
+        assert_eq!(fixed.max, min_time(false));
+        assert!(fixed.first_sweep() < Duration::from_secs(54));
+        let said = fixed.estimate(Duration::from_secs(54));
+        assert!(
+            said.contains("at most 140 s") && said.contains("3 steps"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn max_time_reads_auto_or_a_time() {
+        assert_eq!(MaxTime::parse("auto"), Ok(MaxTime::Auto));
+        let three = MaxTime::parse("3m").unwrap();
+        assert_eq!(three, MaxTime::At(Duration::from_secs(180)));
+        assert_eq!(MaxTime::parse(&three.to_string()), Ok(three));
+        assert!(MaxTime::parse("soon").is_err());
+        assert_eq!(MaxTime::Auto.most(), AUTO_MOST);
     }
 
     #[test]
