@@ -270,6 +270,7 @@ impl Prober {
                     kind: c.plan.kind,
                     dscp: c.plan.dscp,
                     interval_ms,
+                    hop: Default::default(),
                     samples: records.iter().map(|r| to_sample(r, use_offset)).collect(),
                 }
             })

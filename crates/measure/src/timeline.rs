@@ -261,6 +261,7 @@ fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, Te
         },
         streams: series,
         probes,
+        backlog: Vec::new(),
     };
     match failure {
         None => Ok(results),

@@ -5,6 +5,8 @@
 //!   version and an upgrade path. `unbloat-measure` fills it in; everything below only reads it.
 //! - [`stats`]: pure statistics (percentile, median, Jain's index, induced latency, grade, RPM).
 //! - [`summary`]: the numbers a person asks for, computed from a [`Results`], and a terminal table.
+//! - [`locate`]: where the queue stands (this machine, the first hop, beyond), from the far end's
+//!   and the gateway's probes side by side.
 //! - [`flent`]: a `.flent.gz` data file that flent itself opens and plots.
 //! - [`plot`]: hand-written SVG plots (timeseries, latency CDF, per-second latency spread).
 //! - [`files`]: writes all of the above into a directory; `unbloat plot` redraws from a file.
@@ -30,6 +32,7 @@
 pub mod files;
 pub mod flent;
 pub mod format;
+pub mod locate;
 pub mod model;
 pub mod plot;
 pub mod rpm;

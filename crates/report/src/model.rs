@@ -33,6 +33,36 @@ pub struct Results {
     pub streams: Vec<StreamSeries>,
     /// One series per latency probe class (UDP per DSCP, ICMP).
     pub probes: Vec<ProbeSeries>,
+    /// This machine's own egress queue, sampled during the run: what [`crate::locate`] counts
+    /// as this machine's share of the delay. Empty when it was not read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backlog: Vec<BacklogSample>,
+}
+
+/// The bytes this machine's egress qdisc held at a moment.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BacklogSample {
+    /// Seconds since the start of the run.
+    pub t: f64,
+    pub bytes: u64,
+}
+
+/// Where a probe class's answers come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Hop {
+    /// The far end of the test (its server, or the host named for probes).
+    #[default]
+    FarEnd,
+    /// This machine's default gateway: the first hop, probed beside the far end to tell where
+    /// the queue stands ([`crate::locate`]).
+    Gateway,
+}
+
+impl Hop {
+    fn is_far_end(&self) -> bool {
+        *self == Hop::FarEnd
+    }
 }
 
 /// Where, when and how the run was made. Like flent's metadata, it travels with the data so a
@@ -178,6 +208,9 @@ pub struct ProbeSeries {
     pub interval_ms: f64,
     /// One entry per probe sent, in send order, lost ones included.
     pub samples: Vec<ProbeSample>,
+    /// Whose answers these are: the far end's unless said.
+    #[serde(default, skip_serializing_if = "Hop::is_far_end")]
+    pub hop: Hop,
 }
 
 /// One latency probe.
@@ -224,12 +257,26 @@ impl Results {
     /// (against a web server: a round trip of the kernel's, in a flow of its own like UDP BE's),
     /// else the first class.
     pub fn primary_probe(&self) -> Option<&ProbeSeries> {
-        let best_effort = |kind: ProbeKind| move |p: &&ProbeSeries| p.kind == kind && p.dscp == 0;
+        let best_effort = |kind: ProbeKind| {
+            move |p: &&ProbeSeries| p.kind == kind && p.dscp == 0 && p.hop == Hop::FarEnd
+        };
         self.probes
             .iter()
             .find(best_effort(ProbeKind::Udp))
             .or_else(|| self.probes.iter().find(best_effort(ProbeKind::TcpConnect)))
-            .or_else(|| self.probes.first())
+            .or_else(|| self.probes.iter().find(|p| p.hop == Hop::FarEnd))
+    }
+
+    /// The upload's goodput over the load, bit/s: the sum of the upload streams' bytes over the
+    /// load's length; `None` without upload bytes.
+    pub fn upload_goodput_bps(&self) -> Option<f64> {
+        let bytes: u64 = self
+            .streams
+            .iter()
+            .filter(|s| s.direction == Direction::Up)
+            .map(|s| s.total_bytes)
+            .sum();
+        (bytes > 0 && self.phases.load_s > 0.0).then(|| bytes as f64 * 8.0 / self.phases.load_s)
     }
 }
 

@@ -147,6 +147,7 @@ mod tests {
             kind,
             dscp: 0,
             interval_ms: 200.0,
+            hop: Default::default(),
             samples,
         }
     }

@@ -217,6 +217,7 @@ pub fn generate(spec: &Spec) -> Results {
                 kind: *kind,
                 dscp: *dscp,
                 interval_ms: 200.0,
+                hop: Default::default(),
                 samples,
             }
         })
@@ -242,5 +243,6 @@ pub fn generate(spec: &Spec) -> Results {
         phases: spec.phases,
         streams,
         probes,
+        backlog: Vec::new(),
     }
 }

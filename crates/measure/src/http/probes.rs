@@ -305,6 +305,7 @@ impl Probes for HttpProbes {
                 kind: c.kind,
                 dscp: 0,
                 interval_ms: self.interval.as_secs_f64() * 1e3,
+                hop: Default::default(),
                 samples: lock(&c.records)
                     .iter()
                     .map(|r| ProbeSample {

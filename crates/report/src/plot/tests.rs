@@ -125,6 +125,7 @@ fn probe_at(samples: &[(f64, Option<f64>)]) -> ProbeSeries {
         kind: ProbeKind::Udp,
         dscp: 0,
         interval_ms: 100.0,
+        hop: Default::default(),
         samples: samples
             .iter()
             .map(|&(t, rtt_ms)| ProbeSample {

@@ -9,6 +9,7 @@ fn probe(name: &str, kind: ProbeKind, dscp: u8, samples: &[(f64, Option<f64>)]) 
         kind,
         dscp,
         interval_ms: 200.0,
+        hop: Default::default(),
         samples: samples
             .iter()
             .map(|&(t, rtt_ms)| ProbeSample {
@@ -279,6 +280,7 @@ proptest! {
             }).collect(),
             probes: probes.iter().enumerate()
                 .map(|(i, s)| probe(&format!("p{i}"), ProbeKind::Udp, 0, s)).collect(),
+            backlog: Vec::new(),
         };
         let s = Summary::from_results(&r);
         let _ = render_text(&s);

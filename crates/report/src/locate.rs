@@ -1,0 +1,368 @@
+//! Where the queue stands (issue 39): the delay a load induces, attributed to this machine, the
+//! first hop (between it and its gateway: the LAN or Wi-Fi) and the rest of the path (the
+//! access link and beyond), each direction apart where one-way delays allow. Pure: it reads a
+//! [`Results`] whose probes include a [`Hop::Gateway`] series beside the far end's.
+//!
+//! Why it works: a queue delays every packet that crosses it. The gateway's answers cross this
+//! machine's queue and the first hop's; the far end's cross those and the rest. So, per
+//! percentile of the steady state's induced delay (the load without its first 3 s):
+//! - this machine: what its own egress qdisc held ([`Results::backlog`]), in time at the upload's
+//!   goodput (upload only: a receiver's queue is its socket, not the path);
+//! - the first hop: the gateway's induced delay less this machine's;
+//! - the rest: the far end's less the gateway's.
+//!
+//! What it will not do: fold a gateway it cannot read into a hop. A gateway that answered too
+//! few probes is [`Gateway::Silent`] ("cannot tell the first hop"); one whose answers are slower
+//! than the far end's, which crossed it, is answering late from its CPU, not queueing
+//! ([`Gateway::SlowToAnswer`]): then the first hop and the rest are told only together.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Hop, ProbeSample, ProbeSeries, Results};
+use crate::stats::{self, Sorted};
+use crate::summary::STARTUP_S;
+
+/// The least share of the far end's p95 induced delay, and the least milliseconds, that make a
+/// place a finding: below either it is noise or a packet's own time on the wire.
+pub const FINDING_SHARE: f64 = 0.2;
+pub const FINDING_MS: f64 = 5.0;
+/// The least share of its probes sent under load that the gateway must answer to be read.
+pub const GATEWAY_ANSWERED: f64 = 0.5;
+/// How much slower than the far end's (at p50) the gateway's answers may be before they count
+/// as its CPU answering late: [`FINDING_MS`], or this share of the far end's, whichever is more.
+pub const SLOW_ANSWER_SHARE: f64 = 0.2;
+
+/// Which way a delay was measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Way {
+    Up,
+    Down,
+    /// Both ways together: no one-way delays (a far end or gateway that does not stamp them).
+    RoundTrip,
+}
+
+impl Way {
+    fn words(self) -> &'static str {
+        match self {
+            Way::Up => "upload",
+            Way::Down => "download",
+            Way::RoundTrip => "round trip",
+        }
+    }
+}
+
+/// Where a queue stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Place {
+    ThisMachine,
+    /// Between this machine and its gateway: the LAN or Wi-Fi.
+    FirstHop,
+    /// Beyond the gateway: the access link (modem, ISP) and the rest of the path.
+    Beyond,
+    /// The first hop and the rest together, when the gateway cannot be read.
+    PastThisMachine,
+}
+
+/// A place's share of one way's induced delay, ms.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Share {
+    pub place: Place,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+}
+
+/// What the gateway's answers allow.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "state")]
+pub enum Gateway {
+    Answered,
+    /// No gateway series, or too few answers under load.
+    Silent {
+        answered: f64,
+    },
+    /// Its answers came later than the far end's, which crossed it: by this much at p50.
+    SlowToAnswer {
+        excess_ms: f64,
+    },
+}
+
+/// One way's attribution.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WayLocation {
+    pub way: Way,
+    /// The far end's induced delay, the whole to attribute.
+    pub total_p50_ms: f64,
+    pub total_p95_ms: f64,
+    pub shares: Vec<Share>,
+    /// The places that hold a finding's share, largest first.
+    pub findings: Vec<Place>,
+    /// 0..1: the largest finding's share of the whole at p95, less when probes were few.
+    pub sureness: f64,
+}
+
+/// The attribution of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Location {
+    pub gateway: Gateway,
+    pub ways: Vec<WayLocation>,
+    /// One line per finding a user can act on, and what could not be told.
+    pub advice: Vec<String>,
+}
+
+/// The attribution of `results`; `None` without a far-end probe with an idle baseline and a
+/// steady state.
+pub fn locate(results: &Results) -> Option<Location> {
+    let far = results.primary_probe()?;
+    let gateway = results.probes.iter().find(|p| p.hop == Hop::Gateway);
+    let window = Window::of(results);
+    let state = gateway_state(far, gateway, &window);
+    let readable = gateway.filter(|_| state == Gateway::Answered);
+    let one_way = has_one_way(far) && readable.is_none_or(has_one_way);
+    let ways: &[Way] = if one_way {
+        &[Way::Down, Way::Up]
+    } else {
+        &[Way::RoundTrip]
+    };
+    let local = local_delays(results, &window);
+    let mut located = vec![];
+    for &way in ways {
+        let total = induced(far, way, &window)?;
+        let mine = match way {
+            Way::Down => Pair::ZERO,
+            _ => local.unwrap_or(Pair::ZERO),
+        };
+        let mut shares = vec![share(Place::ThisMachine, mine)];
+        match readable.and_then(|g| induced(g, way, &window)) {
+            Some(gw) => {
+                shares.push(share(Place::FirstHop, gw.minus(mine)));
+                shares.push(share(Place::Beyond, total.minus(gw)));
+            }
+            None => shares.push(share(Place::PastThisMachine, total.minus(mine))),
+        }
+        located.push(judge(way, total, shares, far_probes(far, &window)));
+    }
+    let advice = advise(&state, &located);
+    Some(Location {
+        gateway: state,
+        ways: located,
+        advice,
+    })
+}
+
+/// The steady state of the load: where the delays are compared.
+struct Window {
+    idle_to: f64,
+    from: f64,
+    to: f64,
+}
+
+impl Window {
+    fn of(r: &Results) -> Window {
+        Window {
+            idle_to: r.phases.load_start(),
+            from: r.phases.load_start() + STARTUP_S,
+            to: r.phases.load_end(),
+        }
+    }
+
+    fn steady(&self, t: f64) -> bool {
+        t >= self.from && t < self.to
+    }
+}
+
+/// A p50 and a p95, ms.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pair {
+    p50: f64,
+    p95: f64,
+}
+
+impl Pair {
+    const ZERO: Pair = Pair { p50: 0.0, p95: 0.0 };
+
+    /// What `self` holds beyond `inner`, never below zero (noise can make it so).
+    fn minus(self, inner: Pair) -> Pair {
+        Pair {
+            p50: (self.p50 - inner.p50).max(0.0),
+            p95: (self.p95 - inner.p95).max(0.0),
+        }
+    }
+}
+
+fn share(place: Place, p: Pair) -> Share {
+    Share {
+        place,
+        p50_ms: p.p50,
+        p95_ms: p.p95,
+    }
+}
+
+fn value(s: &ProbeSample, way: Way) -> Option<f64> {
+    match way {
+        Way::Up => s.owd_up_ms,
+        Way::Down => s.owd_down_ms,
+        Way::RoundTrip => s.rtt_ms,
+    }
+}
+
+fn has_one_way(p: &ProbeSeries) -> bool {
+    p.samples
+        .iter()
+        .any(|s| s.owd_up_ms.is_some() && s.owd_down_ms.is_some())
+}
+
+/// The steady state's p50 and p95 of `way`, less its idle median (the clocks' offset of a
+/// one-way delay cancels).
+fn induced(p: &ProbeSeries, way: Way, w: &Window) -> Option<Pair> {
+    let idle: Vec<f64> = p
+        .samples
+        .iter()
+        .filter(|s| s.t < w.idle_to)
+        .filter_map(|s| value(s, way))
+        .collect();
+    let idle = stats::median(&idle)?;
+    let loaded: Vec<f64> = p
+        .samples
+        .iter()
+        .filter(|s| w.steady(s.t))
+        .filter_map(|s| value(s, way))
+        .collect();
+    let loaded = Sorted::new(&loaded);
+    Some(Pair {
+        p50: (loaded.percentile(50.0)? - idle).max(0.0),
+        p95: (loaded.percentile(95.0)? - idle).max(0.0),
+    })
+}
+
+/// The far end's answered probes in the steady state: how much the percentiles rest on.
+fn far_probes(p: &ProbeSeries, w: &Window) -> usize {
+    p.samples
+        .iter()
+        .filter(|s| w.steady(s.t) && s.rtt_ms.is_some())
+        .count()
+}
+
+fn gateway_state(far: &ProbeSeries, gw: Option<&ProbeSeries>, w: &Window) -> Gateway {
+    let Some(gw) = gw else {
+        return Gateway::Silent { answered: 0.0 };
+    };
+    let loaded: Vec<&ProbeSample> = gw.samples.iter().filter(|s| w.steady(s.t)).collect();
+    let answered = if loaded.is_empty() {
+        0.0
+    } else {
+        loaded.iter().filter(|s| s.rtt_ms.is_some()).count() as f64 / loaded.len() as f64
+    };
+    if answered < GATEWAY_ANSWERED {
+        return Gateway::Silent { answered };
+    }
+    match (
+        induced(gw, Way::RoundTrip, w),
+        induced(far, Way::RoundTrip, w),
+    ) {
+        (Some(g), Some(f)) => {
+            let excess = g.p50 - f.p50;
+            if excess > FINDING_MS.max(SLOW_ANSWER_SHARE * f.p50) {
+                Gateway::SlowToAnswer { excess_ms: excess }
+            } else {
+                Gateway::Answered
+            }
+        }
+        _ => Gateway::Silent { answered },
+    }
+}
+
+/// This machine's egress backlog in the steady state, in time at the upload's goodput.
+fn local_delays(r: &Results, w: &Window) -> Option<Pair> {
+    let rate_bps = r.upload_goodput_bps()?;
+    let delays: Vec<f64> = r
+        .backlog
+        .iter()
+        .filter(|b| w.steady(b.t))
+        .map(|b| b.bytes as f64 * 8.0 / rate_bps * 1000.0)
+        .collect();
+    let sorted = Sorted::new(&delays);
+    Some(Pair {
+        p50: sorted.percentile(50.0)?,
+        p95: sorted.percentile(95.0)?,
+    })
+}
+
+/// The findings of one way: every place holding at least [`FINDING_SHARE`] of the whole and
+/// [`FINDING_MS`], largest first.
+fn judge(way: Way, total: Pair, shares: Vec<Share>, probes: usize) -> WayLocation {
+    let least = FINDING_MS.max(FINDING_SHARE * total.p95);
+    let mut found: Vec<&Share> = shares.iter().filter(|s| s.p95_ms >= least).collect();
+    found.sort_by(|a, b| b.p95_ms.total_cmp(&a.p95_ms));
+    let held: f64 = shares.iter().map(|s| s.p95_ms).sum();
+    // Few probes make a p95 a guess: full weight from 100 (5 s at 20 a second).
+    let weight = (probes as f64 / 100.0).min(1.0);
+    let sureness = found
+        .first()
+        .map_or(0.0, |s| s.p95_ms / held.max(f64::EPSILON))
+        * weight;
+    WayLocation {
+        way,
+        total_p50_ms: total.p50,
+        total_p95_ms: total.p95,
+        findings: found.iter().map(|s| s.place).collect(),
+        shares,
+        sureness,
+    }
+}
+
+/// A line per finding, and one for what the gateway kept from being told.
+fn advise(gateway: &Gateway, ways: &[WayLocation]) -> Vec<String> {
+    let mut lines = vec![];
+    match gateway {
+        Gateway::Answered => {}
+        Gateway::Silent { answered } => lines.push(format!(
+            "cannot tell the first hop: the gateway answered {:.0} % of its probes under load (it may drop ICMP); the delay past this machine is told as one",
+            answered * 100.0
+        )),
+        Gateway::SlowToAnswer { excess_ms } => lines.push(format!(
+            "cannot tell the first hop: the gateway answered {excess_ms:.0} ms later than the far end, whose probes crossed it, so its own CPU answers late under load; that is not a queue, and the delay past this machine is told as one"
+        )),
+    }
+    for w in ways {
+        for place in &w.findings {
+            let s = w
+                .shares
+                .iter()
+                .find(|s| s.place == *place)
+                .expect("a finding is a share");
+            lines.push(advice(w.way, s));
+        }
+        if w.findings.is_empty() && w.total_p95_ms >= FINDING_MS {
+            lines.push(format!(
+                "the {} delay (+{:.0} ms at p95) is spread over the path: no one place holds most of it",
+                w.way.words(),
+                w.total_p95_ms
+            ));
+        }
+    }
+    lines
+}
+
+fn advice(way: Way, s: &Share) -> String {
+    let dir = way.words();
+    let size = format!("about {:.0} ms at p95, {:.0} at p50", s.p95_ms, s.p50_ms);
+    match s.place {
+        Place::ThisMachine => format!(
+            "the queue is in this machine's own {dir} ({size}): its qdisc holds it; give the interface fq_codel or cake (`unbloat start IFACE --up RATE`); the router cannot fix it"
+        ),
+        Place::FirstHop => format!(
+            "the queue is between this machine and its gateway, in the {dir} ({size}): your Wi-Fi or LAN; shaping the WAN will not help; use a cable or move nearer the access point, or give the access point fq_codel and airtime fairness"
+        ),
+        Place::Beyond => format!(
+            "the queue is behind your gateway, in the {dir} ({size}): the modem or the ISP; shape the WAN with `unbloat start` or `unbloat tune` on the router"
+        ),
+        Place::PastThisMachine => format!(
+            "the queue is past this machine, in the {dir} ({size}): the LAN, the Wi-Fi or the access link, which the gateway's answers could not tell apart"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;
