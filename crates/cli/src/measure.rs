@@ -86,6 +86,11 @@ pub struct TestFlags {
     /// Latency probes per second for each probe class (1 to 100).
     #[arg(long, value_name = "HZ", default_value_t = 5.0)]
     pub probe_rate: f64,
+    /// Leave out what locates the queue: the gateway's probes (ICMP echo beside the far end's)
+    /// and this machine's egress backlog. Without them the report cannot say which hop holds
+    /// the delay.
+    #[arg(long)]
+    pub no_locate: bool,
     /// How long to wait for the server to answer a connection (100ms to 60s).
     #[arg(long, value_name = "TIME", default_value = "5s", value_parser = parse_duration)]
     pub connect_timeout: Duration,
@@ -109,6 +114,7 @@ impl TestFlags {
             idle: self.idle,
             probe_rate: self.probe_rate,
             connect_timeout: self.connect_timeout,
+            locate: !self.no_locate,
         }
     }
 }

@@ -111,6 +111,8 @@ impl TuneArgs {
             idle: Duration::from_secs(3),
             probe_rate: 20.0,
             connect_timeout: Duration::from_secs(5),
+            // tune judges the far end's probes alone.
+            locate: false,
         }
     }
 

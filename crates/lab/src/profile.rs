@@ -121,6 +121,28 @@ pub struct ModemSection {
     pub fifo_bytes: Option<Size>,
 }
 
+/// A bottleneck between the LAN host and its gateway, the router (issue 39: an access point's or
+/// a slow LAN's queue): each way with a rate is limited there, behind a drop-tail FIFO. The
+/// router's LAN side carries it (`lan0` towards the host, an IFB on `lan0`'s ingress from it),
+/// so the router's own answers to the host's pings cross it, as an access point's would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LanSection {
+    #[serde(default)]
+    pub down: Option<Rate>,
+    #[serde(default)]
+    pub up: Option<Rate>,
+    #[serde(default = "default_lan_fifo")]
+    pub fifo_packets: u32,
+    /// The router ignores ICMP echo, as gateways that drop pings do.
+    #[serde(default)]
+    pub ignores_ping: bool,
+}
+
+fn default_lan_fifo() -> u32 {
+    DEFAULT_FIFO_PACKETS
+}
+
 /// The modem FIFO, resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Fifo {
@@ -147,6 +169,9 @@ pub struct LinkProfile {
     pub link: LinkSection,
     #[serde(default)]
     pub modem: Option<ModemSection>,
+    /// A bottleneck on the LAN side, between the host and the router.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lan: Option<LanSection>,
     /// Options of `unbloat start` the lab's `unbloat` strategy applies over its defaults and over
     /// what the link section implies (absent: unbloat exactly as shipped).
     #[serde(default)]
@@ -305,6 +330,16 @@ impl LinkProfile {
                 _ => {}
             }
         }
+        if let Some(lan) = &self.lan {
+            for (what, rate) in [("down", lan.down), ("up", lan.up)] {
+                if rate.is_some_and(|r| r.bits_per_sec() < 8_000) {
+                    return Err(format!("[lan] {what} is below 8kbit, too slow to emulate"));
+                }
+            }
+            if lan.fifo_packets == 0 {
+                return Err("[lan] fifo_packets must be at least 1".into());
+            }
+        }
         self.link.resolve().map_err(|e| format!("[link] {e}"))?;
         if self.unbloat.is_some() {
             // Checked now, with the real rates, so a bad option fails before any namespace exists.
@@ -383,7 +418,23 @@ impl fmt::Display for LinkProfile {
             l.overhead,
             l.mpu,
             self.base_rtt(),
-        )
+        )?;
+        if let Some(lan) = &self.lan {
+            let rate = |r: Option<Rate>| r.map_or("-".to_string(), |r| r.to_string());
+            write!(
+                f,
+                "; LAN hop {} down / {} up, {} packets{}",
+                rate(lan.down),
+                rate(lan.up),
+                lan.fifo_packets,
+                if lan.ignores_ping {
+                    ", the router ignores pings"
+                } else {
+                    ""
+                }
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -510,11 +561,59 @@ mod tests {
                 base.replace("up = \"1mbit\"", "up = \"1mbit\"\nloss_percent = 100.0"),
                 "loss_percent",
             ),
+            (format!("{base}\n[lan]\ndown = \"1kbit\""), "[lan] down"),
+            (
+                format!("{base}\n[lan]\nfifo_packets = 0"),
+                "[lan] fifo_packets",
+            ),
+            (format!("{base}\n[lan]\nrate = \"1mbit\""), "rate"),
         ];
         for (text, needle) in cases {
             let err = LinkProfile::from_toml(&text, "t").expect_err(needle);
             assert!(err.to_string().contains(needle), "{needle}: {err}");
         }
+    }
+
+    #[test]
+    fn a_lan_section_puts_a_bottleneck_between_the_host_and_the_router() {
+        let text = format!("{MINIMAL}\n[lan]\ndown = \"8mbit\"\nignores_ping = true\n");
+        let p = LinkProfile::from_toml(&text, "t").expect("valid");
+        let lan = p.lan.expect("the LAN hop");
+        assert_eq!((lan.down, lan.up), (Some(Rate::from_mbit(8)), None));
+        assert_eq!(lan.fifo_packets, DEFAULT_FIFO_PACKETS);
+        assert!(p.to_string().contains("LAN hop 8mbit down / - up"), "{p}");
+        let cmds: Vec<String> = crate::topology::lan_commands(&p)
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        assert_eq!(
+            cmds,
+            [
+                "tc qdisc add dev lan0 root netem limit 1000 rate 8000000bit",
+                "sysctl -qw net.ipv4.icmp_echo_ignore_all=1"
+            ]
+        );
+        // Upload: the host's packets are redirected from lan0's ingress through an IFB.
+        let up = format!("{MINIMAL}\n[lan]\nup = \"2mbit\"\nfifo_packets = 200\n");
+        let p = LinkProfile::from_toml(&up, "t").expect("valid");
+        let cmds = crate::topology::lan_commands(&p);
+        let text: Vec<String> = cmds.iter().map(|c| c.to_string()).collect();
+        assert!(
+            text.iter()
+                .any(|c| c == "tc qdisc add dev ifb4lan0 root netem limit 200 rate 2000000bit"),
+            "{text:?}"
+        );
+        assert!(
+            text.iter()
+                .any(|c| c.contains("mirred egress redirect dev ifb4lan0")),
+            "{text:?}"
+        );
+        // No section: nothing on the LAN side, and the profile's JSON is as before.
+        let plain = LinkProfile::from_toml(MINIMAL, "t").expect("valid");
+        assert!(crate::topology::lan_commands(&plain).is_empty());
+        assert!(!serde_json::to_string(&plain)
+            .expect("json")
+            .contains("\"lan\""));
     }
 
     #[test]

@@ -226,6 +226,12 @@ impl Topology {
                 .iter()
                 .map(|c| in_netns(c, &modem)),
         );
+        let router = self.ns(Node::Router);
+        cmds.extend(
+            lan_commands(&self.profile)
+                .iter()
+                .map(|c| in_netns(c, &router)),
+        );
         let inet = self.ns(Node::Internet);
         cmds.extend(
             internet_commands(&self.profile)
@@ -326,6 +332,43 @@ pub fn modem_commands(profile: &LinkProfile) -> Vec<Cmd> {
         cmds.push(
             Cmd::tc(["qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:"]).args(leaf),
         );
+    }
+    cmds
+}
+
+/// The router's LAN-side bottleneck ([`crate::profile::LanSection`]), as run inside the
+/// router's namespace: netem with the rate and the FIFO on `lan0` (towards the host) and on an
+/// IFB that `lan0`'s ingress is redirected to (from the host); a router that ignores pings.
+pub fn lan_commands(profile: &LinkProfile) -> Vec<Cmd> {
+    let Some(lan) = &profile.lan else {
+        return vec![];
+    };
+    let limit = lan.fifo_packets.to_string();
+    let netem = |dev: &str, rate: Rate| {
+        let r = format!("{}bit", rate.bits_per_sec());
+        Cmd::tc([
+            "qdisc", "add", "dev", dev, "root", "netem", "limit", &limit, "rate", &r,
+        ])
+    };
+    let mut cmds = vec![];
+    if let Some(down) = lan.down {
+        cmds.push(netem("lan0", down));
+    }
+    if let Some(up) = lan.up {
+        cmds.extend([
+            Cmd::ip(["link", "add", "ifb4lan0", "type", "ifb"]),
+            Cmd::ip(["link", "set", "dev", "ifb4lan0", "up"]),
+            netem("ifb4lan0", up),
+            Cmd::tc(["qdisc", "add", "dev", "lan0", "handle", "ffff:", "ingress"]),
+            Cmd::tc([
+                "filter", "add", "dev", "lan0", "parent", "ffff:", "protocol", "all", "u32",
+                "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev",
+                "ifb4lan0",
+            ]),
+        ]);
+    }
+    if lan.ignores_ping {
+        cmds.push(Cmd::new("sysctl").args(["-qw", "net.ipv4.icmp_echo_ignore_all=1"]));
     }
     cmds
 }

@@ -75,6 +75,9 @@ pub struct TestArgs {
     pub probe_rate: f64,
     /// How long to wait for the far end to answer a connection.
     pub connect_timeout: Duration,
+    /// Probe the gateway and read this machine's egress backlog beside the far end, to tell
+    /// where the queue stands (`unbloat_report::locate`).
+    pub locate: bool,
 }
 
 /// A validated test: what [`crate::timeline::run_plan`] executes. Build it with [`TestArgs::plan`], or directly
@@ -92,6 +95,8 @@ pub struct TestPlan {
     pub probe_interval: Duration,
     pub connect_timeout: Duration,
     pub command_line: Vec<String>,
+    /// As [`TestArgs::locate`].
+    pub locate: bool,
 }
 
 impl TestArgs {
@@ -155,6 +160,7 @@ impl TestArgs {
             probe_interval: Duration::from_secs_f64(1.0 / self.probe_rate),
             connect_timeout: self.connect_timeout,
             command_line: std::env::args().collect(),
+            locate: self.locate,
         })
     }
 }

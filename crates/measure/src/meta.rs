@@ -16,6 +16,9 @@ pub struct HostInfo {
     pub kernel: String,
     pub hostname: String,
     pub egress_iface: Option<String>,
+    /// The router the route to the remote goes through (`via`); `None` on the remote's own
+    /// link, or when the route could not be read.
+    pub gateway: Option<IpAddr>,
     pub qdiscs: serde_json::Value,
     pub notes: Vec<String>,
 }
@@ -52,11 +55,23 @@ pub fn egress_from_route_json(route: &serde_json::Value) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The gateway of the first route in `ip -j route get` output (its `gateway`, which iproute2
+/// prints for a route `via` a router).
+pub fn gateway_from_route_json(route: &serde_json::Value) -> Option<IpAddr> {
+    route
+        .as_array()?
+        .first()?
+        .get("gateway")?
+        .as_str()?
+        .parse()
+        .ok()
+}
+
 /// Collects the host's context for a test against `remote`.
 pub fn collect(remote: IpAddr) -> HostInfo {
     let mut notes = Vec::new();
     let remote_text = remote.to_string();
-    let egress = match run_json(&["ip", "-j", "route", "get", &remote_text]) {
+    let (egress, gateway) = match run_json(&["ip", "-j", "route", "get", &remote_text]) {
         Ok(route) => {
             let dev = egress_from_route_json(&route);
             if dev.is_none() {
@@ -64,11 +79,11 @@ pub fn collect(remote: IpAddr) -> HostInfo {
                     "no egress interface in `ip -j route get {remote_text}`"
                 ));
             }
-            dev
+            (dev, gateway_from_route_json(&route))
         }
         Err(e) => {
             notes.push(format!("egress interface unknown: {e}"));
-            None
+            (None, None)
         }
     };
     let qdiscs = match &egress {
@@ -89,6 +104,7 @@ pub fn collect(remote: IpAddr) -> HostInfo {
             .filter(|h| h != "(none)")
             .unwrap_or_default(),
         egress_iface: egress,
+        gateway,
         qdiscs,
         notes,
     }
@@ -109,6 +125,24 @@ mod tests {
             egress_from_route_json(&serde_json::json!({"dev": "x"})),
             None
         );
+    }
+
+    #[test]
+    fn the_gateway_is_the_routes_via() {
+        let via = r#"[{"dst":"8.8.8.8","gateway":"192.0.2.1","dev":"eth0","prefsrc":"192.0.2.2","flags":[],"uid":0,"cache":[]}]"#;
+        let v: serde_json::Value = serde_json::from_str(via).expect("json");
+        assert_eq!(
+            gateway_from_route_json(&v),
+            Some("192.0.2.1".parse().unwrap())
+        );
+        let v6 = serde_json::json!([{"dst": "2001:db8::1", "gateway": "fe80::1", "dev": "eth0"}]);
+        assert_eq!(
+            gateway_from_route_json(&v6),
+            Some("fe80::1".parse().unwrap())
+        );
+        // On the remote's own link there is no router between.
+        let on_link = serde_json::json!([{"dst": "10.0.0.2", "dev": "veth0"}]);
+        assert_eq!(gateway_from_route_json(&on_link), None);
     }
 
     #[test]

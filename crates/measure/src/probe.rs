@@ -33,12 +33,16 @@ use std::time::{Duration, Instant};
 
 use unbloat_icmp::echo::{IcmpSocket, ICMP_HEADER, ICMP_PAYLOAD};
 use unbloat_icmp::rxtime;
+use unbloat_report::model::Hop;
 use unbloat_report::{ProbeKind, ProbeSample, ProbeSeries};
 
 use crate::irtt::{self, packet::MAX_ECHO_LEN, session::SERVER_PACKET_BURST};
 use crate::profile::ProbePlan;
 use crate::protocol::{ProbeReply, ProbeRequest, PROBE_MAX_LEN};
 use crate::{sockopt, MeasureError};
+
+/// The gateway's probe class, as results and tables name it.
+pub const GATEWAY_PROBE: &str = "gateway ICMP";
 
 /// One probe as sent and (maybe) answered. Times are ns since the run's epoch (client clock),
 /// server stamps on the server's clock.
@@ -109,6 +113,8 @@ pub struct Prober {
     irtt: Vec<(Arc<UdpSocket>, Arc<irtt::Session>, String)>,
     /// Remarks for the results' metadata (e.g. ICMP skipped and why).
     pub notes: Vec<String>,
+    /// Whose answers these are: the far end's, or the gateway's ([`Prober::start_gateway`]).
+    hop: Hop,
 }
 
 fn now_ns(epoch: Instant) -> u64 {
@@ -198,6 +204,28 @@ impl Prober {
         launch(plans, server.ip(), udp, icmp_id(), granted, epoch, notes)
     }
 
+    /// ICMP echo to this machine's gateway, beside the far end's probes at the same interval:
+    /// the first hop's delay, which `unbloat_report::locate` sets against the far end's. Its
+    /// own id, so its replies are never taken for the far end's ICMP class.
+    pub fn start_gateway(
+        gateway: IpAddr,
+        interval: Duration,
+        epoch: Instant,
+    ) -> Result<Prober, MeasureError> {
+        let plan = ProbePlan {
+            name: GATEWAY_PROBE.into(),
+            kind: ProbeKind::Icmp,
+            dscp: 0,
+        };
+        let mut prober = launch(&[plan], gateway, vec![], icmp_id(), interval, epoch, vec![])?;
+        if prober.classes.is_empty() {
+            let why = prober.notes.join("; ");
+            return Err(MeasureError::InvalidArgument(why));
+        }
+        prober.hop = Hop::Gateway;
+        Ok(prober)
+    }
+
     /// The latest round trip of the primary class (the first UDP one), for progress display.
     pub fn latest_rtt_ms(&self) -> Option<f64> {
         match self.latest_rtt_us.load(Ordering::Relaxed) {
@@ -225,6 +253,11 @@ impl Prober {
             .iter()
             .map(|c| c.replies.load(Ordering::Relaxed))
             .sum()
+    }
+
+    /// Stops sending; the replies on their way are still received until [`Prober::finish`].
+    pub fn stop_sending(&self) {
+        self.stop_send.store(true, Ordering::Relaxed);
     }
 
     /// Sends each irtt session's close request (once).
@@ -270,7 +303,7 @@ impl Prober {
                     kind: c.plan.kind,
                     dscp: c.plan.dscp,
                     interval_ms,
-                    hop: Default::default(),
+                    hop: self.hop,
                     samples: records.iter().map(|r| to_sample(r, use_offset)).collect(),
                 }
             })
@@ -371,6 +404,7 @@ fn launch(
         latest_rtt_us: Arc::new(AtomicU64::new(0)),
         irtt: Vec::new(),
         notes,
+        hop: Hop::FarEnd,
     };
     let mut senders = Vec::new();
     let mut udp = udp.into_iter();

@@ -204,6 +204,9 @@ fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, Te
     let mut notes = info.notes.clone();
     notes.extend(opened.notes.iter().cloned());
     notes.extend(opened.probes.notes());
+    let locating = plan
+        .locate
+        .then(|| Locating::start(plan, &info, opened.target, epoch, &mut notes));
     let mut run = Run {
         plan,
         opened,
@@ -228,7 +231,17 @@ fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, Te
         probes,
         ..
     } = opened;
-    let probes = probes.finish(grace, idle_end_ns);
+    // The gateway's probes stop with the far end's, and share their wait for late replies.
+    if let Some(g) = locating.as_ref().and_then(|l| l.gateway.as_ref()) {
+        g.stop_sending();
+    }
+    let mut probes = probes.finish(grace, idle_end_ns);
+    let mut backlog = vec![];
+    if let Some(l) = locating {
+        let (gateway, samples) = l.finish(idle_end_ns, &mut notes);
+        probes.extend(gateway);
+        backlog = samples;
+    }
     if failure.is_none() {
         if let Some(session) = session.as_mut() {
             match session.finish() {
@@ -261,7 +274,7 @@ fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, Te
         },
         streams: series,
         probes,
-        backlog: Vec::new(),
+        backlog,
     };
     match failure {
         None => Ok(results),
@@ -269,6 +282,77 @@ fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, Te
             error,
             partial: Some(Box::new(results)),
         }),
+    }
+}
+
+/// What locates the queue beside the far end's probes: the gateway's ICMP echo and this
+/// machine's egress backlog. Each is left out with a note when it cannot run; neither fails a
+/// test.
+struct Locating {
+    gateway: Option<Prober>,
+    backlog: Option<crate::backlog::Sampler>,
+}
+
+impl Locating {
+    fn start(
+        plan: &TestPlan,
+        info: &meta::HostInfo,
+        target: IpAddr,
+        epoch: Instant,
+        notes: &mut Vec<String>,
+    ) -> Locating {
+        let gateway = match info.gateway {
+            None => {
+                notes.push(format!(
+                    "locate: no gateway on the route to {target} (on this link, or the route unread): the first hop is not told apart"
+                ));
+                None
+            }
+            Some(IpAddr::V6(v6)) if v6.is_unicast_link_local() => {
+                notes.push(format!(
+                    "locate: the gateway {v6} is link-local, which is not probed yet: the first hop is not told apart"
+                ));
+                None
+            }
+            Some(gw) if gw == target => None,
+            Some(gw) => match Prober::start_gateway(gw, plan.probe_interval, epoch) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    notes.push(format!("locate: the gateway {gw} is not probed: {e}"));
+                    None
+                }
+            },
+        };
+        let backlog = info.egress_iface.as_deref().and_then(|dev| {
+            crate::backlog::Sampler::start(dev, epoch)
+                .map_err(|e| notes.push(format!("locate: {dev}'s backlog is not read: {e}")))
+                .ok()
+        });
+        Locating { gateway, backlog }
+    }
+
+    /// Ends both; the gateway's prober already stopped sending and waited out its late replies.
+    fn finish(
+        self,
+        idle_end_ns: u64,
+        notes: &mut Vec<String>,
+    ) -> (
+        Vec<unbloat_report::ProbeSeries>,
+        Vec<unbloat_report::model::BacklogSample>,
+    ) {
+        let series = self
+            .gateway
+            .map(|g| g.finish(Duration::ZERO, idle_end_ns))
+            .unwrap_or_default();
+        let samples = match self.backlog {
+            Some(b) => {
+                let (samples, ended) = b.finish();
+                notes.extend(ended);
+                samples
+            }
+            None => vec![],
+        };
+        (series, samples)
     }
 }
 

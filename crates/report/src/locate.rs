@@ -65,6 +65,17 @@ pub enum Place {
     PastThisMachine,
 }
 
+impl Place {
+    pub fn words(self) -> &'static str {
+        match self {
+            Place::ThisMachine => "this machine",
+            Place::FirstHop => "first hop",
+            Place::Beyond => "beyond the gateway",
+            Place::PastThisMachine => "past this machine",
+        }
+    }
+}
+
 /// A place's share of one way's induced delay, ms.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Share {
@@ -125,23 +136,11 @@ pub fn locate(results: &Results) -> Option<Location> {
     } else {
         &[Way::RoundTrip]
     };
-    let local = local_delays(results, &window);
+    let rate = results.upload_goodput_bps();
     let mut located = vec![];
     for &way in ways {
-        let total = induced(far, way, &window)?;
-        let mine = match way {
-            Way::Down => Pair::ZERO,
-            _ => local.unwrap_or(Pair::ZERO),
-        };
-        let mut shares = vec![share(Place::ThisMachine, mine)];
-        match readable.and_then(|g| induced(g, way, &window)) {
-            Some(gw) => {
-                shares.push(share(Place::FirstHop, gw.minus(mine)));
-                shares.push(share(Place::Beyond, total.minus(gw)));
-            }
-            None => shares.push(share(Place::PastThisMachine, total.minus(mine))),
-        }
-        located.push(judge(way, total, shares, far_probes(far, &window)));
+        let moments = moments(results, far, readable, way, &window, rate)?;
+        located.push(judge(way, &moments, readable.is_some()));
     }
     let advice = advise(&state, &located);
     Some(Location {
@@ -149,6 +148,102 @@ pub fn locate(results: &Results) -> Option<Location> {
         ways: located,
         advice,
     })
+}
+
+/// One moment of the steady state, ms of induced delay: the far end's probe (the whole), the
+/// gateway's nearest in time, this machine's backlog nearest in time.
+#[derive(Debug, Clone, Copy)]
+struct Moment {
+    total: f64,
+    gateway: Option<f64>,
+    mine: f64,
+}
+
+/// Every far-end probe of the steady state answered, with what the gateway and the backlog
+/// said at the same moment (within [`PAIRED_S`]): each place's share is then taken probe by
+/// probe, so its p50 and p95 are of one distribution (differences of two separate percentiles
+/// can put a p50 above its p95).
+fn moments(
+    r: &Results,
+    far: &ProbeSeries,
+    gw: Option<&ProbeSeries>,
+    way: Way,
+    w: &Window,
+    upload_bps: Option<f64>,
+) -> Option<Vec<Moment>> {
+    let far_idle = idle_median(far, way, w)?;
+    let gw = match gw {
+        Some(g) => Some((timed(g, way, w), idle_median(g, way, w)?)),
+        None => None,
+    };
+    // A receiver's queue is its socket, not the path: the backlog counts against the upload.
+    let backlog: Vec<(f64, f64)> = match (way, upload_bps) {
+        (Way::Down, _) | (_, None) => vec![],
+        (_, Some(bps)) => r
+            .backlog
+            .iter()
+            .map(|b| (b.t, b.bytes as f64 * 8.0 / bps * 1000.0))
+            .collect(),
+    };
+    let moments: Vec<Moment> = timed(far, way, w)
+        .into_iter()
+        .map(|(t, v)| Moment {
+            total: (v - far_idle).max(0.0),
+            gateway: gw
+                .as_ref()
+                .and_then(|(g, idle)| nearest(g, t).map(|x| (x - idle).max(0.0))),
+            mine: nearest(&backlog, t).unwrap_or(0.0),
+        })
+        .collect();
+    (!moments.is_empty()).then_some(moments)
+}
+
+/// How far apart in time a far-end probe and the gateway's or the backlog's reading may be to
+/// be taken as one moment: two of the slowest probe intervals (5 a second).
+pub const PAIRED_S: f64 = 0.4;
+
+/// The value nearest `t` in a series sorted by time, within [`PAIRED_S`].
+fn nearest(series: &[(f64, f64)], t: f64) -> Option<f64> {
+    let i = series.partition_point(|(at, _)| *at < t);
+    [i.checked_sub(1), Some(i)]
+        .into_iter()
+        .flatten()
+        .filter_map(|k| series.get(k))
+        .filter(|(at, _)| (at - t).abs() <= PAIRED_S)
+        .min_by(|a, b| (a.0 - t).abs().total_cmp(&(b.0 - t).abs()))
+        .map(|(_, v)| *v)
+}
+
+/// The steady state's answered samples of `way`, in time order.
+fn timed(p: &ProbeSeries, way: Way, w: &Window) -> Vec<(f64, f64)> {
+    p.samples
+        .iter()
+        .filter(|s| w.steady(s.t))
+        .filter_map(|s| value(s, way).map(|v| (s.t, v)))
+        .collect()
+}
+
+/// The attribution for the terminal: a line per way with each place's share, then the advice.
+pub fn render_text(l: &Location) -> String {
+    let mut out = String::from("Where the queue stands (steady state, added delay p95 / p50):\n");
+    for w in &l.ways {
+        let shares: Vec<String> = w
+            .shares
+            .iter()
+            .map(|s| format!("{} {:.0} / {:.0} ms", s.place.words(), s.p95_ms, s.p50_ms))
+            .collect();
+        out.push_str(&format!(
+            "  {:<10} {:.0} / {:.0} ms: {}\n",
+            w.way.words(),
+            w.total_p95_ms,
+            w.total_p50_ms,
+            shares.join(", ")
+        ));
+    }
+    for a in &l.advice {
+        out.push_str(&format!("  - {a}\n"));
+    }
+    out
 }
 
 /// The steady state of the load: where the delays are compared.
@@ -172,33 +267,6 @@ impl Window {
     }
 }
 
-/// A p50 and a p95, ms.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Pair {
-    p50: f64,
-    p95: f64,
-}
-
-impl Pair {
-    const ZERO: Pair = Pair { p50: 0.0, p95: 0.0 };
-
-    /// What `self` holds beyond `inner`, never below zero (noise can make it so).
-    fn minus(self, inner: Pair) -> Pair {
-        Pair {
-            p50: (self.p50 - inner.p50).max(0.0),
-            p95: (self.p95 - inner.p95).max(0.0),
-        }
-    }
-}
-
-fn share(place: Place, p: Pair) -> Share {
-    Share {
-        place,
-        p50_ms: p.p50,
-        p95_ms: p.p95,
-    }
-}
-
 fn value(s: &ProbeSample, way: Way) -> Option<f64> {
     match way {
         Way::Up => s.owd_up_ms,
@@ -213,35 +281,26 @@ fn has_one_way(p: &ProbeSeries) -> bool {
         .any(|s| s.owd_up_ms.is_some() && s.owd_down_ms.is_some())
 }
 
-/// The steady state's p50 and p95 of `way`, less its idle median (the clocks' offset of a
-/// one-way delay cancels).
-fn induced(p: &ProbeSeries, way: Way, w: &Window) -> Option<Pair> {
+/// The idle median of `way` (the clocks' offset of a one-way delay cancels against it).
+fn idle_median(p: &ProbeSeries, way: Way, w: &Window) -> Option<f64> {
     let idle: Vec<f64> = p
         .samples
         .iter()
         .filter(|s| s.t < w.idle_to)
         .filter_map(|s| value(s, way))
         .collect();
-    let idle = stats::median(&idle)?;
-    let loaded: Vec<f64> = p
-        .samples
-        .iter()
-        .filter(|s| w.steady(s.t))
-        .filter_map(|s| value(s, way))
-        .collect();
-    let loaded = Sorted::new(&loaded);
-    Some(Pair {
-        p50: (loaded.percentile(50.0)? - idle).max(0.0),
-        p95: (loaded.percentile(95.0)? - idle).max(0.0),
-    })
+    stats::median(&idle)
 }
 
-/// The far end's answered probes in the steady state: how much the percentiles rest on.
-fn far_probes(p: &ProbeSeries, w: &Window) -> usize {
-    p.samples
-        .iter()
-        .filter(|s| w.steady(s.t) && s.rtt_ms.is_some())
-        .count()
+/// The p50 and p95 of the steady state's induced round trip, less its idle median.
+fn induced(p: &ProbeSeries, w: &Window) -> Option<(f64, f64)> {
+    let idle = idle_median(p, Way::RoundTrip, w)?;
+    let loaded: Vec<f64> = timed(p, Way::RoundTrip, w)
+        .into_iter()
+        .map(|(_, v)| v - idle)
+        .collect();
+    let loaded = Sorted::new(&loaded);
+    Some((loaded.percentile(50.0)?, loaded.percentile(95.0)?))
 }
 
 fn gateway_state(far: &ProbeSeries, gw: Option<&ProbeSeries>, w: &Window) -> Gateway {
@@ -257,13 +316,10 @@ fn gateway_state(far: &ProbeSeries, gw: Option<&ProbeSeries>, w: &Window) -> Gat
     if answered < GATEWAY_ANSWERED {
         return Gateway::Silent { answered };
     }
-    match (
-        induced(gw, Way::RoundTrip, w),
-        induced(far, Way::RoundTrip, w),
-    ) {
+    match (induced(gw, w), induced(far, w)) {
         (Some(g), Some(f)) => {
-            let excess = g.p50 - f.p50;
-            if excess > FINDING_MS.max(SLOW_ANSWER_SHARE * f.p50) {
+            let excess = g.0 - f.0;
+            if excess > FINDING_MS.max(SLOW_ANSWER_SHARE * f.0) {
                 Gateway::SlowToAnswer { excess_ms: excess }
             } else {
                 Gateway::Answered
@@ -273,39 +329,51 @@ fn gateway_state(far: &ProbeSeries, gw: Option<&ProbeSeries>, w: &Window) -> Gat
     }
 }
 
-/// This machine's egress backlog in the steady state, in time at the upload's goodput.
-fn local_delays(r: &Results, w: &Window) -> Option<Pair> {
-    let rate_bps = r.upload_goodput_bps()?;
-    let delays: Vec<f64> = r
-        .backlog
-        .iter()
-        .filter(|b| w.steady(b.t))
-        .map(|b| b.bytes as f64 * 8.0 / rate_bps * 1000.0)
-        .collect();
-    let sorted = Sorted::new(&delays);
-    Some(Pair {
-        p50: sorted.percentile(50.0)?,
-        p95: sorted.percentile(95.0)?,
-    })
-}
-
 /// The findings of one way: every place holding at least [`FINDING_SHARE`] of the whole and
-/// [`FINDING_MS`], largest first.
-fn judge(way: Way, total: Pair, shares: Vec<Share>, probes: usize) -> WayLocation {
-    let least = FINDING_MS.max(FINDING_SHARE * total.p95);
+/// [`FINDING_MS`] at p95, largest first. Each place's share is taken moment by moment: this
+/// machine's backlog, the gateway's delay beyond it, the far end's beyond the gateway's.
+fn judge(way: Way, moments: &[Moment], gateway: bool) -> WayLocation {
+    let pct = |f: &dyn Fn(&Moment) -> f64| {
+        let v: Vec<f64> = moments.iter().map(f).collect();
+        let s = Sorted::new(&v);
+        (
+            s.percentile(50.0).unwrap_or(0.0),
+            s.percentile(95.0).unwrap_or(0.0),
+        )
+    };
+    let share = |place: Place, f: &dyn Fn(&Moment) -> f64| {
+        let (p50_ms, p95_ms) = pct(f);
+        Share {
+            place,
+            p50_ms,
+            p95_ms,
+        }
+    };
+    let (total_p50_ms, total_p95_ms) = pct(&|m| m.total);
+    let mut shares = vec![share(Place::ThisMachine, &|m| m.mine.min(m.total))];
+    if gateway {
+        let gw = |m: &Moment| m.gateway.unwrap_or(0.0);
+        shares.push(share(Place::FirstHop, &|m| (gw(m) - m.mine).max(0.0)));
+        shares.push(share(Place::Beyond, &|m| (m.total - gw(m)).max(0.0)));
+    } else {
+        shares.push(share(Place::PastThisMachine, &|m| {
+            (m.total - m.mine).max(0.0)
+        }));
+    }
+    let least = FINDING_MS.max(FINDING_SHARE * total_p95_ms);
     let mut found: Vec<&Share> = shares.iter().filter(|s| s.p95_ms >= least).collect();
     found.sort_by(|a, b| b.p95_ms.total_cmp(&a.p95_ms));
     let held: f64 = shares.iter().map(|s| s.p95_ms).sum();
     // Few probes make a p95 a guess: full weight from 100 (5 s at 20 a second).
-    let weight = (probes as f64 / 100.0).min(1.0);
+    let weight = (moments.len() as f64 / 100.0).min(1.0);
     let sureness = found
         .first()
         .map_or(0.0, |s| s.p95_ms / held.max(f64::EPSILON))
         * weight;
     WayLocation {
         way,
-        total_p50_ms: total.p50,
-        total_p95_ms: total.p95,
+        total_p50_ms,
+        total_p95_ms,
         findings: found.iter().map(|s| s.place).collect(),
         shares,
         sureness,
@@ -346,20 +414,25 @@ fn advise(gateway: &Gateway, ways: &[WayLocation]) -> Vec<String> {
 }
 
 fn advice(way: Way, s: &Share) -> String {
-    let dir = way.words();
+    let dir = match way {
+        Way::RoundTrip => {
+            "one way or both (the gateway's echo replies carry no one-way times)".to_string()
+        }
+        _ => format!("in the {}", way.words()),
+    };
     let size = format!("about {:.0} ms at p95, {:.0} at p50", s.p95_ms, s.p50_ms);
     match s.place {
         Place::ThisMachine => format!(
-            "the queue is in this machine's own {dir} ({size}): its qdisc holds it; give the interface fq_codel or cake (`unbloat start IFACE --up RATE`); the router cannot fix it"
+            "the queue is in this machine's own egress ({size}): its qdisc holds it; give the interface fq_codel or cake (`unbloat start IFACE --up RATE`); the router cannot fix it"
         ),
         Place::FirstHop => format!(
-            "the queue is between this machine and its gateway, in the {dir} ({size}): your Wi-Fi or LAN; shaping the WAN will not help; use a cable or move nearer the access point, or give the access point fq_codel and airtime fairness"
+            "the queue is between this machine and its gateway, {dir} ({size}): your Wi-Fi or LAN; shaping the WAN will not help; use a cable or move nearer the access point, or give the access point fq_codel and airtime fairness"
         ),
         Place::Beyond => format!(
-            "the queue is behind your gateway, in the {dir} ({size}): the modem or the ISP; shape the WAN with `unbloat start` or `unbloat tune` on the router"
+            "the queue is behind your gateway, {dir} ({size}): the modem or the ISP; shape the WAN with `unbloat start` or `unbloat tune` on the router"
         ),
         Place::PastThisMachine => format!(
-            "the queue is past this machine, in the {dir} ({size}): the LAN, the Wi-Fi or the access link, which the gateway's answers could not tell apart"
+            "the queue is past this machine, {dir} ({size}): the LAN, the Wi-Fi or the access link, which the gateway's answers could not tell apart"
         ),
     }
 }

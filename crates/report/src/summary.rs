@@ -55,6 +55,10 @@ pub struct Summary {
     pub probes: Vec<ProbeSummary>,
     pub download: DirectionSummary,
     pub upload: DirectionSummary,
+    /// Where the queue stands ([`crate::locate`]): absent from a run without the gateway's
+    /// probes and this machine's backlog, where it would only repeat the far end's figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<crate::locate::Location>,
 }
 
 /// The responsiveness draft's figure and its two halves.
@@ -198,8 +202,17 @@ impl Summary {
             download: summarise_direction(&results.streams, Direction::Down, &phases, interval_s),
             upload: summarise_direction(&results.streams, Direction::Up, &phases, interval_s),
             probes,
+            location: locates(results)
+                .then(|| crate::locate::locate(results))
+                .flatten(),
         }
     }
+}
+
+/// Whether the run measured what locates the queue: the gateway's probes or this machine's
+/// backlog.
+fn locates(r: &Results) -> bool {
+    !r.backlog.is_empty() || r.probes.iter().any(|p| p.hop == crate::model::Hop::Gateway)
 }
 
 fn summarise_probe(series: &ProbeSeries, phases: &Phases) -> ProbeSummary {
@@ -443,6 +456,9 @@ pub fn render_text(summary: &Summary) -> String {
             format::ms(p.steady_induced_p95_ms),
             format::ms(p.startup_peak_induced_ms)
         ));
+    }
+    if let Some(l) = &summary.location {
+        out.push_str(&crate::locate::render_text(l));
     }
     if let Some(r) = &summary.responsiveness {
         out.push_str(&format!(

@@ -124,6 +124,7 @@ fn plan(remote: SocketAddr, profile: &str, idle: f64, load: f64) -> Result<TestP
         probe_interval: Duration::from_millis(100),
         connect_timeout: Duration::from_secs(3),
         command_line: vec!["bench".into()],
+        locate: false,
     })
 }
 

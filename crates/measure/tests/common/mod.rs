@@ -75,6 +75,7 @@ pub fn plan(remote: &str, profile: &str, streams: Option<usize>, idle: f64, load
         probe_interval: Duration::from_millis(100),
         connect_timeout: Duration::from_secs(2),
         command_line: vec!["test".into()],
+        locate: false,
     }
 }
 

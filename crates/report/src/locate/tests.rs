@@ -225,7 +225,7 @@ fn this_machines_own_backlog_is_its_share_of_the_upload() {
     assert!(
         l.advice
             .iter()
-            .any(|a| a.contains("this machine's own upload")),
+            .any(|a| a.contains("this machine's own egress")),
         "{:?}",
         l.advice
     );
@@ -243,4 +243,29 @@ fn a_quiet_run_has_no_finding() {
     let l = locate(&run(q(1.0, 1.0), Some(q(1.0, 1.0)), true)).expect("located");
     assert!(l.ways.iter().all(|w| w.findings.is_empty()), "{:?}", l.ways);
     assert!(l.advice.is_empty(), "{:?}", l.advice);
+}
+
+#[test]
+fn the_summary_carries_the_location_only_when_the_run_measured_it() {
+    let with = crate::Summary::from_results(&run(q(0.0, 120.0), Some(NONE), true));
+    let l = with
+        .location
+        .as_ref()
+        .expect("a run with the gateway's probes is located");
+    assert_eq!(findings(l, Way::Down), [Place::Beyond]);
+    let text = crate::render_text(&with);
+    assert!(text.contains("Where the queue stands"), "{text}");
+    assert!(
+        text.contains("behind your gateway, in the download"),
+        "{text}"
+    );
+    let json = serde_json::to_value(&with).expect("json");
+    assert_eq!(
+        json["location"]["ways"][0]["findings"][0], "beyond",
+        "{json}"
+    );
+    // Without the gateway's probes and the backlog, nothing is claimed (nor printed).
+    let without = crate::Summary::from_results(&run(q(0.0, 120.0), None, true));
+    assert!(without.location.is_none());
+    assert!(!crate::render_text(&without).contains("Where the queue stands"));
 }
