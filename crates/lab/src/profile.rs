@@ -134,7 +134,7 @@ pub struct LanSection {
     pub up: Option<Rate>,
     #[serde(default = "default_lan_fifo")]
     pub fifo_packets: u32,
-    /// The router ignores ICMP echo, as gateways that drop pings do.
+    /// The router drops ICMP requests to itself (echo and timestamps), as firewalled gateways do.
     #[serde(default)]
     pub ignores_ping: bool,
 }
@@ -582,7 +582,8 @@ mod tests {
         assert_eq!((lan.down, lan.up), (Some(Rate::from_mbit(8)), None));
         assert_eq!(lan.fifo_packets, DEFAULT_FIFO_PACKETS);
         assert!(p.to_string().contains("LAN hop 8mbit down / - up"), "{p}");
-        let cmds: Vec<String> = crate::topology::lan_commands(&p)
+        let router = std::net::Ipv4Addr::new(10, 77, 1, 2);
+        let cmds: Vec<String> = crate::topology::lan_commands(&p, router)
             .iter()
             .map(|c| c.to_string())
             .collect();
@@ -590,13 +591,14 @@ mod tests {
             cmds,
             [
                 "tc qdisc add dev lan0 root netem limit 1000 rate 8000000bit",
-                "sysctl -qw net.ipv4.icmp_echo_ignore_all=1"
+                "tc qdisc add dev lan0 handle ffff: ingress",
+                "tc filter add dev lan0 parent ffff: protocol ip prio 1 u32 match ip protocol 1 0xff match ip dst 10.77.1.2/32 action drop"
             ]
         );
         // Upload: the host's packets are redirected from lan0's ingress through an IFB.
         let up = format!("{MINIMAL}\n[lan]\nup = \"2mbit\"\nfifo_packets = 200\n");
         let p = LinkProfile::from_toml(&up, "t").expect("valid");
-        let cmds = crate::topology::lan_commands(&p);
+        let cmds = crate::topology::lan_commands(&p, router);
         let text: Vec<String> = cmds.iter().map(|c| c.to_string()).collect();
         assert!(
             text.iter()
@@ -610,7 +612,7 @@ mod tests {
         );
         // No section: nothing on the LAN side, and the profile's JSON is as before.
         let plain = LinkProfile::from_toml(MINIMAL, "t").expect("valid");
-        assert!(crate::topology::lan_commands(&plain).is_empty());
+        assert!(crate::topology::lan_commands(&plain, router).is_empty());
         assert!(!serde_json::to_string(&plain)
             .expect("json")
             .contains("\"lan\""));

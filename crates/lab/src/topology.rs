@@ -228,7 +228,7 @@ impl Topology {
         );
         let router = self.ns(Node::Router);
         cmds.extend(
-            lan_commands(&self.profile)
+            lan_commands(&self.profile, v4(0, true))
                 .iter()
                 .map(|c| in_netns(c, &router)),
         );
@@ -338,8 +338,10 @@ pub fn modem_commands(profile: &LinkProfile) -> Vec<Cmd> {
 
 /// The router's LAN-side bottleneck ([`crate::profile::LanSection`]), as run inside the
 /// router's namespace: netem with the rate and the FIFO on `lan0` (towards the host) and on an
-/// IFB that `lan0`'s ingress is redirected to (from the host); a router that ignores pings.
-pub fn lan_commands(profile: &LinkProfile) -> Vec<Cmd> {
+/// IFB that `lan0`'s ingress is redirected to (from the host). A router that ignores pings
+/// drops every ICMP request to `router` (its LAN address), echo and timestamp alike, as a
+/// firewalled gateway does.
+pub fn lan_commands(profile: &LinkProfile, router: Ipv4Addr) -> Vec<Cmd> {
     let Some(lan) = &profile.lan else {
         return vec![];
     };
@@ -354,21 +356,30 @@ pub fn lan_commands(profile: &LinkProfile) -> Vec<Cmd> {
     if let Some(down) = lan.down {
         cmds.push(netem("lan0", down));
     }
+    if lan.up.is_some() || lan.ignores_ping {
+        cmds.push(Cmd::tc([
+            "qdisc", "add", "dev", "lan0", "handle", "ffff:", "ingress",
+        ]));
+    }
+    if lan.ignores_ping {
+        let dst = format!("{router}/32");
+        cmds.push(Cmd::tc([
+            "filter", "add", "dev", "lan0", "parent", "ffff:", "protocol", "ip", "prio", "1",
+            "u32", "match", "ip", "protocol", "1", "0xff", "match", "ip", "dst", &dst, "action",
+            "drop",
+        ]));
+    }
     if let Some(up) = lan.up {
         cmds.extend([
             Cmd::ip(["link", "add", "ifb4lan0", "type", "ifb"]),
             Cmd::ip(["link", "set", "dev", "ifb4lan0", "up"]),
             netem("ifb4lan0", up),
-            Cmd::tc(["qdisc", "add", "dev", "lan0", "handle", "ffff:", "ingress"]),
             Cmd::tc([
-                "filter", "add", "dev", "lan0", "parent", "ffff:", "protocol", "all", "u32",
-                "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev",
+                "filter", "add", "dev", "lan0", "parent", "ffff:", "protocol", "all", "prio", "2",
+                "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev",
                 "ifb4lan0",
             ]),
         ]);
-    }
-    if lan.ignores_ping {
-        cmds.push(Cmd::new("sysctl").args(["-qw", "net.ipv4.icmp_echo_ignore_all=1"]));
     }
     cmds
 }

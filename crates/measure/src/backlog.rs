@@ -18,6 +18,9 @@ use unbloat_units::IfName;
 /// How often the backlog is read: 10 a second gives 50 samples in a 5 s steady state.
 pub const EVERY: Duration = Duration::from_millis(100);
 
+/// How long [`Sampler::finish`] waits for the sampling thread.
+pub const FINISH_WAIT: Duration = Duration::from_millis(500);
+
 /// A running sampler; [`Sampler::finish`] stops it and returns what it read.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
@@ -64,14 +67,28 @@ impl Sampler {
         })
     }
 
-    /// Stops the sampling; the samples, and a note when it ended early.
+    /// Stops the sampling; the samples, and a note when it ended early. It waits at most
+    /// [`FINISH_WAIT`] for the thread: a netlink read that does not come back (seen in User-Mode
+    /// Linux under load) must not hold the test's end; the thread is left to the process's exit.
     pub fn finish(mut self) -> (Vec<BacklogSample>, Option<String>) {
         self.stop.store(true, Ordering::Relaxed);
-        let ended = self
-            .thread
-            .take()
-            .and_then(|t| t.join().ok().flatten())
-            .map(|e| format!("this machine's egress backlog: reading stopped: {e}"));
+        let waited = Instant::now();
+        let thread = self.thread.take();
+        while thread.as_ref().is_some_and(|t| !t.is_finished()) && waited.elapsed() < FINISH_WAIT {
+            thread::sleep(Duration::from_millis(10));
+        }
+        let ended = match thread {
+            Some(t) if t.is_finished() => t
+                .join()
+                .ok()
+                .flatten()
+                .map(|e| format!("this machine's egress backlog: reading stopped: {e}")),
+            Some(_) => Some(format!(
+                "this machine's egress backlog: a netlink read did not come back within {} ms; the samples before it are kept",
+                FINISH_WAIT.as_millis()
+            )),
+            None => None,
+        };
         let samples = std::mem::take(&mut *self.samples.lock().unwrap_or_else(|e| e.into_inner()));
         (samples, ended)
     }

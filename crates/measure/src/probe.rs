@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use unbloat_icmp::echo::{IcmpSocket, ICMP_HEADER, ICMP_PAYLOAD};
 use unbloat_icmp::rxtime;
+use unbloat_icmp::timestamp::{self, TimestampSocket};
 use unbloat_report::model::Hop;
 use unbloat_report::{ProbeKind, ProbeSample, ProbeSeries};
 
@@ -75,6 +76,8 @@ struct Class {
     replies: AtomicU64,
     /// Probes not sent: an irtt class skips those a stalled sender missed.
     skipped: AtomicU64,
+    /// ICMP timestamps: the replies carry the host's own stamps, related to ours per class.
+    stamped: bool,
 }
 
 /// How a UDP class reaches its far end.
@@ -89,6 +92,9 @@ enum Sender {
     Udp(Arc<UdpSocket>),
     Irtt(Arc<UdpSocket>, Arc<irtt::Session>),
     Icmp(Arc<IcmpSocket>),
+    /// ICMP timestamp requests, with the Unix time of the run's epoch in ns (the originate
+    /// stamp is the send time in ms since midnight UT).
+    IcmpTs(Arc<TimestampSocket>, u64),
 }
 
 /// What a UDP receiver made of one datagram.
@@ -217,11 +223,21 @@ impl Prober {
             kind: ProbeKind::Icmp,
             dscp: 0,
         };
+        let no_stamps = match gateway {
+            IpAddr::V4(v4) => match TimestampSocket::open(v4) {
+                Ok(sock) => return launch_stamped(plan, sock, interval, epoch),
+                Err(why) => why,
+            },
+            IpAddr::V6(_) => "ICMPv6 has no timestamps".into(),
+        };
         let mut prober = launch(&[plan], gateway, vec![], icmp_id(), interval, epoch, vec![])?;
         if prober.classes.is_empty() {
             let why = prober.notes.join("; ");
             return Err(MeasureError::InvalidArgument(why));
         }
+        prober.notes.push(format!(
+            "locate: the gateway's one-way delays need ICMP timestamps ({no_stamps}): its round trip only"
+        ));
         prober.hop = Hop::Gateway;
         Ok(prober)
     }
@@ -280,6 +296,14 @@ impl Prober {
             let _ = h.join();
         }
         self.close_irtt();
+        let idle_offset = |c: &Class| {
+            let idle: Vec<Record> = lock(&c.records)
+                .iter()
+                .filter(|r| r.sent_ns < idle_end_ns)
+                .copied()
+                .collect();
+            relate_clocks(&idle)
+        };
         let udp_records: Vec<Record> = self
             .classes
             .iter()
@@ -292,12 +316,15 @@ impl Prober {
         self.classes
             .iter()
             .map(|c| {
-                let records = lock(&c.records);
-                let use_offset = if c.plan.kind == ProbeKind::Udp {
+                // Before the records' lock: idle_offset takes it too.
+                let use_offset = if c.stamped {
+                    idle_offset(c)
+                } else if c.plan.kind == ProbeKind::Udp {
                     offset
                 } else {
                     None
                 };
+                let records = lock(&c.records);
                 ProbeSeries {
                     name: c.plan.name.clone(),
                     kind: c.plan.kind,
@@ -418,6 +445,7 @@ fn launch(
             records: Mutex::new(Vec::new()),
             replies: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
+            stamped: false,
         });
         let latest = (id == primary).then(|| Arc::clone(&prober.latest_rtt_us));
         let stop = Arc::clone(&prober.stop_recv);
@@ -501,6 +529,102 @@ fn launch(
         send_loop(&senders, test_id, interval, epoch, &stop)
     })?);
     Ok(prober)
+}
+
+/// The gateway's prober on ICMP timestamps: one class, its receiver and its sender.
+fn launch_stamped(
+    plan: ProbePlan,
+    sock: TimestampSocket,
+    interval: Duration,
+    epoch: Instant,
+) -> Result<Prober, MeasureError> {
+    let mut prober = Prober {
+        classes: Vec::new(),
+        interval,
+        stop_send: Arc::new(AtomicBool::new(false)),
+        stop_recv: Arc::new(AtomicBool::new(false)),
+        sender: None,
+        receivers: Vec::new(),
+        latest_rtt_us: Arc::new(AtomicU64::new(0)),
+        irtt: Vec::new(),
+        notes: vec![],
+        hop: Hop::Gateway,
+    };
+    let class = Arc::new(Class {
+        plan,
+        records: Mutex::new(Vec::new()),
+        replies: AtomicU64::new(0),
+        skipped: AtomicU64::new(0),
+        stamped: true,
+    });
+    let epoch_unix_ns = unix_ns_at(epoch);
+    let sock = Arc::new(sock);
+    let (rx, c, stop) = (
+        Arc::clone(&sock),
+        Arc::clone(&class),
+        Arc::clone(&prober.stop_recv),
+    );
+    prober.receivers.push(spawn("unbloat-gw-rx", move || {
+        stamp_receiver(&rx, &c, epoch, epoch_unix_ns, &stop)
+    })?);
+    let senders = vec![(Arc::clone(&class), Sender::IcmpTs(sock, epoch_unix_ns))];
+    prober.classes.push(class);
+    let stop = Arc::clone(&prober.stop_send);
+    prober.sender = Some(spawn("unbloat-gw-tx", move || {
+        send_loop(&senders, 0, interval, epoch, &stop)
+    })?);
+    Ok(prober)
+}
+
+/// The Unix time of `epoch`, ns.
+fn unix_ns_at(epoch: Instant) -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    now.saturating_sub(epoch.elapsed().as_nanos() as u64)
+}
+
+/// The originate stamp of a probe sent `sent_ns` after the epoch: ms since midnight UT.
+fn originate(epoch_unix_ns: u64, sent_ns: u64) -> u32 {
+    timestamp::ms_of_day((epoch_unix_ns + sent_ns) / 1_000_000)
+}
+
+/// Reads the gateway's timestamp replies until `stop`: each answers the latest probe with its
+/// 16-bit sequence whose originate it echoes; the host's stamps become the record's server
+/// times (ns on the Unix clock, the day found from our send time).
+fn stamp_receiver(
+    sock: &TimestampSocket,
+    class: &Class,
+    epoch: Instant,
+    epoch_unix_ns: u64,
+    stop: &AtomicBool,
+) {
+    raise_priority();
+    let mut buf = [0u8; 2048];
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(got) = sock.recv(&mut buf) else {
+            continue;
+        };
+        let recv_ns = got.since(epoch).as_nanos() as u64;
+        let Some(st) = sock.parse(&buf[..got.len]) else {
+            continue;
+        };
+        let found = {
+            let records = lock(&class.records);
+            (0..records.len())
+                .rev()
+                .filter(|k| *k as u16 == st.seq)
+                .find(|k| originate(epoch_unix_ns, records[*k].sent_ns) == st.originate)
+                .map(|k| (k, records[k].sent_ns))
+        };
+        let Some((seq, sent_ns)) = found else {
+            continue;
+        };
+        let sent_unix_ms = (epoch_unix_ns + sent_ns) / 1_000_000;
+        let at = |stamp: u32| timestamp::to_unix_ms(stamp, sent_unix_ms) * 1_000_000;
+        let server = st.receive.zip(st.transmit).map(|(r, t)| (at(r), at(t)));
+        note_reply(class, seq as u32, recv_ns, None, server, None);
+    }
 }
 
 fn spawn<F: FnOnce() + Send + 'static>(name: &str, f: F) -> Result<JoinHandle<()>, MeasureError> {
@@ -645,6 +769,9 @@ fn send_loop(
             }
             Sender::Icmp(sock) => {
                 let _ = sock.send_echo(test_id, seq);
+            }
+            Sender::IcmpTs(sock, epoch_unix_ns) => {
+                let _ = sock.send(seq as u16, originate(*epoch_unix_ns, sent_ns));
             }
         }
         next[i] += interval_ns;

@@ -139,8 +139,8 @@ pub fn locate(results: &Results) -> Option<Location> {
     let rate = results.upload_goodput_bps();
     let mut located = vec![];
     for &way in ways {
-        let moments = moments(results, far, readable, way, &window, rate)?;
-        located.push(judge(way, &moments, readable.is_some()));
+        let held = held(results, far, readable, way, &window, rate)?;
+        located.push(judge(way, &held));
     }
     let advice = advise(&state, &located);
     Some(Location {
@@ -150,68 +150,66 @@ pub fn locate(results: &Results) -> Option<Location> {
     })
 }
 
-/// One moment of the steady state, ms of induced delay: the far end's probe (the whole), the
-/// gateway's nearest in time, this machine's backlog nearest in time.
-#[derive(Debug, Clone, Copy)]
-struct Moment {
-    total: f64,
-    gateway: Option<f64>,
-    mine: f64,
+/// The steady state's induced delay of one way, p50 and p95, as each place sees it: this
+/// machine's backlog, the gateway's answers (which cross this machine's queue and the first
+/// hop's), the far end's (which cross every queue).
+struct Held {
+    mine: (f64, f64),
+    gateway: Option<(f64, f64)>,
+    far: (f64, f64),
+    probes: usize,
 }
 
-/// Every far-end probe of the steady state answered, with what the gateway and the backlog
-/// said at the same moment (within [`PAIRED_S`]): each place's share is then taken probe by
-/// probe, so its p50 and p95 are of one distribution (differences of two separate percentiles
-/// can put a p50 above its p95).
-fn moments(
+/// [`Held`] for `way`. Each place's share is the difference of two of these percentiles, not the
+/// percentile of probe-by-probe differences: a far-end probe and the gateway's nearest one cross
+/// a queue that changes within milliseconds at different moments, and their differences put
+/// tens of milliseconds of noise into a p95 (issue 39's lab: 44 ms "beyond" on a LAN-only
+/// download), where each distribution's own percentile is steady.
+fn held(
     r: &Results,
     far: &ProbeSeries,
     gw: Option<&ProbeSeries>,
     way: Way,
     w: &Window,
     upload_bps: Option<f64>,
-) -> Option<Vec<Moment>> {
-    let far_idle = idle_median(far, way, w)?;
-    let gw = match gw {
-        Some(g) => Some((timed(g, way, w), idle_median(g, way, w)?)),
+) -> Option<Held> {
+    let far_values = induced_values(far, way, w)?;
+    let gateway = match gw {
+        Some(g) => Some(pair(&induced_values(g, way, w)?)?),
         None => None,
     };
     // A receiver's queue is its socket, not the path: the backlog counts against the upload.
-    let backlog: Vec<(f64, f64)> = match (way, upload_bps) {
+    let mine: Vec<f64> = match (way, upload_bps) {
         (Way::Down, _) | (_, None) => vec![],
         (_, Some(bps)) => r
             .backlog
             .iter()
-            .map(|b| (b.t, b.bytes as f64 * 8.0 / bps * 1000.0))
+            .filter(|b| w.steady(b.t))
+            .map(|b| b.bytes as f64 * 8.0 / bps * 1000.0)
             .collect(),
     };
-    let moments: Vec<Moment> = timed(far, way, w)
-        .into_iter()
-        .map(|(t, v)| Moment {
-            total: (v - far_idle).max(0.0),
-            gateway: gw
-                .as_ref()
-                .and_then(|(g, idle)| nearest(g, t).map(|x| (x - idle).max(0.0))),
-            mine: nearest(&backlog, t).unwrap_or(0.0),
-        })
-        .collect();
-    (!moments.is_empty()).then_some(moments)
+    Some(Held {
+        mine: pair(&mine).unwrap_or((0.0, 0.0)),
+        gateway,
+        far: pair(&far_values)?,
+        probes: far_values.len(),
+    })
 }
 
-/// How far apart in time a far-end probe and the gateway's or the backlog's reading may be to
-/// be taken as one moment: two of the slowest probe intervals (5 a second).
-pub const PAIRED_S: f64 = 0.4;
+/// The p50 and p95 of `values`.
+fn pair(values: &[f64]) -> Option<(f64, f64)> {
+    let s = Sorted::new(values);
+    Some((s.percentile(50.0)?, s.percentile(95.0)?))
+}
 
-/// The value nearest `t` in a series sorted by time, within [`PAIRED_S`].
-fn nearest(series: &[(f64, f64)], t: f64) -> Option<f64> {
-    let i = series.partition_point(|(at, _)| *at < t);
-    [i.checked_sub(1), Some(i)]
+/// The steady state's values of `way`, less the idle median (never below 0).
+fn induced_values(p: &ProbeSeries, way: Way, w: &Window) -> Option<Vec<f64>> {
+    let idle = idle_median(p, way, w)?;
+    let v: Vec<f64> = timed(p, way, w)
         .into_iter()
-        .flatten()
-        .filter_map(|k| series.get(k))
-        .filter(|(at, _)| (at - t).abs() <= PAIRED_S)
-        .min_by(|a, b| (a.0 - t).abs().total_cmp(&(b.0 - t).abs()))
-        .map(|(_, v)| *v)
+        .map(|(_, v)| (v - idle).max(0.0))
+        .collect();
+    (!v.is_empty()).then_some(v)
 }
 
 /// The steady state's answered samples of `way`, in time order.
@@ -330,42 +328,33 @@ fn gateway_state(far: &ProbeSeries, gw: Option<&ProbeSeries>, w: &Window) -> Gat
 }
 
 /// The findings of one way: every place holding at least [`FINDING_SHARE`] of the whole and
-/// [`FINDING_MS`] at p95, largest first. Each place's share is taken moment by moment: this
-/// machine's backlog, the gateway's delay beyond it, the far end's beyond the gateway's.
-fn judge(way: Way, moments: &[Moment], gateway: bool) -> WayLocation {
-    let pct = |f: &dyn Fn(&Moment) -> f64| {
-        let v: Vec<f64> = moments.iter().map(f).collect();
-        let s = Sorted::new(&v);
-        (
-            s.percentile(50.0).unwrap_or(0.0),
-            s.percentile(95.0).unwrap_or(0.0),
-        )
+/// [`FINDING_MS`] at p95, largest first. This machine holds its backlog; the first hop what
+/// the gateway's answers hold beyond it; the rest what the far end's hold beyond the gateway's.
+fn judge(way: Way, h: &Held) -> WayLocation {
+    let beyond = |outer: (f64, f64), inner: (f64, f64)| {
+        ((outer.0 - inner.0).max(0.0), (outer.1 - inner.1).max(0.0))
     };
-    let share = |place: Place, f: &dyn Fn(&Moment) -> f64| {
-        let (p50_ms, p95_ms) = pct(f);
-        Share {
-            place,
-            p50_ms,
-            p95_ms,
+    let share = |place: Place, (p50_ms, p95_ms): (f64, f64)| Share {
+        place,
+        p50_ms,
+        p95_ms,
+    };
+    let mine = (h.mine.0.min(h.far.0), h.mine.1.min(h.far.1));
+    let mut shares = vec![share(Place::ThisMachine, mine)];
+    match h.gateway {
+        Some(gw) => {
+            shares.push(share(Place::FirstHop, beyond(gw, mine)));
+            shares.push(share(Place::Beyond, beyond(h.far, gw)));
         }
-    };
-    let (total_p50_ms, total_p95_ms) = pct(&|m| m.total);
-    let mut shares = vec![share(Place::ThisMachine, &|m| m.mine.min(m.total))];
-    if gateway {
-        let gw = |m: &Moment| m.gateway.unwrap_or(0.0);
-        shares.push(share(Place::FirstHop, &|m| (gw(m) - m.mine).max(0.0)));
-        shares.push(share(Place::Beyond, &|m| (m.total - gw(m)).max(0.0)));
-    } else {
-        shares.push(share(Place::PastThisMachine, &|m| {
-            (m.total - m.mine).max(0.0)
-        }));
+        None => shares.push(share(Place::PastThisMachine, beyond(h.far, mine))),
     }
+    let (total_p50_ms, total_p95_ms) = h.far;
     let least = FINDING_MS.max(FINDING_SHARE * total_p95_ms);
     let mut found: Vec<&Share> = shares.iter().filter(|s| s.p95_ms >= least).collect();
     found.sort_by(|a, b| b.p95_ms.total_cmp(&a.p95_ms));
     let held: f64 = shares.iter().map(|s| s.p95_ms).sum();
     // Few probes make a p95 a guess: full weight from 100 (5 s at 20 a second).
-    let weight = (moments.len() as f64 / 100.0).min(1.0);
+    let weight = (h.probes as f64 / 100.0).min(1.0);
     let sureness = found
         .first()
         .map_or(0.0, |s| s.p95_ms / held.max(f64::EPSILON))
