@@ -94,6 +94,14 @@ fn interrupt_after(child: &Child, secs: u64, signal: libc::c_int) {
     }
 }
 
+/// The lab with the `unbloat-tuned` strategy alone, its report printed.
+fn tuned_lab(args: &LabArgs) -> unbloat_lab::lab::LabReport {
+    let report = run_lab(args, &unbloat_exe()).expect("the lab runs");
+    eprint!("{}", report.render_text());
+    assert_eq!(report.runs[0].row.strategy, Strategy::UnbloatTuned);
+    report
+}
+
 fn rate_bps(v: &serde_json::Value) -> f64 {
     let text = v.as_str().unwrap_or_else(|| panic!("not a rate: {v}"));
     let r: unbloat_units::Rate = text.parse().expect("rate");
@@ -147,10 +155,8 @@ unbloat_system::real_kernel_test! {
             in_kernel: true,
             ..LabArgs::default()
         };
-        let report = run_lab(&args, &unbloat_exe()).expect("the lab runs");
-        eprint!("{}", report.render_text());
+        let report = tuned_lab(&args);
         let run = &report.runs[0];
-        assert_eq!(run.row.strategy, Strategy::UnbloatTuned);
         let tuned = run.tuned.as_ref().expect("what tune found");
         assert!(report.notes.iter().any(|n| n.starts_with("unbloat-tuned: tune found")), "{:?}", report.notes);
         let json = std::fs::read_to_string(out.join("lab.json")).expect("lab.json");
@@ -216,8 +222,7 @@ unbloat_system::real_kernel_test! {
             in_kernel: true,
             ..LabArgs::default()
         };
-        let report = run_lab(&args, &unbloat_exe()).expect("the lab runs");
-        eprint!("{}", report.render_text());
+        let report = tuned_lab(&args);
         let run = &report.runs[0];
         let tuned = run.tuned.as_ref().expect("what tune found");
         assert_eq!((tuned.family_found.as_str(), tuned.overhead_found), ("atm", Some(10)), "{tuned:?}");

@@ -132,6 +132,23 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Prober {
+    /// A prober with no class and no thread yet: the threads each launch starts are added to it,
+    /// so that an early return's Drop stops them.
+    fn idle(interval: Duration, notes: Vec<String>, hop: Hop) -> Prober {
+        Prober {
+            classes: Vec::new(),
+            interval,
+            stop_send: Arc::new(AtomicBool::new(false)),
+            stop_recv: Arc::new(AtomicBool::new(false)),
+            sender: None,
+            receivers: Vec::new(),
+            latest_rtt_us: Arc::new(AtomicU64::new(0)),
+            irtt: Vec::new(),
+            notes,
+            hop,
+        }
+    }
+
     /// Opens a socket per class and starts probing `server` (UDP classes go to `udp_target`,
     /// ICMP to its address) at `interval`, times relative to `epoch`.
     pub fn start(
@@ -421,18 +438,7 @@ fn launch(
 ) -> Result<Prober, MeasureError> {
     // Built first, so that on an early return its Drop stops the threads already started and
     // closes the irtt sessions.
-    let mut prober = Prober {
-        classes: Vec::new(),
-        interval,
-        stop_send: Arc::new(AtomicBool::new(false)),
-        stop_recv: Arc::new(AtomicBool::new(false)),
-        sender: None,
-        receivers: Vec::new(),
-        latest_rtt_us: Arc::new(AtomicU64::new(0)),
-        irtt: Vec::new(),
-        notes,
-        hop: Hop::FarEnd,
-    };
+    let mut prober = Prober::idle(interval, notes, Hop::FarEnd);
     let mut senders = Vec::new();
     let mut udp = udp.into_iter();
     let primary = plans
@@ -538,18 +544,7 @@ fn launch_stamped(
     interval: Duration,
     epoch: Instant,
 ) -> Result<Prober, MeasureError> {
-    let mut prober = Prober {
-        classes: Vec::new(),
-        interval,
-        stop_send: Arc::new(AtomicBool::new(false)),
-        stop_recv: Arc::new(AtomicBool::new(false)),
-        sender: None,
-        receivers: Vec::new(),
-        latest_rtt_us: Arc::new(AtomicU64::new(0)),
-        irtt: Vec::new(),
-        notes: vec![],
-        hop: Hop::Gateway,
-    };
+    let mut prober = Prober::idle(interval, vec![], Hop::Gateway);
     let class = Arc::new(Class {
         plan,
         records: Mutex::new(Vec::new()),
