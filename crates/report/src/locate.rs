@@ -18,9 +18,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Hop, ProbeSample, ProbeSeries, Results};
+use crate::model::{Hop, ProbeSample, ProbeSeries, Results, STARTUP_S};
 use crate::stats::{self, Sorted};
-use crate::summary::STARTUP_S;
 
 /// The least share of the far end's p95 induced delay, and the least milliseconds, that make a
 /// place a finding: below either it is noise or a packet's own time on the wire.

@@ -105,6 +105,11 @@ pub struct Phases {
     pub idle_after_s: f64,
 }
 
+/// The start-up of a load: its first 3 s. Slow start overshoots every queue on the path at first,
+/// including ones upstream of a shaper that only drains them at its margin below the line rate;
+/// a shaper's bound is judged on what comes after, and the start-up's peak is reported beside it.
+pub const STARTUP_S: f64 = 3.0;
+
 /// Which phase a timestamp falls in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {

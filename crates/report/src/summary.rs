@@ -135,10 +135,8 @@ pub struct Leg {
     pub growth_ms_per_s: Option<f64>,
 }
 
-/// The start-up of a load: its first 3 s. Slow start overshoots every queue on the path at first,
-/// including ones upstream of a shaper that only drains them at its margin below the line rate;
-/// a shaper's bound is judged on what comes after, and the start-up's peak is reported beside it.
-pub const STARTUP_S: f64 = 3.0;
+/// Where the steady state starts (defined with the phases, which [`crate::locate`] reads too).
+pub use crate::model::STARTUP_S;
 
 /// Throughput of one direction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
