@@ -88,7 +88,9 @@ pub struct Share {
 #[serde(rename_all = "kebab-case", tag = "state")]
 pub enum Gateway {
     Answered,
-    /// No gateway series, or too few answers under load.
+    /// No gateway was probed: none on the route, or it could not be (the results' notes say).
+    NotProbed,
+    /// Too few answers under load.
     Silent {
         answered: f64,
     },
@@ -302,7 +304,7 @@ fn induced(p: &ProbeSeries, w: &Window) -> Option<(f64, f64)> {
 
 fn gateway_state(far: &ProbeSeries, gw: Option<&ProbeSeries>, w: &Window) -> Gateway {
     let Some(gw) = gw else {
-        return Gateway::Silent { answered: 0.0 };
+        return Gateway::NotProbed;
     };
     let loaded: Vec<&ProbeSample> = gw.samples.iter().filter(|s| w.steady(s.t)).collect();
     let answered = if loaded.is_empty() {
@@ -373,6 +375,9 @@ fn advise(gateway: &Gateway, ways: &[WayLocation]) -> Vec<String> {
     let mut lines = vec![];
     match gateway {
         Gateway::Answered => {}
+        Gateway::NotProbed => lines.push(
+            "cannot tell the first hop: no gateway was probed (none on the route to the far end, or it could not be pinged: the notes say which); the delay past this machine is told as one".into(),
+        ),
         Gateway::Silent { answered } => lines.push(format!(
             "cannot tell the first hop: the gateway answered {:.0} % of its probes under load (it may drop ICMP); the delay past this machine is told as one",
             answered * 100.0

@@ -149,18 +149,21 @@ fn queues_on_both_hops_in_opposite_directions_are_each_found() {
 }
 
 #[test]
-fn a_gateway_that_drops_icmp_cannot_tell_the_first_hop_and_blames_no_hop() {
+fn a_gateway_that_drops_icmp_or_none_probed_cannot_tell_the_first_hop_and_blames_no_hop() {
     let silent = Queue {
         answered: false,
         ..NONE
     };
     for gateway in [Some(silent), None] {
         let l = locate(&run(q(0.0, 120.0), gateway, true)).expect("located");
-        assert!(
-            matches!(l.gateway, Gateway::Silent { .. }),
-            "{:?}",
-            l.gateway
-        );
+        match gateway {
+            Some(_) => assert!(
+                matches!(l.gateway, Gateway::Silent { .. }),
+                "{:?}",
+                l.gateway
+            ),
+            None => assert_eq!(l.gateway, Gateway::NotProbed),
+        }
         assert_eq!(findings(&l, Way::Down), [Place::PastThisMachine]);
         assert!(
             l.advice[0].starts_with("cannot tell the first hop"),
