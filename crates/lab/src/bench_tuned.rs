@@ -1,13 +1,15 @@
-//! Issue 13's goal for `bench lab`: `unbloat-tuned` (the rates and framing `unbloat tune` found
-//! in the lab) against the real sqm-scripts `piece_of_cake` at 95 % of the true rates: more
-//! goodput at an equal or lower steady-state p99, on at least 3 of the 4 profiles that are not
-//! CPU-bound, medians over the runs.
+//! Issue 13's goal for `bench lab`, as issue 38 restated it: `unbloat-tuned` (the rates and
+//! framing `unbloat tune` found in the lab) against the real sqm-scripts `piece_of_cake` at 95 %
+//! of the true rates, on at least 3 of the 4 profiles that are not CPU-bound, medians over the
+//! runs: a **lower steady-state p99 at goodput within [`WITHIN_POINTS`] of sqm's**, or **more
+//! goodput at an equal or lower p99**.
 //!
-//! "More goodput" is the two directions' median shares of the theoretical goodput, summed: each
-//! direction weighs by its own link, so a slow upload counts as much as the download. "Equal or
-//! lower p99" is the steady state's UDP BE p99 (the load after its first 3 s): a higher median
-//! counts as worse only when the rank test says so ([`crate::spread::SIGNIFICANT`]) or, with
-//! one run each, by the medians alone.
+//! Goodput is the mean of the two directions' median shares of the theoretical goodput: each
+//! direction weighs by its own link, so a slow upload counts as much as the download. The p99 is
+//! the steady state's UDP BE p99 (the load after its first 3 s). "Lower" and "worse" are the rank
+//! test's ([`crate::spread::SIGNIFICANT`]; with one run each, the medians alone): a higher or
+//! lower median alone is often one unlucky start of rrul. Three runs against three cannot reach
+//! it (their smallest p is 1/20): the issue asks for five.
 
 use serde::Serialize;
 
@@ -16,6 +18,9 @@ use crate::strategies::{SqmRecipe, Strategy};
 
 /// How many profiles must hold, and of how many (the profiles that are not CPU-bound).
 pub const GOAL: (usize, usize) = (3, 4);
+/// "Goodput within 2 % of sqm's": points of the theoretical goodput, the unit the lab reports
+/// its shares in (adsl's 83.2 % against 84.6 %, issue 38's example, is within).
+pub const WITHIN_POINTS: f64 = 2.0;
 
 /// The comparison on one profile.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -32,14 +37,20 @@ pub fn compare(profile: &str, rows: &[StrategySpread], cpu_bound: bool) -> Optio
     let row = |s: Strategy| rows.iter().find(|r| r.strategy == s);
     let tuned = row(Strategy::UnbloatTuned)?;
     let sqm = row(Strategy::SqmScripts(SqmRecipe::PieceOfCake))?;
+    // In percent of the theoretical goodput, the mean of the two ways.
     let share = |r: &StrategySpread| -> Option<f64> {
-        Some(r.down_share.as_ref()?.median + r.up_share.as_ref()?.median)
+        Some((r.down_share.as_ref()?.median + r.up_share.as_ref()?.median) * 50.0)
     };
     let (a, b) = (share(tuned), share(sqm));
     let more = matches!((a, b), (Some(a), Some(b)) if a > b);
+    let within = matches!((a, b), (Some(a), Some(b)) if a >= b - WITHIN_POINTS);
     let (worse, p99) = worse_p99(&tuned.be_steady_p99_ms, &sqm.be_steady_p99_ms);
-    let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1} %", v * 50.0));
-    let holds = (!cpu_bound).then_some(more && !worse);
+    let lower = match (&sqm.be_steady_p99_ms, &tuned.be_steady_p99_ms) {
+        (Some(s), Some(t)) => spread::worse(s, t).0,
+        _ => false,
+    };
+    let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1} %"));
+    let holds = (!cpu_bound).then_some((lower && within) || (more && !worse));
     let verdict = match holds {
         None => "CPU-bound: not counted",
         Some(true) => "holds",
@@ -63,7 +74,11 @@ fn worse_p99(a: &Option<Spread>, b: &Option<Spread>) -> (bool, String) {
         return (true, "missing".into());
     };
     let (worse, p) = spread::worse(a, b);
-    let evidence = p.map_or(String::new(), |p| format!(", rank test p = {p:.3}"));
+    let (_, p_lower) = spread::worse(b, a);
+    let evidence = match (p, p_lower) {
+        (Some(p), Some(q)) => format!(", rank test p = {p:.3} that it is higher, {q:.3} lower"),
+        _ => String::new(),
+    };
     (
         worse,
         format!(
@@ -141,6 +156,48 @@ mod tests {
     }
 
     #[test]
+    fn a_lower_p99_holds_at_goodput_within_two_points_and_not_below() {
+        // adsl-slow's kind: tune gives up some download for a p99 sqm's 95 % cannot keep.
+        let sqm = row(SQM, &[110.0, 114.0, 120.0, 105.0, 130.0], 0.94, 0.84);
+        let near = row(
+            Strategy::UnbloatTuned,
+            &[48.0, 50.0, 45.0, 52.0, 47.0],
+            0.83,
+            0.92,
+        );
+        let t = compare("adsl-slow", &[near, sqm.clone()], false).unwrap();
+        assert_eq!(t.holds, Some(true), "{}", t.line);
+        assert!(t.line.contains("0.004 lower"), "{}", t.line);
+        // Three points short of sqm's goodput: a lower p99 does not make up for it.
+        let far = row(
+            Strategy::UnbloatTuned,
+            &[48.0, 50.0, 45.0, 52.0, 47.0],
+            0.80,
+            0.92,
+        );
+        assert_eq!(
+            compare("adsl-slow", &[far, sqm.clone()], false)
+                .unwrap()
+                .holds,
+            Some(false)
+        );
+        // Three runs each cannot show "lower" (the rank test's smallest p is 1/20).
+        let three = |r: StrategySpread, v: &[f64]| StrategySpread {
+            be_steady_p99_ms: spread(v),
+            ..r
+        };
+        let near3 = three(
+            row(Strategy::UnbloatTuned, &[], 0.83, 0.92),
+            &[48.0, 50.0, 45.0],
+        );
+        let sqm3 = three(sqm, &[110.0, 114.0, 120.0]);
+        assert_eq!(
+            compare("adsl-slow", &[near3, sqm3], false).unwrap().holds,
+            Some(false)
+        );
+    }
+
+    #[test]
     fn a_p99_worse_in_every_run_fails_and_cpu_bound_profiles_are_not_counted() {
         let rows = [
             row(
@@ -153,7 +210,7 @@ mod tests {
         ];
         let t = compare("vdsl2", &rows, false).unwrap();
         assert_eq!(t.holds, Some(false));
-        assert!(t.line.contains("p = 0.004"), "{}", t.line);
+        assert!(t.line.contains("p = 0.004 that it is higher"), "{}", t.line);
         let cpu = compare("fiber", &rows, true).unwrap();
         assert_eq!(cpu.holds, None);
         assert!(compare("x", &rows[..1], false).is_none());
