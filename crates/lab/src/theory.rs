@@ -65,7 +65,8 @@ pub fn theoretical_with_competition(
 }
 
 /// Probe packets per second during the load and their IP sizes: each probe crosses the link
-/// once each way, so the same list holds for both directions.
+/// once each way, so the same list holds for both directions. The gateway's probes stop short of
+/// the access link.
 fn probe_rates(results: &Results) -> Vec<(f64, u64)> {
     let load_s = results.phases.load_s;
     if load_s <= 0.0 {
@@ -74,6 +75,7 @@ fn probe_rates(results: &Results) -> Vec<(f64, u64)> {
     results
         .probes
         .iter()
+        .filter(|p| p.hop == unbloat_report::model::Hop::FarEnd)
         .map(|p| {
             let sent = p
                 .samples
