@@ -341,13 +341,32 @@ fn lintian_reports_nothing_the_overrides_do_not_explain() {
     let out = run(Command::new("lintian")
         .args(["--no-override", "--tags", "spelling-error-in-binary"])
         .arg(&p.deb));
+    let binary = std::fs::read(p.tree.join("usr/bin/unbloat")).expect("the packaged binary");
     for hint in stdout(&out).lines() {
         let word = hint.split_whitespace().nth(3).unwrap_or("");
+        // Two messages the linker put end to end can spell a word across their junction; each
+        // such word is named here with the text that shows the junction in the binary.
+        let junction = JUNCTIONS
+            .iter()
+            .find(|(w, _)| *w == word)
+            .is_some_and(|(_, text)| contains(&binary, text.as_bytes()));
         assert!(
-            word.chars().skip(1).any(|c| c.is_ascii_uppercase()),
+            junction || word.chars().skip(1).any(|c| c.is_ascii_uppercase()),
             "a misspelling in a message: {hint}"
         );
     }
+}
+
+/// Words lintian finds across the end of one message and the start of the next, with the bytes
+/// that show it: rustls's "received plaintext buffer full" followed by the standard library's
+/// "filled must not become larger than initialized" (core's BorrowedBuf).
+const JUNCTIONS: [(&str, &str); 1] = [(
+    "fullfilled",
+    "buffer fullfilled must not become larger than initialized",
+)];
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// One line per file or directory of a `find -printf '%y %p'` listing.

@@ -316,7 +316,17 @@ impl Locating {
             }
             Some(gw) if gw == target => None,
             Some(gw) => match Prober::start_gateway(gw, plan.probe_interval, epoch) {
-                Ok(p) => Some(p),
+                Ok(p) => {
+                    // What it fell back to (echo without one-way times), said once.
+                    let said: Vec<String> = p
+                        .notes
+                        .iter()
+                        .filter(|n| !notes.contains(n))
+                        .cloned()
+                        .collect();
+                    notes.extend(said);
+                    Some(p)
+                }
                 Err(e) => {
                     notes.push(format!("locate: the gateway {gw} is not probed: {e}"));
                     None
