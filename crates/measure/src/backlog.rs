@@ -36,8 +36,13 @@ impl Sampler {
             .parse()
             .map_err(|e: unbloat_units::UnitError| e.to_string())?;
         let rtnl = Rtnl::open().map_err(|e| format!("netlink: {e}"))?;
+        let index = rtnl
+            .link(dev.as_str())
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("{dev} is not there"))?
+            .index;
         // Read once before the thread starts, so that a device that cannot be read is said now.
-        root_backlog(&rtnl, &dev)?;
+        root_backlog(&rtnl, &dev, index)?;
         let stop = Arc::new(AtomicBool::new(false));
         let samples = Arc::new(Mutex::new(Vec::new()));
         let (s, out) = (Arc::clone(&stop), Arc::clone(&samples));
@@ -47,7 +52,7 @@ impl Sampler {
                 let mut next = Instant::now();
                 while !s.load(Ordering::Relaxed) {
                     let t = epoch.elapsed().as_secs_f64();
-                    match root_backlog(&rtnl, &dev) {
+                    match root_backlog(&rtnl, &dev, index) {
                         Ok(bytes) => out
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
@@ -100,13 +105,11 @@ impl Drop for Sampler {
     }
 }
 
-/// The bytes the root qdisc of `dev` holds (its backlog counts its children's); 0 for a device
+/// The bytes the root qdisc of `dev` (at `index`) holds (its backlog counts its children's); 0 for a device
 /// without a queue (`noqueue`).
-fn root_backlog(rtnl: &Rtnl, dev: &IfName) -> Result<u64, String> {
-    let state = unbloat_system::tcnl::read(rtnl, dev, None, false).map_err(|e| e.to_string())?;
-    Ok(state
-        .wan
-        .qdiscs
+fn root_backlog(rtnl: &Rtnl, dev: &IfName, index: u32) -> Result<u64, String> {
+    let qdiscs = unbloat_system::tcnl::qdiscs(rtnl, dev, index).map_err(|e| e.to_string())?;
+    Ok(qdiscs
         .iter()
         .filter(|q| q.root)
         .filter_map(|q| q.stats.as_ref())

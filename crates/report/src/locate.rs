@@ -205,12 +205,23 @@ fn pair(values: &[f64]) -> Option<(f64, f64)> {
 
 /// The steady state's values of `way`, less the idle median (never below 0).
 fn induced_values(p: &ProbeSeries, way: Way, w: &Window) -> Option<Vec<f64>> {
-    let idle = idle_median(p, way, w)?;
-    let v: Vec<f64> = timed(p, way, w)
+    let v: Vec<f64> = less_idle(p, way, w)?
         .into_iter()
-        .map(|(_, v)| (v - idle).max(0.0))
+        .map(|v| v.max(0.0))
         .collect();
     (!v.is_empty()).then_some(v)
+}
+
+/// The steady state's values of `way` less the idle median, as measured (noise can put some
+/// below 0).
+fn less_idle(p: &ProbeSeries, way: Way, w: &Window) -> Option<Vec<f64>> {
+    let idle = idle_median(p, way, w)?;
+    Some(
+        timed(p, way, w)
+            .into_iter()
+            .map(|(_, v)| v - idle)
+            .collect(),
+    )
 }
 
 /// The steady state's answered samples of `way`, in time order.
@@ -293,13 +304,7 @@ fn idle_median(p: &ProbeSeries, way: Way, w: &Window) -> Option<f64> {
 
 /// The p50 and p95 of the steady state's induced round trip, less its idle median.
 fn induced(p: &ProbeSeries, w: &Window) -> Option<(f64, f64)> {
-    let idle = idle_median(p, Way::RoundTrip, w)?;
-    let loaded: Vec<f64> = timed(p, Way::RoundTrip, w)
-        .into_iter()
-        .map(|(_, v)| v - idle)
-        .collect();
-    let loaded = Sorted::new(&loaded);
-    Some((loaded.percentile(50.0)?, loaded.percentile(95.0)?))
+    pair(&less_idle(p, Way::RoundTrip, w)?)
 }
 
 fn gateway_state(far: &ProbeSeries, gw: Option<&ProbeSeries>, w: &Window) -> Gateway {

@@ -29,7 +29,7 @@ use crate::rtnl::{Rtnl, RtnlError, TcObjects, INGRESS_FILTERS};
 use attr::{u32_at, Attrs};
 use unbloat_shaper::model::Handle;
 use unbloat_shaper::plan::Plan;
-use unbloat_shaper::tcjson::{DeviceState, Filter, LiveState};
+use unbloat_shaper::tcjson::{DeviceState, Filter, LiveState, Qdisc};
 use unbloat_units::IfName;
 
 /// `sizeof(struct tcmsg)` (rtnetlink.h): the attributes start after it.
@@ -63,6 +63,17 @@ pub(crate) struct Header {
 pub fn read_plan(rtnl: &Rtnl, plan: &Plan) -> Result<LiveState, ReadError> {
     let ifb = plan.ingress.as_ref().map(|i| &i.ifb);
     read(rtnl, &plan.wan, ifb, crate::live::has_htb(plan))
+}
+
+/// The qdiscs of the device at `index` (`dev` names it in errors), with their counters, and
+/// nothing else: one dump, for a reader that samples them many times a second (`unbloat test`'s
+/// egress backlog) and needs neither the device's filters nor its classes.
+pub fn qdiscs(rtnl: &Rtnl, dev: &IfName, index: u32) -> Result<Vec<Qdisc>, ReadError> {
+    let reader = Reader {
+        rtnl,
+        name_of: &|_| None,
+    };
+    reader.each(dev, index, TcObjects::Qdiscs, qdisc::qdisc)
 }
 
 /// Reads `wan` and, when it exists, `ifb`; `classes`: read classes too (HTB's).
