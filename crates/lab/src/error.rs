@@ -77,6 +77,8 @@ pub enum LabError {
     },
     #[error("the results of strategy {strategy} cannot be read: {detail}")]
     Results { strategy: String, detail: String },
+    #[error("bench locate: {0}")]
+    Locate(String),
     #[error("the lab run inside {kernel} failed (exit status {status}){detail}")]
     Guest {
         kernel: String,

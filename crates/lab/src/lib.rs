@@ -36,6 +36,7 @@ pub mod autorate_lab;
 pub mod bench;
 pub mod bench_autorate;
 pub mod bench_far;
+pub mod bench_locate;
 pub mod bench_measure;
 pub mod bench_tuned;
 pub mod cleanup;
@@ -56,6 +57,7 @@ pub mod theory;
 pub mod topology;
 pub mod trace;
 pub mod trace_player;
+pub mod truth;
 pub mod tune_lab;
 
 pub use bench::{render_benchmark, run_benchmark, BenchLabArgs};

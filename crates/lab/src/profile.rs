@@ -137,6 +137,12 @@ pub struct LanSection {
     /// The router drops ICMP requests to itself (echo and timestamps), as firewalled gateways do.
     #[serde(default)]
     pub ignores_ping: bool,
+    /// Under load the router answers ICMP requests to itself this many milliseconds late (its
+    /// CPU busy forwarding, not a queue the other packets share): the lab holds its answers in a
+    /// netem of their own on `lan0`, at no delay until [`crate::topology::lan_answers_late`] is
+    /// run once the load has started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers_late_ms: Option<u32>,
 }
 
 fn default_lan_fifo() -> u32 {
@@ -338,6 +344,13 @@ impl LinkProfile {
             }
             if lan.fifo_packets == 0 {
                 return Err("[lan] fifo_packets must be at least 1".into());
+            }
+            // Both would be the root of lan0: the late answers' netem sits under a prio there.
+            if lan.answers_late_ms.is_some() && lan.down.is_some() {
+                return Err("[lan] answers_late_ms cannot go with a down rate (both would be lan0's root qdisc)".into());
+            }
+            if lan.answers_late_ms.is_some() && lan.ignores_ping {
+                return Err("[lan] answers_late_ms and ignores_ping: a router that drops pings answers none late".into());
             }
         }
         self.link.resolve().map_err(|e| format!("[link] {e}"))?;

@@ -356,6 +356,27 @@ pub fn lan_commands(profile: &LinkProfile, router: Ipv4Addr) -> Vec<Cmd> {
     if let Some(down) = lan.down {
         cmds.push(netem("lan0", down));
     }
+    if lan.answers_late_ms.is_some() {
+        // Every packet to band 2 (1:2, a FIFO), but the router's own ICMP (its answers) to band 1:
+        // a netem of their own, that holds them only once `lan_answers_late` has been run.
+        let src = format!("{router}/32");
+        cmds.extend([
+            Cmd::tc([
+                "qdisc", "add", "dev", "lan0", "root", "handle", "1:", "prio", "bands", "2",
+                "priomap",
+            ])
+            .args(["1"; 16]),
+            Cmd::tc([
+                "qdisc", "add", "dev", "lan0", "parent", "1:1", "handle", "10:", "netem", "delay",
+                "0ms",
+            ]),
+            Cmd::tc([
+                "filter", "add", "dev", "lan0", "parent", "1:", "protocol", "ip", "prio", "1",
+                "u32", "match", "ip", "protocol", "1", "0xff", "match", "ip", "src", &src,
+                "flowid", "1:1",
+            ]),
+        ]);
+    }
     if lan.up.is_some() || lan.ignores_ping {
         cmds.push(Cmd::tc([
             "qdisc", "add", "dev", "lan0", "handle", "ffff:", "ingress",
@@ -382,6 +403,20 @@ pub fn lan_commands(profile: &LinkProfile, router: Ipv4Addr) -> Vec<Cmd> {
         ]);
     }
     cmds
+}
+
+/// The command that makes the router's answers late (`[lan] answers_late_ms`), to be run in the
+/// router's namespace once the load has started: the delay, with a quarter of it as jitter, as a
+/// busy CPU answers; with `late` false, the one that makes them prompt again. None for a profile
+/// without it.
+pub fn lan_answers_late(profile: &LinkProfile, late: bool) -> Option<Cmd> {
+    let ms = profile.lan.as_ref()?.answers_late_ms?;
+    let ms = if late { ms } else { 0 };
+    let (delay, jitter) = (format!("{ms}ms"), format!("{}ms", ms / 4));
+    Some(Cmd::tc([
+        "qdisc", "change", "dev", "lan0", "parent", "1:1", "handle", "10:", "netem", "delay",
+        &delay, &jitter,
+    ]))
 }
 
 /// The rate the modem's HTB runs at for a line of `line` rate: PTM's 64b/65b encoding removes

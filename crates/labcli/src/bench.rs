@@ -39,6 +39,10 @@ pub enum BenchCommand {
     /// The daemon as a Prometheus target: memory over 10,000 scrapes and CPU at one scrape a
     /// second, beside node_exporter's qdisc collector when it is installed.
     Daemon(crate::bench_daemon::DaemonBench),
+    /// Where `unbloat test` puts the queue (this machine, the first hop, beyond the gateway)
+    /// against where the emulation's qdiscs hold it, in every locate scenario; and what probing
+    /// the gateway costs the test.
+    Locate(LocateBench),
     /// `unbloat autorate` against the real cake-autorate and fixed rates on variable links (a
     /// step, a ramp, the LTE traces of third_party/traces): steady-state latency, goodput, CPU.
     Autorate(crate::flags::BenchAutorateFlags),
@@ -81,7 +85,66 @@ pub fn bench(cmd: &BenchCommand) -> Result<(), Failure> {
         BenchCommand::Tune(a) => crate::bench_tune::bench_tune(a),
         BenchCommand::Daemon(a) => crate::bench_daemon::daemon_bench(a),
         BenchCommand::Autorate(a) => autorate_bench(a),
+        BenchCommand::Locate(a) => locate_bench(a),
     }
+}
+
+#[derive(Debug, Args)]
+pub struct LocateBench {
+    /// Runs of each scenario: the table counts the right verdicts and gives medians.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub runs: usize,
+    /// Scenarios, comma-separated (default: all): modem-bloat, lan-bloat, both-hops,
+    /// lan-down-modem-up, silent-gateway, slow-gateway.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub scenarios: Vec<String>,
+    /// Load per test (a bare number is seconds).
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = unbloat_lab::lab::parse_lab_duration)]
+    pub duration: unbloat_units::Time,
+    /// Where each test's results and the benchmark's locate.json and table.txt go.
+    #[arg(long, value_name = "DIR", default_value = "unbloat-bench-locate")]
+    pub out: std::path::PathBuf,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Internal: we are already in a kernel with every qdisc.
+    #[arg(long, hide = true)]
+    pub inside: bool,
+}
+
+/// `unbloat-lab bench locate`: in User-Mode Linux when this kernel lacks netem.
+fn locate_bench(args: &LocateBench) -> Result<(), Failure> {
+    use unbloat_lab::bench_locate::{self, Scenario, SCENARIOS};
+    let mut chosen = vec![];
+    for name in &args.scenarios {
+        let known: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+        chosen.push(Scenario::by_name(name).ok_or_else(|| {
+            anyhow!(
+                "--scenarios {name}: no such scenario; known: {}",
+                known.join(", ")
+            )
+        })?);
+    }
+    let out = std::path::absolute(&args.out)?;
+    if !args.inside {
+        let hours = Duration::from_secs(3 * 3600);
+        if rerun_in_real_kernel(&["netem", "htb", "ingress"], &[], hours)? {
+            return Ok(());
+        }
+    }
+    let exe = crate::product()?;
+    let secs = args.duration.secs_f64().round() as u64;
+    let bench = bench_locate::run(&exe, &out, &chosen, args.runs, secs).map_err(|e| anyhow!(e))?;
+    let table = bench_locate::render(&bench);
+    let json = serde_json::to_string_pretty(&bench)?;
+    unbloat_safefs::write(&out.join("locate.json"), json.clone() + "\n", 0o644)?;
+    unbloat_safefs::write(&out.join("table.txt"), table.clone(), 0o644)?;
+    if args.json {
+        println!("{json}");
+    } else {
+        print!("{table}");
+    }
+    Ok(())
 }
 
 /// `unbloat-lab bench autorate`: one lab per trace, test and run (each in User-Mode Linux when the

@@ -194,13 +194,16 @@ struct Run<'a> {
 }
 
 fn run_inner(plan: &TestPlan, progress: &mut dyn Progress) -> Result<Results, TestFailure> {
+    // The wall clock of the samples' t = 0: read beside `epoch`, not after the far end has
+    // answered (which takes up to a second), so that another clock's record of the same run
+    // (the lab's queues, a packet capture) lines up with the samples.
     let epoch = Instant::now();
-    let opened = open(plan, epoch)?;
-    let info = meta::collect(opened.target);
     let started_at_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
+    let opened = open(plan, epoch)?;
+    let info = meta::collect(opened.target);
     let mut notes = info.notes.clone();
     notes.extend(opened.notes.iter().cloned());
     notes.extend(opened.probes.notes());

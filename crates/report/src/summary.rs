@@ -200,17 +200,11 @@ impl Summary {
             download: summarise_direction(&results.streams, Direction::Down, &phases, interval_s),
             upload: summarise_direction(&results.streams, Direction::Up, &phases, interval_s),
             probes,
-            location: locates(results)
+            location: crate::locate::measured(results)
                 .then(|| crate::locate::locate(results))
                 .flatten(),
         }
     }
-}
-
-/// Whether the run measured what locates the queue: the gateway's probes or this machine's
-/// backlog.
-fn locates(r: &Results) -> bool {
-    !r.backlog.is_empty() || r.probes.iter().any(|p| p.hop == crate::model::Hop::Gateway)
 }
 
 fn summarise_probe(series: &ProbeSeries, phases: &Phases) -> ProbeSummary {

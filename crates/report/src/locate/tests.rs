@@ -193,6 +193,28 @@ fn a_gateway_slow_to_answer_is_its_cpu_not_a_queue() {
 }
 
 #[test]
+fn a_late_gateway_is_found_in_the_way_it_is_late_even_when_the_round_trip_hides_it() {
+    // The modem holds 200 ms down and 550 up; the gateway answers 400 ms late, after its stamp
+    // (in its download). Its round trip (400) is below the far end's (750): only the way tells.
+    let l = locate(&run(q(550.0, 200.0), Some(q(0.0, 400.0)), true)).expect("located");
+    assert!(
+        matches!(l.gateway, Gateway::SlowToAnswer { excess_ms } if (excess_ms - 200.0).abs() < 5.0),
+        "{:?}",
+        l.gateway
+    );
+    assert!(
+        l.ways
+            .iter()
+            .all(|w| !w.findings.contains(&Place::FirstHop)),
+        "{:?}",
+        l.ways
+    );
+    // Without one-way delays the round trip cannot tell, and the gateway is read as it is.
+    let rt = locate(&run(q(550.0, 200.0), Some(q(0.0, 400.0)), false)).expect("located");
+    assert_eq!(rt.gateway, Gateway::Answered);
+}
+
+#[test]
 fn this_machines_own_backlog_is_its_share_of_the_upload() {
     let mut r = run(q(45.0, 0.0), Some(q(42.0, 0.0)), true);
     // 10 Mbit/s of upload over the 10 s load, and 25,000 bytes in the qdisc: 20 ms.
@@ -271,4 +293,62 @@ fn the_summary_carries_the_location_only_when_the_run_measured_it() {
     let without = crate::Summary::from_results(&run(q(0.0, 120.0), None, true));
     assert!(without.location.is_none());
     assert!(!crate::render_text(&without).contains("Where the queue stands"));
+}
+
+#[test]
+fn a_download_leg_is_compared_where_it_crossed_the_first_hop_not_when_it_was_sent() {
+    // The LAN hop's download queue rises 40 ms a second through the load; the modem holds 700 ms
+    // of upload and nothing of download. The far end's answers meet the LAN queue 0.7 s after
+    // they were sent (28 ms more of it), the gateway's at once: compared by send time, 28 ms of
+    // the LAN hop's queue would be put beyond the gateway.
+    let lan = |t: f64| (t - 2.0).max(0.0) * 40.0;
+    let probe = |name: &str, hop: Hop, up: f64| {
+        let samples = (0..260)
+            .map(|i| {
+                let t = f64::from(i) * 0.05;
+                let loaded = PHASES.phase_of(t) == Phase::Loaded;
+                let up = 10.0 + if loaded { up } else { 0.0 };
+                let down = 10.0 + lan(t + (up - 10.0) / 1000.0);
+                ProbeSample {
+                    t,
+                    rtt_ms: Some(up + down),
+                    owd_up_ms: Some(up),
+                    owd_down_ms: Some(down),
+                    send_lag_ms: 0.0,
+                }
+            })
+            .collect();
+        ProbeSeries {
+            name: name.into(),
+            kind: ProbeKind::Udp,
+            dscp: 0,
+            interval_ms: 50.0,
+            samples,
+            hop,
+        }
+    };
+    let mut r = crate::synthetic::rrul(0);
+    r.phases = PHASES;
+    r.probes = vec![
+        probe("UDP BE", Hop::FarEnd, 700.0),
+        probe("gateway ICMP", Hop::Gateway, 0.0),
+    ];
+    let l = locate(&r).expect("located");
+    let beyond = l
+        .ways
+        .iter()
+        .find(|w| w.way == Way::Down)
+        .expect("down")
+        .shares
+        .iter()
+        .find(|s| s.place == Place::Beyond)
+        .expect("beyond")
+        .p50_ms;
+    assert!(
+        beyond < 3.0,
+        "{beyond} ms of the LAN hop's queue put beyond the gateway: {:?}",
+        l.ways
+    );
+    assert_eq!(findings(&l, Way::Down), [Place::FirstHop]);
+    assert_eq!(findings(&l, Way::Up), [Place::Beyond]);
 }

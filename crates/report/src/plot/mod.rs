@@ -6,6 +6,8 @@
 //! - [`cdf`]: the distribution of latency per probe class, idle (dashed) against loaded (solid).
 //! - [`spread`]: seed 004's picture: per second of the run, the median latency as a line with the
 //!   5–95 % and 25–75 % ranges shaded around it and every probe as a dot.
+//! - [`location`]: where the queue stands, per direction, stacked by place; first, and only for
+//!   a run that located its delay.
 //!
 //! What callers can rely on: each render function returns a complete SVG document (800x600)
 //! for any [`Results`], including empty or partial ones (the chart then says "no data"); every
@@ -13,6 +15,7 @@
 
 pub mod axis;
 pub mod cdf;
+pub mod location;
 pub mod spread;
 pub mod svg;
 pub mod timeseries;
@@ -27,19 +30,28 @@ use svg::{Anchor, Svg};
 pub const WIDTH: f64 = 800.0;
 pub const HEIGHT: f64 = 600.0;
 
-/// The plots, by file name suffix.
+/// The plots every run has, by file name suffix; `location` comes first when the run located
+/// its delay.
 pub const PLOTS: [&str; 3] = ["timeseries", "latency_cdf", "latency_spread"];
 
 /// Renders every plot of `results`, as (suffix, SVG text).
 pub fn render_all(results: &Results) -> Vec<(&'static str, String)> {
-    vec![
-        ("timeseries", timeseries::render(results)),
-        ("latency_cdf", cdf::render(results)),
-        ("latency_spread", spread::render(results)),
-    ]
+    let located = crate::locate::measured(results)
+        .then(|| crate::locate::locate(results))
+        .flatten()
+        .map(|l| ("location", location::render(results, &l)));
+    located
+        .into_iter()
+        .chain([
+            ("timeseries", timeseries::render(results)),
+            ("latency_cdf", cdf::render(results)),
+            ("latency_spread", spread::render(results)),
+        ])
+        .collect()
 }
 
-/// Writes `timeseries.svg`, `latency_cdf.svg` and `latency_spread.svg` into `dir`.
+/// Writes `timeseries.svg`, `latency_cdf.svg` and `latency_spread.svg` into `dir`, and
+/// `location.svg` for a run that located its delay.
 pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
     write_plots_with_prefix(results, dir, "")
 }

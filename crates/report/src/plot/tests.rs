@@ -221,3 +221,59 @@ fn subtitle_leaves_out_what_is_not_known_instead_of_saying_none() {
     let svg = timeseries::render(&r);
     assert!(svg.contains(">rrul from laptop<"), "{svg}");
 }
+
+/// Issue 39: a run that probed its gateway draws where the queue stands first, each place a
+/// segment of its way's bar; a run that did not (`--no-locate`) draws the three plots alone.
+#[test]
+fn a_located_run_draws_where_the_queue_stands_first() {
+    let mut r = synthetic::rrul(1);
+    assert!(render_all(&r).iter().all(|(name, _)| *name != "location"));
+    let far = r.primary_probe().expect("a far end").clone();
+    let idle = far
+        .samples
+        .first()
+        .and_then(|s| s.rtt_ms)
+        .expect("an idle sample");
+    let mut gw = far.clone();
+    gw.name = "gateway ICMP".into();
+    gw.hop = crate::model::Hop::Gateway;
+    for s in &mut gw.samples {
+        // A third of what the load adds to the far end's trip sits in the first hop.
+        s.rtt_ms = s.rtt_ms.map(|v| idle + (v - idle).max(0.0) / 3.0);
+        s.owd_up_ms = None;
+        s.owd_down_ms = None;
+    }
+    r.probes.push(gw);
+    let plots = render_all(&r);
+    assert_eq!(
+        plots[0].0,
+        "location",
+        "{:?}",
+        plots.iter().map(|p| p.0).collect::<Vec<_>>()
+    );
+    let svg = &plots[0].1;
+    assert_well_formed(svg);
+    let l = crate::locate::locate(&r).expect("located");
+    for w in &l.ways {
+        for s in w.shares.iter().filter(|s| s.p95_ms > 0.0) {
+            let way = match w.way {
+                crate::locate::Way::Down => "download",
+                crate::locate::Way::Up => "upload",
+                crate::locate::Way::RoundTrip => "round trip",
+            };
+            assert!(
+                series(svg, &format!("{way} {}", s.place.words())),
+                "{way} {:?}: {svg}",
+                s.place
+            );
+        }
+    }
+    assert!(l.ways.iter().any(|w| w
+        .shares
+        .iter()
+        .any(|s| s.place == crate::locate::Place::FirstHop && s.p95_ms > 0.0)));
+    assert!(svg.contains("Where the queue stands"));
+    assert!(svg.contains(&svg::escape(
+        l.advice[0].split_whitespace().next().expect("a word")
+    )));
+}
