@@ -182,11 +182,7 @@ fn held(
 ) -> Option<Held> {
     let far_values = induced_values(far, way, w)?;
     let gateway = match gw {
-        Some(g) => {
-            let at_crossings = crossing_values(far, g, way, w);
-            let v = at_crossings.or_else(|| induced_values(g, way, w))?;
-            Some(pair(&v)?)
-        }
+        Some(g) => Some(pair(&induced_values(g, way, w)?)?),
         None => None,
     };
     // A receiver's queue is its socket, not the path: the backlog counts against the upload.
@@ -206,62 +202,6 @@ fn held(
         probes: far_values.len(),
     })
 }
-
-/// The gateway's induced delay of `way` at the moments the far end's probes crossed the first
-/// hop, one per far-end probe: the gateway's probe whose own crossing was nearest (within
-/// [`CROSSING_S`]). A download leg crosses the first hop after its upload leg: behind a 700 ms
-/// upload queue, the far end's answers meet the LAN hop's download queue 0.7 s after they were
-/// sent, the gateway's at once. Percentiles over the same window of send times compare two
-/// different stretches of a queue that rises and falls within seconds (issue 39's lab: 55 ms
-/// "beyond" at p50 with the modem's download queue empty). None when `way` is not one-way or
-/// fewer than half the far end's probes find a partner.
-fn crossing_values(far: &ProbeSeries, gw: &ProbeSeries, way: Way, w: &Window) -> Option<Vec<f64>> {
-    if way == Way::RoundTrip {
-        return None;
-    }
-    // (sent, crossed the first hop, induced delay of `way`) of each answered probe.
-    let crossings = |p: &ProbeSeries| -> Option<Vec<(f64, f64, f64)>> {
-        let (idle, idle_up) = (idle_median(p, way, w)?, idle_median(p, Way::Up, w)?);
-        Some(
-            p.samples
-                .iter()
-                .filter_map(|s| {
-                    let v = value(s, way)?;
-                    let lag = match way {
-                        Way::Down => (s.owd_up_ms? - idle_up).max(0.0) / 1000.0,
-                        _ => 0.0,
-                    };
-                    Some((s.t, s.t + lag, (v - idle).max(0.0)))
-                })
-                .collect(),
-        )
-    };
-    let far_at: Vec<f64> = crossings(far)?
-        .into_iter()
-        .filter(|(sent, _, _)| w.steady(*sent))
-        .map(|(_, c, _)| c)
-        .collect();
-    let mut gw_at: Vec<(f64, f64)> = crossings(gw)?.into_iter().map(|(_, c, v)| (c, v)).collect();
-    gw_at.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let found: Vec<f64> = far_at
-        .iter()
-        .filter_map(|&c| {
-            let i = gw_at.partition_point(|g| g.0 < c);
-            [i.checked_sub(1), Some(i)]
-                .into_iter()
-                .flatten()
-                .filter_map(|k| gw_at.get(k))
-                .filter(|g| (g.0 - c).abs() <= CROSSING_S)
-                .min_by(|a, b| (a.0 - c).abs().total_cmp(&(b.0 - c).abs()))
-                .map(|g| g.1)
-        })
-        .collect();
-    (found.len() * 2 >= far_at.len() && !found.is_empty()).then_some(found)
-}
-
-/// How far apart two probes' crossings of the first hop may be to stand for each other: two
-/// intervals of the default 20 probes a second.
-const CROSSING_S: f64 = 0.1;
 
 /// The p50 and p95 of `values`.
 fn pair(values: &[f64]) -> Option<(f64, f64)> {
