@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use unbloat_measure::client::{NoProgress, TestPlan};
+use unbloat_measure::probe::ipv4_probe_bytes;
 use unbloat_measure::profile::Profile;
 use unbloat_measure::timeline::run_plan;
 use unbloat_report::summary::{Leg, Summary};
@@ -319,8 +320,10 @@ fn phases(
         "capacity",
         "unshaped download, then upload (8 s each; the link is saturated)",
     );
-    let down_good = goodput(&test(s, "download", STEP_LOAD, stop)?, true)?;
-    let up_good = goodput(&test(s, "upload", STEP_LOAD, stop)?, false)?;
+    let down_test = test(s, "download", STEP_LOAD, stop)?;
+    let down_good = goodput(&down_test, true)?;
+    let up_test = test(s, "upload", STEP_LOAD, stop)?;
+    let up_good = goodput(&up_test, false)?;
     laps.lap("capacity");
     let sweep_time = if s.skip_sweep {
         Duration::ZERO
@@ -351,11 +354,11 @@ fn phases(
     let layer = link_layer(&link)?;
     let capacity_down = Capacity {
         goodput: down_good,
-        line: line_rate(down_good, &layer),
+        line: line_beside_probes(down_good, &layer, &down_test),
     };
     let capacity_up = Capacity {
         goodput: up_good,
-        line: line_rate(up_good, &layer),
+        line: line_beside_probes(up_good, &layer, &up_test),
     };
     report.phase(
         2,
@@ -641,6 +644,22 @@ pub fn line_rate(goodput: Rate, link: &LinkLayer) -> Rate {
     }
 }
 
+/// The line rate that carried `goodput` of bulk TCP beside `test`'s own latency probes. Each
+/// probe crosses the link once each way, so every class sent during the load takes its framed
+/// size from the line too: on dsl-2002's 220 kbit/s ATM upload, UDP and ICMP probes 20 times a
+/// second, two cells each, take 34 kbit/s, and the goodput alone put the line at 185 kbit/s.
+pub fn line_beside_probes(goodput: Rate, link: &LinkLayer, test: &Summary) -> Rate {
+    let framing = LinkFraming::from(link);
+    let per_second = 1.0 / PROBE_INTERVAL.as_secs_f64();
+    let probes: f64 = test
+        .probes
+        .iter()
+        .filter(|p| p.sent > 0)
+        .map(|p| per_second * framing.wire_bytes(ipv4_probe_bytes(p.kind)) as f64 * 8.0)
+        .sum();
+    Rate::from_bits_per_sec(line_rate(goodput, link).bits_per_sec() + probes as u64)
+}
+
 fn link_layer(opts: &ShapeOptions) -> Result<LinkLayer, TuneError> {
     LinkLayer::resolve(opts.link, opts.overhead, opts.mpu, opts.framing, opts.vlan)
         .map_err(|e| TuneError::Invalid(e.to_string()))
@@ -867,6 +886,22 @@ mod tests {
         assert_eq!(MaxTime::parse(&three.to_string()), Ok(three));
         assert!(MaxTime::parse("soon").is_err());
         assert_eq!(MaxTime::Auto.most(), AUTO_MOST);
+    }
+
+    /// Issue 38: dsl-2002's upload was put at 185 kbit/s of its 220, and every rate searched
+    /// from there: the probes' 34 kbit/s were left out.
+    #[test]
+    fn the_line_counts_the_probes_that_crossed_it_beside_the_goodput() {
+        let vcmux = LinkPreset::PppoaVcmux.link_layer();
+        let mut test = Summary::from_results(&unbloat_report::synthetic::rrul(0));
+        test.probes
+            .retain(|p| p.name == "UDP BE" || p.name == "ICMP");
+        assert_eq!(test.probes.len(), 2, "{:?}", test.probes);
+        let good = Rate::from_kbit(158);
+        let added = line_beside_probes(good, &vcmux, &test).bits_per_sec()
+            - line_rate(good, &vcmux).bits_per_sec();
+        // UDP 72 and ICMP 40 IP bytes, + 10 of overhead: two cells (106 bytes) each, 20 a second.
+        assert_eq!(added, 2 * 20 * 106 * 8);
     }
 
     #[test]
