@@ -308,7 +308,6 @@ fn idle_median(p: &ProbeSeries, way: Way, w: &Window) -> Option<f64> {
     stats::median(&idle)
 }
 
-/// The p50 and p95 of the steady state's induced round trip, less its idle median.
 /// The steady state's induced delay of `way`, p50 and p95.
 fn induced(p: &ProbeSeries, way: Way, w: &Window) -> Option<(f64, f64)> {
     pair(&less_idle(p, way, w)?)
