@@ -311,10 +311,7 @@ fn judge(scenario: &str, test: &str, run: usize, locate: bool, t: Tested) -> Loc
         .as_ref()
         .map(|l| check_ways(l, &series, from, to))
         .unwrap_or_default();
-    let far = summary
-        .primary_probe
-        .as_ref()
-        .and_then(|name| summary.probes.iter().find(|p| &p.name == name));
+    let far = summary.primary();
     LocateRun {
         scenario: scenario.into(),
         test: test.into(),
@@ -335,8 +332,9 @@ fn judge(scenario: &str, test: &str, run: usize, locate: bool, t: Tested) -> Loc
     }
 }
 
-/// Each way the test attributed, against the truth of the same way (both ways together for a
-/// round trip: its truth is the sum of the two).
+/// Each way the test attributed, against the truth of the same way. A round trip (no one-way
+/// delays) has no truth here, since every queue carries one way: it is left out, and a run with
+/// nothing else has no checked way and is not right.
 fn check_ways(l: &Location, series: &[QueueSeries], from: f64, to: f64) -> Vec<WayCheck> {
     let readable = l.gateway == Gateway::Answered;
     l.ways
@@ -474,22 +472,11 @@ pub fn run_line(r: &LocateRun) -> String {
         .ways
         .iter()
         .map(|w| {
-            format!(
-                "{} {} ({})",
-                way_word(w.way),
-                places(&w.named),
-                if w.right {
-                    "right"
-                } else {
-                    "WRONG: the queues say "
-                }
-                .to_string()
-                    + &if w.right {
-                        String::new()
-                    } else {
-                        places(&w.expected)
-                    }
-            )
+            let verdict = match w.right {
+                true => "right".to_string(),
+                false => format!("WRONG: the queues say {}", places(&w.expected)),
+            };
+            format!("{} {} ({verdict})", way_word(w.way), places(&w.named))
         })
         .collect();
     let gateway = match r.gateway {

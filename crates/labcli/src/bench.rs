@@ -115,9 +115,9 @@ pub struct LocateBench {
 /// `unbloat-lab bench locate`: in User-Mode Linux when this kernel lacks netem.
 fn locate_bench(args: &LocateBench) -> Result<(), Failure> {
     use unbloat_lab::bench_locate::{self, Scenario, SCENARIOS};
+    let known: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
     let mut chosen = vec![];
     for name in &args.scenarios {
-        let known: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
         chosen.push(Scenario::by_name(name).ok_or_else(|| {
             anyhow!(
                 "--scenarios {name}: no such scenario; known: {}",

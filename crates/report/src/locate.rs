@@ -42,7 +42,7 @@ pub enum Way {
 }
 
 impl Way {
-    fn words(self) -> &'static str {
+    pub fn words(self) -> &'static str {
         match self {
             Way::Up => "upload",
             Way::Down => "download",
@@ -127,6 +127,11 @@ pub struct Location {
 /// or this machine's backlog read.
 pub fn measured(r: &Results) -> bool {
     !r.backlog.is_empty() || r.probes.iter().any(|p| p.hop == Hop::Gateway)
+}
+
+/// The attribution of a run that measured it ([`measured`]): what the summary and the plot show.
+pub fn located(results: &Results) -> Option<Location> {
+    measured(results).then(|| locate(results)).flatten()
 }
 
 /// The attribution of `results`; `None` without a far-end probe with an idle baseline and a
@@ -335,20 +340,20 @@ fn gateway_state(far: &ProbeSeries, gw: Option<&ProbeSeries>, w: &Window) -> Gat
         ways.extend([Way::Down, Way::Up]);
     }
     let mut excess = None::<f64>;
+    let mut read = false;
     for way in ways {
         let (Some(g), Some(f)) = (induced(gw, way, w), induced(far, way, w)) else {
             continue;
         };
+        read |= way == Way::RoundTrip;
         let over = g.0 - f.0;
         if over > FINDING_MS.max(SLOW_ANSWER_SHARE * f.0) {
             excess = Some(excess.map_or(over, |e| e.max(over)));
         }
     }
-    let both =
-        induced(gw, Way::RoundTrip, w).is_some() && induced(far, Way::RoundTrip, w).is_some();
     match excess {
         Some(excess_ms) => Gateway::SlowToAnswer { excess_ms },
-        None if both => Gateway::Answered,
+        None if read => Gateway::Answered,
         None => Gateway::Silent { answered },
     }
 }

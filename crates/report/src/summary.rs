@@ -163,6 +163,12 @@ pub struct StreamSummary {
 }
 
 impl Summary {
+    /// The primary probe's figures (the one the grade is judged on).
+    pub fn primary(&self) -> Option<&ProbeSummary> {
+        let name = self.primary_probe.as_ref()?;
+        self.probes.iter().find(|p| &p.name == name)
+    }
+
     pub fn from_results(results: &Results) -> Summary {
         let phases = results.phases;
         let probes: Vec<ProbeSummary> = results
@@ -200,9 +206,7 @@ impl Summary {
             download: summarise_direction(&results.streams, Direction::Down, &phases, interval_s),
             upload: summarise_direction(&results.streams, Direction::Up, &phases, interval_s),
             probes,
-            location: crate::locate::measured(results)
-                .then(|| crate::locate::locate(results))
-                .flatten(),
+            location: crate::locate::located(results),
         }
     }
 }

@@ -428,7 +428,7 @@ fn phases(
                 .shape(&with(d, u))
                 .map_err(TuneError::Shaping)?;
             let sum = test(s, "rrul", BOTH_LOAD, stop)?;
-            let p = primary(&sum);
+            let p = sum.primary();
             let m = Measured {
                 steady_p99_ms: p.and_then(|p| p.steady_induced_p99_ms).unwrap_or(f64::NAN),
                 growth_ms_per_s: p.and_then(|p| p.steady_growth_ms_per_s),
@@ -579,7 +579,7 @@ fn search_one(
                     .shape(&opts(rate))
                     .map_err(TuneError::Shaping)?;
                 let sum = test(s, profile, STEP_LOAD, stop)?;
-                let p = primary(&sum);
+                let p = sum.primary();
                 let p99 = p.and_then(|p| p.steady_induced_p99_ms).unwrap_or(f64::NAN);
                 let peak = p.and_then(|p| p.startup_peak_induced_ms);
                 let good = goodput(&sum, down).unwrap_or(Rate::from_bits_per_sec(0));
@@ -681,13 +681,8 @@ fn test(s: &Settings, profile: &str, load: Duration, stop: &Stop) -> Result<Summ
     Ok(Summary::from_results(&results))
 }
 
-fn primary(s: &Summary) -> Option<&unbloat_report::summary::ProbeSummary> {
-    let name = s.primary_probe.as_ref()?;
-    s.probes.iter().find(|p| &p.name == name)
-}
-
 fn loaded_median(s: &Summary) -> Option<f64> {
-    primary(s).and_then(|p| p.loaded_p50_ms)
+    s.primary().and_then(|p| p.loaded_p50_ms)
 }
 
 /// The unshaped link's goodput: over the steady state, where the flows fill the link (slow

@@ -6,7 +6,7 @@
 use super::axis::{legend, nice_range, tick_label, ticks, LegendEntry, AXIS, GRID, PALETTE};
 use super::svg::{Anchor, Svg};
 use super::{title, HEIGHT, WIDTH};
-use crate::locate::{Location, Place, Way};
+use crate::locate::{Location, Place};
 use crate::model::Results;
 
 /// Each place's colour (the plots' palette, safe for colour-blind readers): this machine grey,
@@ -17,14 +17,6 @@ fn color(place: Place) -> &'static str {
         Place::FirstHop => PALETTE[0],
         Place::Beyond => PALETTE[1],
         Place::PastThisMachine => PALETTE[3],
-    }
-}
-
-fn way_label(way: Way) -> &'static str {
-    match way {
-        Way::Down => "download",
-        Way::Up => "upload",
-        Way::RoundTrip => "round trip",
     }
 }
 
@@ -70,12 +62,12 @@ pub fn render(results: &Results, location: &Location) -> String {
             y + bar_h / 2.0 + 4.0,
             13.0,
             Anchor::End,
-            way_label(way.way),
+            way.way.words(),
         );
         let mut at = 0.0;
         for s in way.shares.iter().filter(|s| s.p95_ms > 0.0) {
             let (a, b) = (px(at), px(at + s.p95_ms));
-            let name = format!("{} {}", way_label(way.way), s.place.words());
+            let name = format!("{} {}", way.way.words(), s.place.words());
             svg.polygon(
                 &[(a, y), (b, y), (b, y + bar_h), (a, y + bar_h)],
                 color(s.place),

@@ -36,10 +36,8 @@ pub const PLOTS: [&str; 3] = ["timeseries", "latency_cdf", "latency_spread"];
 
 /// Renders every plot of `results`, as (suffix, SVG text).
 pub fn render_all(results: &Results) -> Vec<(&'static str, String)> {
-    let located = crate::locate::measured(results)
-        .then(|| crate::locate::locate(results))
-        .flatten()
-        .map(|l| ("location", location::render(results, &l)));
+    let located =
+        crate::locate::located(results).map(|l| ("location", location::render(results, &l)));
     located
         .into_iter()
         .chain([

@@ -256,11 +256,7 @@ fn a_located_run_draws_where_the_queue_stands_first() {
     let l = crate::locate::locate(&r).expect("located");
     for w in &l.ways {
         for s in w.shares.iter().filter(|s| s.p95_ms > 0.0) {
-            let way = match w.way {
-                crate::locate::Way::Down => "download",
-                crate::locate::Way::Up => "upload",
-                crate::locate::Way::RoundTrip => "round trip",
-            };
+            let way = w.way.words();
             assert!(
                 series(svg, &format!("{way} {}", s.place.words())),
                 "{way} {:?}: {svg}",
