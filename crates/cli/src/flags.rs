@@ -56,6 +56,13 @@ pub struct ShapeFlags {
     /// Never look up NAT, even where this machine masquerades.
     #[arg(long, help_heading = "Queueing")]
     pub no_nat: bool,
+    /// Put traffic in tins, both ways: a preset (gaming, video-calls) or a rule, TIN (voice,
+    /// video, besteffort, bulk) then what it matches: udp|tcp, port P[-Q][,...] and addr
+    /// PREFIX[,...] (the far end's), lan-host PREFIX[,...]. Repeat it; the first rule that matches
+    /// a connection wins. Needs nftables and tc's ctinfo action; sets --diffserv diffserv4 (or
+    /// --tiers 3) unless chosen.
+    #[arg(long, value_name = "RULE", help_heading = "Queueing")]
+    pub classify: Vec<String>,
     /// Clear DSCP marks of incoming traffic (the ISP's marks mean nothing on your LAN).
     #[arg(long, help_heading = "Queueing")]
     pub wash: bool,
@@ -185,6 +192,7 @@ impl ShapeFlags {
             extra_egress: self.egress_options.clone(),
             extra_ingress: self.ingress_options.clone(),
             i_mean_it: on(self.i_mean_it),
+            classify: (!self.classify.is_empty()).then(|| self.classify.clone()),
             ..ShapeOptions::default()
         })
     }

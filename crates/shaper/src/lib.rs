@@ -31,6 +31,7 @@
 //!   comparison of a plan with the live state, the status view and the goodput formula.
 
 pub mod autorate_config;
+pub mod classify;
 pub mod clip;
 pub mod config;
 pub mod fairness;

@@ -269,4 +269,8 @@ pub struct Redirect {
     pub protocol: FilterProtocol,
     pub prio: u16,
     pub to: IfName,
+    /// Classification is on: `ctinfo` writes each classified connection's DSCP back into its
+    /// packets before the redirect ([`crate::classify`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restore_dscp: bool,
 }

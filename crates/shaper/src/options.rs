@@ -184,6 +184,11 @@ pub struct ShapeOptions {
     /// [`MAX_RATIO`](crate::spec::MAX_RATIO) times apart. Kept in unbloat's records with the rest,
     /// so the setup can be planned again from them.
     pub i_mean_it: Option<bool>,
+    /// Classification rules and presets ([`crate::classify`]): `["gaming", "bulk lan-host
+    /// 192.168.1.50"]`; the first rule that matches a connection chooses its tin. Left out of
+    /// unbloat's records when not said, so records written before it read back unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classify: Option<Vec<String>>,
 }
 
 macro_rules! merge_fields {
@@ -227,7 +232,8 @@ impl ShapeOptions {
             ecn_ingress,
             extra_egress,
             extra_ingress,
-            i_mean_it
+            i_mean_it,
+            classify
         )
     }
 }

@@ -17,6 +17,7 @@ pub use crate::model::{
     FqCodelParams, Handle, HtbClass, HtbTree, Redirect, Stab, StabLinkLayer,
 };
 
+use crate::classify::Classifier;
 use crate::spec::{DirectionSpec, ShaperSpec, Spec};
 use crate::{fq_codel, htb, ingress, stab};
 use serde::{Deserialize, Serialize};
@@ -31,6 +32,9 @@ pub struct Plan {
     pub egress: Option<Shaping>,
     /// Download shaping through an IFB, if the down rate is set.
     pub ingress: Option<IngressShaping>,
+    /// Classification rules, in an nftables table of their own ([`crate::classify`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classify: Option<Classifier>,
 }
 
 /// One device's root qdisc tree.
@@ -143,8 +147,15 @@ impl Plan {
             egress: spec.egress.as_ref().map(|d| shaping(&spec.wan, d)),
             ingress: spec.ingress.as_ref().map(|d| IngressShaping {
                 ifb: spec.ifb.clone(),
-                redirect: ingress::redirect(&spec.wan, &spec.ifb),
+                redirect: Redirect {
+                    restore_dscp: !spec.classify.is_empty(),
+                    ..ingress::redirect(&spec.wan, &spec.ifb)
+                },
                 shaping: shaping(&spec.ifb, d),
+            }),
+            classify: (!spec.classify.is_empty()).then(|| Classifier {
+                wan: spec.wan.clone(),
+                rules: spec.classify.clone(),
             }),
         }
     }

@@ -23,6 +23,8 @@ pub struct Script {
     pub ip_before: Vec<Vec<String>>,
     pub tc_batch: Vec<Vec<String>>,
     pub ip_after: Vec<Vec<String>>,
+    /// What `nft -f -` reads last: the classification's table ([`crate::classify`]).
+    pub nft: Option<String>,
 }
 
 impl Script {
@@ -65,6 +67,11 @@ impl Script {
         }
         for c in &self.ip_after {
             out.push_str(&shell_line("ip", c));
+        }
+        if let Some(text) = &self.nft {
+            out.push_str("nft -f - <<'EOF'\n");
+            out.push_str(text);
+            out.push_str("EOF\n");
         }
         out
     }
@@ -174,12 +181,21 @@ pub fn argv(step: &Step) -> Vec<String> {
 impl Plan {
     /// The script that creates this plan.
     pub fn script(&self) -> Script {
-        Script::from_steps(&self.steps())
+        Script {
+            nft: self.classify.as_ref().map(|c| c.nft_text()),
+            ..Script::from_steps(&self.steps())
+        }
     }
 
     /// The script that removes exactly what [`Plan::script`] created.
     pub fn teardown(&self) -> Script {
-        Script::from_steps(&self.teardown_steps())
+        Script {
+            nft: self
+                .classify
+                .as_ref()
+                .map(|c| crate::classify::delete_text(&c.wan)),
+            ..Script::from_steps(&self.teardown_steps())
+        }
     }
 
     /// One line per direction for people: `egress eth0: cake 19950kbit overhead 26 mpu 64 ptm`.
@@ -226,6 +242,21 @@ impl Plan {
                 i.ifb,
                 describe(&i.shaping.root)
             ));
+        }
+        if let Some(c) = &self.classify {
+            out.push(format!(
+                "classify: {} rule{}, the first match wins{}:",
+                c.rules.len(),
+                if c.rules.len() == 1 { "" } else { "s" },
+                if self.ingress.is_some() {
+                    ", the download's DSCP restored by ctinfo"
+                } else {
+                    ""
+                }
+            ));
+            for (i, r) in c.rules.iter().enumerate() {
+                out.push(format!("  {}. {}", i + 1, r.text));
+            }
         }
         out
     }

@@ -19,7 +19,7 @@
 
 use crate::clip::clip;
 use crate::linklayer::{LinkError, LinkLayer};
-use crate::model::{CakeParams, Direction, FlowMode, FqCodelParams};
+use crate::model::{CakeParams, Diffserv, Direction, FlowMode, FqCodelParams};
 use crate::options::{option_name, parse_extra, ExtraError, Qdisc, ShapeOptions};
 use crate::{cake, fq_codel, ifb};
 use unbloat_units::{IfName, Rate, UnitError};
@@ -121,6 +121,10 @@ pub enum SpecError {
     Cake(#[from] cake::CakeError),
     #[error(transparent)]
     FqCodel(#[from] fq_codel::FqCodelError),
+    #[error("--classify: {0}")]
+    Rule(#[from] crate::classify::RuleError),
+    #[error("--classify with {shaper}: {why}")]
+    ClassifyNeeds { shaper: String, why: &'static str },
 }
 
 impl SpecError {
@@ -159,6 +163,7 @@ impl SpecError {
             SpecError::Cake(CakeError::Range { option, .. })
             | SpecError::FqCodel(FqCodelError::Range { option, .. }) => option,
             SpecError::FqCodel(FqCodelError::IntervalBelowTarget { .. }) => "interval",
+            SpecError::Rule(_) | SpecError::ClassifyNeeds { .. } => "classify",
         })
     }
 }
@@ -201,6 +206,58 @@ pub struct Spec {
     pub warnings: Vec<String>,
     /// The user confirmed rates that could cut them off (`--i-mean-it`, config key `i-mean-it`).
     pub i_mean_it: bool,
+    /// The classification rules, in order ([`crate::classify`]); empty: none.
+    pub classify: Vec<crate::classify::Rule>,
+}
+
+/// The classification rules of `opts`, and `opts` with the tins they need where the user chose
+/// none: cake's diffserv4 (its default, besteffort, has one tin), fq_codel's three tiers. A choice
+/// that cannot hold a rule's tin is refused: the rule would do nothing.
+fn classify_rules(
+    qdisc: Qdisc,
+    opts: &ShapeOptions,
+) -> Result<(Vec<crate::classify::Rule>, ShapeOptions), SpecError> {
+    use crate::classify::Tin;
+    let entries = opts.classify.as_deref().unwrap_or_default();
+    let rules = crate::classify::rules(entries)?;
+    let mut o = opts.clone();
+    if rules.is_empty() {
+        return Ok((rules, o));
+    }
+    let uses = |t: Tin| rules.iter().any(|r| r.tin == t);
+    let refuse = |shaper: String, why| Err(SpecError::ClassifyNeeds { shaper, why });
+    match qdisc {
+        Qdisc::Cake => match *o.diffserv.get_or_insert(Diffserv::Diffserv4) {
+            d @ (Diffserv::Besteffort | Diffserv::Precedence) => {
+                return refuse(
+                    format!("--diffserv {}", d.keyword()),
+                    "its tins do not follow the DSCPs rules set; leave --diffserv out (diffserv4) or choose diffserv3, 4 or 8",
+                )
+            }
+            Diffserv::Diffserv3 if uses(Tin::Video) => {
+                return refuse(
+                    "--diffserv diffserv3".into(),
+                    "it has no video tin; use diffserv4 or diffserv8",
+                )
+            }
+            _ => {}
+        },
+        Qdisc::FqCodel => {
+            if *o.tiers.get_or_insert(3) == 1 {
+                return refuse(
+                    "--tiers 1".into(),
+                    "one class has nowhere to put a rule's traffic; use --tiers 3",
+                );
+            }
+            if uses(Tin::Video) {
+                return refuse(
+                    "--qdisc fq_codel".into(),
+                    "its three tiers (priority, best effort, bulk) have no video tier; use voice, or --qdisc cake",
+                );
+            }
+        }
+    }
+    Ok((rules, o))
 }
 
 /// Parse a user's interface name, with the message of [`SpecError`]. A name longer than
@@ -233,6 +290,8 @@ impl Spec {
     pub fn new(iface: IfName, opts: &ShapeOptions) -> Result<Spec, SpecError> {
         check_iface(&iface)?;
         let qdisc = opts.qdisc.unwrap_or_default();
+        let (classify, with_tins) = classify_rules(qdisc, opts)?;
+        let opts = &with_tins;
         check_qdisc_fit(qdisc, opts)?;
         let i_mean_it = opts.i_mean_it == Some(true);
         let mut warnings = Vec::new();
@@ -325,6 +384,7 @@ impl Spec {
             mac_header: ETHERNET_HEADER,
             warnings,
             i_mean_it,
+            classify,
         })
     }
 

@@ -40,11 +40,16 @@ pub struct Transition {
     /// Pieces changed in place, and pieces replaced (deleted and added), for the message.
     pub changed_in_place: usize,
     pub replaced: usize,
+    /// `nft -f` text after the links: the classification's table written whole or removed.
+    pub nft: Option<String>,
 }
 
 impl Transition {
     pub fn is_empty(&self) -> bool {
-        self.links_before.is_empty() && self.tc.is_empty() && self.links_after.is_empty()
+        self.links_before.is_empty()
+            && self.tc.is_empty()
+            && self.links_after.is_empty()
+            && self.nft.is_none()
     }
 
     /// The `tc -batch` text.
@@ -86,6 +91,16 @@ pub fn between(prev: Option<&Plan>, next: Option<&Plan>) -> Transition {
         adds,
     } = parts;
     t.tc = dels.into_iter().chain(changes).chain(adds).collect();
+    let (was, will) = (
+        prev.and_then(|p| p.classify.as_ref()),
+        next.and_then(|p| p.classify.as_ref()),
+    );
+    if was != will {
+        t.nft = Some(match will {
+            Some(c) => c.nft_text(),
+            None => crate::classify::delete_text(&wan),
+        });
+    }
     t
 }
 
@@ -119,6 +134,7 @@ impl Parts {
             wan: wan.clone(),
             egress: Some(s.clone()),
             ingress: None,
+            classify: None,
         };
         self.adds.extend(only.steps().iter().map(argv));
     }
@@ -168,6 +184,7 @@ impl Parts {
             wan: wan.clone(),
             egress: None,
             ingress: Some(n.clone()),
+            classify: None,
         };
         for step in only.steps() {
             if step.is_ip() {
@@ -194,6 +211,7 @@ fn in_place(p: &Shaping, n: &Shaping) -> Option<Vec<Vec<String>>> {
                 wan: n.dev.clone(),
                 egress: Some(n.clone()),
                 ingress: None,
+                classify: None,
             };
             Some(add.steps().iter().map(argv).map(as_change).collect())
         }

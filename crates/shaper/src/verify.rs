@@ -481,6 +481,25 @@ impl Mismatches {
                 "every packet (u32 0 0)".to_string(),
             );
         }
+        let ctinfo = k
+            .actions
+            .iter()
+            .any(|a| matches!(a, crate::tcjson::filter::Action::Other(v) if v["kind"] == "ctinfo"));
+        if ctinfo != r.restore_dscp {
+            let says = |on: bool| {
+                if on {
+                    "ctinfo restoring the DSCP"
+                } else {
+                    "no ctinfo"
+                }
+            };
+            self.differs(
+                place,
+                "classification",
+                says(ctinfo).into(),
+                says(r.restore_dscp).into(),
+            );
+        }
         match k.mirred().next() {
             None => self.missing(place, "mirred action", &expected),
             Some(m) => {

@@ -41,6 +41,7 @@ fn some_plan() -> Plan {
         wan: name("wanx"),
         egress: None,
         ingress: None,
+        classify: None,
     }
 }
 

@@ -51,6 +51,7 @@ fn redirect() -> Redirect {
         protocol: FilterProtocol::All,
         prio: 10,
         to: name("ifb4wanx"),
+        restore_dscp: false,
     }
 }
 
@@ -104,6 +105,7 @@ fn cake_plan() -> Plan {
                 }),
             },
         }),
+        classify: None,
     }
 }
 
@@ -221,6 +223,7 @@ fn htb_plan() -> Plan {
                 }),
             },
         }),
+        classify: None,
     }
 }
 

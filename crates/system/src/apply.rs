@@ -398,7 +398,9 @@ impl<'r> Shaper<'r> {
             let live = self.live(rtnl, &prev.plan)?;
             let (egress, ingress) = live::pieces(&prev.plan, &live);
             let ours = |f: &Option<Found>| f.as_ref().is_none_or(|f| *f == Found::Ours);
-            if prev.plan == req.plan && ours(&egress) && ours(&ingress) {
+            // A table someone removed (`nft flush ruleset`) is written again.
+            let rules_in_place = self.classify_mismatches(&prev.plan).is_empty();
+            if prev.plan == req.plan && ours(&egress) && ours(&ingress) && rules_in_place {
                 return Ok(None);
             }
             for (found, piece, place) in [
@@ -427,6 +429,9 @@ impl<'r> Shaper<'r> {
                     rtnl.delete_link(index)?;
                 }
                 plan.ingress = None;
+            }
+            if !rules_in_place {
+                plan.classify = None;
             }
             effective = Some(plan);
         }
@@ -474,7 +479,45 @@ impl<'r> Shaper<'r> {
         for step in &t.links_after {
             link_step(rtnl, step)?;
         }
+        if let Some(text) = &t.nft {
+            self.run_nft(text)?;
+        }
         Ok(())
+    }
+
+    /// One `nft -f -` transaction: the classification's table written whole, or removed.
+    pub(crate) fn run_nft(&self, text: &str) -> Result<(), Failed> {
+        let cmd = commands::nft(text);
+        let out = self.runner.run(&cmd).map_err(|e| Failed::Command {
+            command: cmd.display(),
+            message: match e {
+                RunError::NotFound { .. } => "nft is not installed; classification needs nftables (Debian: apt install nftables; OpenWrt: fw4 has it)".into(),
+                e => e.to_string(),
+            },
+        })?;
+        if !out.success() {
+            return Err(Failed::Command {
+                command: cmd.display(),
+                message: out.stderr.trim().to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether the classification's table of `plan` is in place, rule for rule.
+    fn classify_mismatches(&self, plan: &Plan) -> Vec<String> {
+        let Some(c) = &plan.classify else {
+            return vec![];
+        };
+        let table = c.table();
+        let cmd = Cmd::new("nft").args(["-j", "list", "table", "inet", &table]);
+        match self.runner.run(&cmd) {
+            Ok(out) if out.success() => c.mismatches(&out.stdout),
+            Ok(_) => vec![format!(
+                "the classification's table inet {table} is missing"
+            )],
+            Err(e) => vec![format!("cannot read the classification's table: {e}")],
+        }
     }
 
     fn verify_all(&self, rtnl: &Rtnl, work: &[Work]) -> Result<(), Failed> {
@@ -488,6 +531,11 @@ impl<'r> Shaper<'r> {
                 ),
                 Err(e) => mismatches.push(e.to_string()),
             }
+            mismatches.extend(
+                self.classify_mismatches(&w.req.plan)
+                    .iter()
+                    .map(|m| format!("{}: {m}", w.req.plan.wan)),
+            );
         }
         if mismatches.is_empty() {
             Ok(())

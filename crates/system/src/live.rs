@@ -129,6 +129,7 @@ pub fn pieces(plan: &Plan, live: &LiveState) -> (Option<Found>, Option<Found>) {
             wan: plan.wan.clone(),
             egress: Some(e.clone()),
             ingress: None,
+            classify: None,
         };
         let m = verify(&only, live);
         if rate_moved_only(&m) {
@@ -144,6 +145,7 @@ pub fn pieces(plan: &Plan, live: &LiveState) -> (Option<Found>, Option<Found>) {
             wan: plan.wan.clone(),
             egress: None,
             ingress: Some(i.clone()),
+            classify: None,
         };
         let m = verify(&only, live);
         if rate_moved_only(&m) {

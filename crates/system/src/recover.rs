@@ -19,6 +19,7 @@ use crate::lock::TxLock;
 use crate::rtnl::Rtnl;
 use crate::runner::Cmd;
 use crate::snapshot::Snapshot;
+use crate::state::ShapedState;
 use unbloat_shaper::plan::Plan;
 use unbloat_shaper::transition;
 use unbloat_units::IfName;
@@ -303,11 +304,13 @@ impl Shaper<'_> {
                     .ingress
                     .clone()
                     .filter(|_| e.before.ingress().is_some()),
+                classify: None,
             };
             let have = Plan {
                 wan: held.wan.clone(),
                 egress: held.egress.clone().filter(|_| !egress_dirty),
                 ingress: held.ingress.clone().filter(|_| !ingress_dirty),
+                classify: None,
             };
             let mut t = transition::between(Some(&have), Some(&held));
             // The previous IFB may still be there (only its root was removed).
@@ -319,6 +322,19 @@ impl Shaper<'_> {
             }
             if let Err(f) = self.execute(rtnl, &t) {
                 problems.push(format!("re-creating the previous setup: {}", f.describe()));
+            }
+        }
+        // The classification's table is unbloat's alone: the previous setup's, or none.
+        fn had(s: Option<&ShapedState>) -> Option<&unbloat_shaper::classify::Classifier> {
+            s.and_then(|s| s.plan.classify.as_ref())
+        }
+        if let Some(text) = match (had(e.previous.as_ref()), had(e.next.as_ref())) {
+            (Some(c), _) => Some(c.nft_text()),
+            (None, Some(c)) => Some(unbloat_shaper::classify::delete_text(&c.wan)),
+            (None, None) => None,
+        } {
+            if let Err(f) = self.run_nft(&text) {
+                problems.push(format!("the classification's table: {}", f.describe()));
             }
         }
         match Snapshot::take(rtnl, &link, ifb_name) {

@@ -17,7 +17,7 @@ static COUNTER: AtomicU32 = AtomicU32::new(0);
 /// every device's qdiscs (each line names its device), HTB classes (cake and fq_codel list their
 /// active flows as classes, which are not configuration), ingress filters and the filters of its
 /// root qdisc (`filter show dev X`: `... root` lists the ingress filters again and missed HTB's
-/// DSCP filters).
+/// DSCP filters); last the namespace's nftables ruleset (classification's table).
 const SNAPSHOT: &str = r#"devs=$(ip -o link show | cut -d: -f2 | cut -d@ -f1)
 for dev in $devs; do echo "link $dev"; done
 for dev in $devs; do
@@ -25,7 +25,8 @@ for dev in $devs; do
   echo "class show dev $dev"
   echo "filter show dev $dev ingress"
   echo "filter show dev $dev"
-done | tc -force -batch - 2>/dev/null | sed '/^class /{/^class htb /!d}'"#;
+done | tc -force -batch - 2>/dev/null | sed '/^class /{/^class htb /!d}'
+echo "nft ruleset"; nft list ruleset 2>&1"#;
 
 /// A network namespace with devices named like a router's WAN side, removed on drop.
 pub struct Netns {

@@ -26,13 +26,19 @@ pub fn redirect(wan: &IfName, ifb: &IfName) -> Redirect {
         protocol: FilterProtocol::All,
         prio: REDIRECT_PRIO,
         to: ifb.clone(),
+        restore_dscp: false,
     }
 }
 
 impl Redirect {
     /// The words after `tc filter add dev WAN`.
     pub fn words(&self) -> Vec<String> {
-        [
+        let restore: &[&str] = if self.restore_dscp {
+            &crate::classify::CTINFO_WORDS
+        } else {
+            &[]
+        };
+        let mut w: Vec<String> = [
             "parent",
             &self.parent.to_string(),
             "protocol",
@@ -44,16 +50,14 @@ impl Redirect {
             "u32",
             "0",
             "0",
-            "action",
-            "mirred",
-            "egress",
-            "redirect",
-            "dev",
-            self.to.as_str(),
         ]
         .iter()
+        .chain(restore)
+        .chain(&["action", "mirred", "egress", "redirect", "dev"])
         .map(|s| s.to_string())
-        .collect()
+        .collect();
+        w.push(self.to.to_string());
+        w
     }
 }
 

@@ -53,7 +53,13 @@ pub fn script_commands(script: &Script) -> Vec<Cmd> {
         cmds.push(Cmd::tc(["-batch", "-"]).stdin(script.batch_text()));
     }
     cmds.extend(script.ip_after.iter().map(ip));
+    cmds.extend(script.nft.iter().map(|t| nft(t)));
     cmds
+}
+
+/// `nft -f -` reading `text`: one transaction, all of it or nothing.
+pub fn nft(text: &str) -> Cmd {
+    Cmd::new("nft").args(["-f", "-"]).stdin(text.to_string())
 }
 
 /// The same, each `tc` command its own process, as a shell script like sqm-scripts runs them.
@@ -67,6 +73,7 @@ pub fn script_commands_one_by_one(script: &Script) -> Vec<Cmd> {
             .map(|argv| Cmd::tc(argv.iter().map(String::as_str))),
     );
     cmds.extend(script.ip_after.iter().map(ip));
+    cmds.extend(script.nft.iter().map(|t| nft(t)));
     cmds
 }
 

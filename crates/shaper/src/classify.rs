@@ -1,0 +1,629 @@
+//! Classification on the router (issue 40): rules that put a connection in a tin, both ways.
+//!
+//! Heads up! `nft(8)` (ct mark, `th`, sets, `return`), `tc-ctinfo(8)`; kernel
+//! `net/sched/act_ctinfo.c` (`tcf_ctinfo_dscp_set`), `net/sched/sch_cake.c` (`cake_select_tin`,
+//! the diffserv4 table); RFC 4594 (which DSCP for which service), RFC 8325 (the same classes on
+//! Wi-Fi). The field's tools do the same with the same bits: qosify (eBPF), cake-qos-simple,
+//! dscpclassify and qosmate (nftables + ctinfo).
+//!
+//! Almost nothing arrives marked: applications send DSCP 0 and ISPs bleach the download. So the
+//! router decides, once per connection, and remembers it in the connection:
+//!
+//! - An nftables table of unbloat's own per WAN device (`inet unbloat_<dev>`), one chain at
+//!   `postrouting` priority `mangle`: before masquerade (priority `srcnat`), so a LAN host's rule
+//!   still sees the host's own address. The first rule that matches a connection's upload packet
+//!   stores its tin's DSCP in the top six bits of the connection's mark, with a "set" bit
+//!   ([`MARK_SET`]); the other 24 bits stay whatever other tools keep there.
+//! - Each upload packet of a classified connection leaves with that DSCP, and the shaper's own
+//!   DSCP table sorts it: cake's diffserv4 tins, or HTB's three tiers.
+//! - The download: `ctinfo` on the WAN device's ingress filter, before the mirred redirect,
+//!   writes the stored DSCP back into each packet of a classified connection ([`CTINFO_WORDS`]),
+//!   so the IFB's cake sorts it too. A mark the ISP set or washed is overwritten; a connection no
+//!   rule matched keeps the marks it arrives with, and its upload keeps the client's.
+//!
+//! Why nftables and ctinfo rather than an eBPF classifier like qosify's: both come with OpenWrt
+//! (fw4 is nftables; `kmod-sched-ctinfo`) and with Debian's kernel and `nftables` package, need
+//! no compiler or loader at build or run time, and `nft list table` shows exactly what runs.
+//!
+//! A rule is one line of words: the tin first, then what it matches, each at most once:
+//! `voice udp port 3074-3079`, `video port 3478-3481,8801-8810`, `bulk lan-host 192.168.1.50`,
+//! `voice addr 2001:db8::/32`. `port` and `addr` are the far end's (the internet side's);
+//! `lan-host` is the LAN side's address before NAT. A rule must match something: a rule for
+//! everything prioritises nothing. Presets ([`PRESETS`]) are named lists of rules.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::net::IpAddr;
+use unbloat_units::{Dscp, IfName};
+
+/// The connection mark's bits unbloat uses: DSCP << 26, and the "set" bit below it. ctinfo's
+/// `dscp MASK STATEMASK` restores the DSCP from exactly these.
+pub const MARK_DSCP_MASK: u32 = 0xfc00_0000;
+pub const MARK_SET: u32 = 0x0100_0000;
+/// The bits of the mark unbloat leaves alone.
+pub const MARK_KEEP: u32 = !(MARK_DSCP_MASK | 0x0300_0000);
+
+/// The ingress filter's action before the redirect: the DSCP back from the connection's mark.
+pub const CTINFO_WORDS: [&str; 6] = [
+    "action",
+    "ctinfo",
+    "dscp",
+    "0xfc000000",
+    "0x01000000",
+    "pipe",
+];
+
+/// The four classes a rule can choose, cake's diffserv4 tins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tin {
+    Voice,
+    Video,
+    Besteffort,
+    Bulk,
+}
+
+impl Tin {
+    pub const ALL: [Tin; 4] = [Tin::Voice, Tin::Video, Tin::Besteffort, Tin::Bulk];
+
+    pub fn word(self) -> &'static str {
+        match self {
+            Tin::Voice => "voice",
+            Tin::Video => "video",
+            Tin::Besteffort => "besteffort",
+            Tin::Bulk => "bulk",
+        }
+    }
+
+    /// The DSCP that puts a packet in this tin with cake's diffserv3/4/8 and HTB's tiers
+    /// (RFC 4594: EF for telephony, AF41 for interactive video, CS1 for low-priority data).
+    pub fn dscp(self) -> Dscp {
+        match self {
+            Tin::Voice => Dscp::EF,
+            Tin::Video => Dscp::new(34).unwrap_or(Dscp::BE),
+            Tin::Besteffort => Dscp::BE,
+            Tin::Bulk => Dscp::CS1,
+        }
+    }
+
+    /// The connection mark that stores this tin (before the bits unbloat leaves alone).
+    pub fn mark(self) -> u32 {
+        (u32::from(self.dscp().value()) << 26) | MARK_SET
+    }
+
+    fn parse(w: &str) -> Option<Tin> {
+        match w {
+            "voice" => Some(Tin::Voice),
+            "video" => Some(Tin::Video),
+            "besteffort" | "best-effort" => Some(Tin::Besteffort),
+            "bulk" => Some(Tin::Bulk),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Tin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
+/// The transport a rule matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    Tcp,
+    Udp,
+}
+
+/// An address or prefix, host bits clear.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prefix {
+    pub addr: IpAddr,
+    pub len: u8,
+}
+
+impl fmt::Display for Prefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let full = if self.addr.is_ipv4() { 32 } else { 128 };
+        if self.len == full {
+            write!(f, "{}", self.addr)
+        } else {
+            write!(f, "{}/{}", self.addr, self.len)
+        }
+    }
+}
+
+/// One rule, as the user wrote it and as it runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rule {
+    pub tin: Tin,
+    pub proto: Option<Proto>,
+    /// The far end's ports, each `(first, last)`.
+    pub ports: Vec<(u16, u16)>,
+    /// The far end's addresses.
+    pub addr: Vec<Prefix>,
+    /// The LAN side's addresses (before NAT).
+    pub lan_host: Vec<Prefix>,
+    /// The words it was read from, for `plan`, `status` and nft's comment.
+    pub text: String,
+}
+
+/// Presets users can read: each a name and its rules.
+pub const PRESETS: &[(&str, &[&str])] = &[
+    (
+        // Console and PC game traffic: Xbox Live and Call of Duty (3074-3079), PlayStation
+        // Network's and STUN's (3478-3480), Valve's game servers (27000-27100).
+        "gaming",
+        &[
+            "voice udp port 3074-3079",
+            "voice udp port 3478-3480",
+            "voice udp port 27000-27100",
+        ],
+    ),
+    (
+        // Video calls' media: STUN/TURN as WebRTC, Teams and FaceTime use it (3478-3481), Zoom
+        // (8801-8810), Google Meet (19302-19309).
+        "video-calls",
+        &[
+            "video udp port 3478-3481",
+            "video udp port 8801-8810",
+            "video udp port 19302-19309",
+        ],
+    ),
+];
+
+/// Why a rule was refused: the rule, and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("rule {rule:?}: {why}")]
+pub struct RuleError {
+    pub rule: String,
+    pub why: String,
+}
+
+/// The rules of `entries` (preset names and rule lines), in order: the first that matches wins.
+pub fn rules(entries: &[String]) -> Result<Vec<Rule>, RuleError> {
+    let mut out = vec![];
+    for entry in entries {
+        let entry = entry.trim();
+        if let Some((_, lines)) = PRESETS.iter().find(|(name, _)| *name == entry) {
+            for line in lines.iter() {
+                out.push(parse(line)?);
+            }
+        } else {
+            out.push(parse(entry)?);
+        }
+    }
+    Ok(out)
+}
+
+/// One rule line.
+pub fn parse(line: &str) -> Result<Rule, RuleError> {
+    let err = |why: String| RuleError {
+        rule: crate::clip::clip(line).into_owned(),
+        why,
+    };
+    let presets: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
+    let mut words = line.split_whitespace();
+    let first = words.next().ok_or_else(|| err("empty".into()))?;
+    let tin = Tin::parse(first).ok_or_else(|| {
+        err(format!(
+            "starts with {:?}, which is neither a tin ({}) nor a preset ({})",
+            crate::clip::clip(first),
+            Tin::ALL.map(Tin::word).join(", "),
+            presets.join(", ")
+        ))
+    })?;
+    let mut rule = Rule {
+        tin,
+        proto: None,
+        ports: vec![],
+        addr: vec![],
+        lan_host: vec![],
+        text: words_joined(line),
+    };
+    let mut seen = vec![];
+    while let Some(w) = words.next() {
+        if seen.contains(&w) {
+            return Err(err(format!(
+                "{w:?} twice; list several values after one {w:?} with commas"
+            )));
+        }
+        seen.push(w);
+        let mut value = |what: &str| {
+            words
+                .next()
+                .ok_or_else(|| err(format!("{w:?} needs {what} after it")))
+        };
+        match w {
+            "udp" | "tcp" if rule.proto.is_some() => {
+                return Err(err("one of udp or tcp, not both (or neither: both)".into()))
+            }
+            "udp" => rule.proto = Some(Proto::Udp),
+            "tcp" => rule.proto = Some(Proto::Tcp),
+            "port" => rule.ports = ports(value("a port or a range, like 3074-3079")?).map_err(err)?,
+            "addr" => rule.addr = prefixes(value("an address or prefix")?).map_err(err)?,
+            "lan-host" => rule.lan_host = prefixes(value("an address or prefix")?).map_err(err)?,
+            _ => {
+                return Err(err(format!(
+                    "unknown word {:?}; a rule is TIN then any of udp|tcp, port P[-Q][,...], addr PREFIX[,...], lan-host PREFIX[,...]",
+                    crate::clip::clip(w)
+                )))
+            }
+        }
+    }
+    if rule.ports.is_empty() && rule.addr.is_empty() && rule.lan_host.is_empty() {
+        return Err(err(
+            "matches everything (or only a protocol); a rule must name a port, an addr or a lan-host: prioritising everything helps nothing".into(),
+        ));
+    }
+    let families: Vec<bool> = rule
+        .addr
+        .iter()
+        .chain(&rule.lan_host)
+        .map(|p| p.addr.is_ipv4())
+        .collect();
+    if families.windows(2).any(|w| w[0] != w[1]) {
+        return Err(err(
+            "mixes IPv4 and IPv6 addresses; write one rule for each".into(),
+        ));
+    }
+    Ok(rule)
+}
+
+fn words_joined(line: &str) -> String {
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn ports(text: &str) -> Result<Vec<(u16, u16)>, String> {
+    let one = |p: &str| -> Result<u16, String> {
+        match p.parse::<u16>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!("port {p:?} is not a number 1..65535")),
+        }
+    };
+    text.split(',')
+        .map(|part| {
+            let (a, b) = match part.split_once('-') {
+                Some((a, b)) => (one(a)?, one(b)?),
+                None => (one(part)?, one(part)?),
+            };
+            if a > b {
+                return Err(format!("port range {part:?} runs backwards; write {b}-{a}"));
+            }
+            Ok((a, b))
+        })
+        .collect()
+}
+
+fn prefixes(text: &str) -> Result<Vec<Prefix>, String> {
+    text.split(',').map(prefix).collect()
+}
+
+fn prefix(text: &str) -> Result<Prefix, String> {
+    let bad = || {
+        format!(
+            "{:?} is not an address or prefix (192.168.1.0/24, 2001:db8::/32)",
+            crate::clip::clip(text)
+        )
+    };
+    let (a, l) = text.split_once('/').unwrap_or((text, ""));
+    let addr: IpAddr = a.parse().map_err(|_| bad())?;
+    let full = if addr.is_ipv4() { 32 } else { 128 };
+    let len = if l.is_empty() {
+        full
+    } else {
+        l.parse::<u8>().map_err(|_| bad())?
+    };
+    if len > full {
+        return Err(format!(
+            "{text:?}: a prefix of {len} bits is longer than the address ({full})"
+        ));
+    }
+    let masked = mask(addr, len);
+    if masked != addr {
+        return Err(format!(
+            "{text:?} has host bits set; the prefix is {masked}/{len}"
+        ));
+    }
+    Ok(Prefix { addr, len })
+}
+
+fn mask(addr: IpAddr, len: u8) -> IpAddr {
+    match addr {
+        IpAddr::V4(a) => {
+            let m = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
+            IpAddr::V4((u32::from(a) & m).into())
+        }
+        IpAddr::V6(a) => {
+            let m = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+            IpAddr::V6((u128::from(a) & m).into())
+        }
+    }
+}
+
+/// What a plan classifies on one WAN device: its nftables table and its rules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Classifier {
+    pub wan: IfName,
+    pub rules: Vec<Rule>,
+}
+
+impl Classifier {
+    /// unbloat's table for this device: `unbloat_` and the name with every byte but a letter or
+    /// digit written `_xx` in hex, so two devices never share one and nft reads it unquoted.
+    pub fn table(&self) -> String {
+        table_name(&self.wan)
+    }
+
+    /// `nft -f` text that puts the table in place in one transaction: created if missing (so the
+    /// delete cannot fail), deleted, and written whole.
+    pub fn nft_text(&self) -> String {
+        let t = self.table();
+        let mut s = format!("table inet {t}\ndelete table inet {t}\ntable inet {t} {{\n");
+        s.push_str("\tchain postrouting {\n\t\ttype filter hook postrouting priority mangle; policy accept;\n");
+        s.push_str(&format!("\t\toifname != \"{}\" return\n", self.wan));
+        // Each connection is classified once; the rules' chain returns at the first match.
+        s.push_str(&format!("\t\tct mark & {MARK_SET:#010x} == 0 jump rules\n"));
+        for tin in Tin::ALL {
+            let dscp = tin.dscp().name().unwrap_or("cs0").to_ascii_lowercase();
+            for family in ["ip", "ip6"] {
+                s.push_str(&format!(
+                    "\t\tct mark & {:#010x} == {:#010x} {family} dscp set {dscp}\n",
+                    MARK_DSCP_MASK | MARK_SET,
+                    tin.mark()
+                ));
+            }
+        }
+        s.push_str("\t}\n\tchain rules {\n");
+        for (i, r) in self.rules.iter().enumerate() {
+            s.push_str(&format!("\t\t{}\n", rule_line(i + 1, r)));
+        }
+        s.push_str("\t}\n}\n");
+        s
+    }
+}
+
+/// One rule's counter, as `nft -j list table` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleCount {
+    /// The rule's number and words (its comment).
+    pub rule: String,
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+/// The rules' counters from `nft -j list table inet unbloat_<dev>`, in order.
+pub fn counters(json: &str) -> Result<Vec<RuleCount>, String> {
+    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("nft -j: {e}"))?;
+    let items = v["nftables"]
+        .as_array()
+        .ok_or("nft -j: no \"nftables\" list")?;
+    Ok(items
+        .iter()
+        .filter_map(|i| i.get("rule"))
+        .filter(|r| r["chain"] == "rules")
+        .map(|r| {
+            let counter = r["expr"]
+                .as_array()
+                .and_then(|e| e.iter().find_map(|x| x.get("counter")));
+            let n = |k: &str| counter.and_then(|c| c[k].as_u64()).unwrap_or(0);
+            RuleCount {
+                rule: r["comment"].as_str().unwrap_or("").to_string(),
+                packets: n("packets"),
+                bytes: n("bytes"),
+            }
+        })
+        .collect())
+}
+
+impl Classifier {
+    /// How the table nft lists differs from this one: its hook chain and its rules, in order,
+    /// by their comments (nft prints the matches its own way, so those are not compared).
+    pub fn mismatches(&self, json: &str) -> Vec<String> {
+        let has_hook =
+            json.contains("\"hook\": \"postrouting\"") || json.contains("\"hook\":\"postrouting\"");
+        let mut out = vec![];
+        if !has_hook {
+            out.push(format!("table inet {}: no postrouting chain", self.table()));
+        }
+        match counters(json) {
+            Err(e) => out.push(e),
+            Ok(found) => {
+                let want: Vec<String> = self
+                    .rules
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| format!("{} {}", i + 1, r.text))
+                    .collect();
+                let got: Vec<String> = found.into_iter().map(|c| c.rule).collect();
+                if got != want {
+                    out.push(format!(
+                        "table inet {}: rules {got:?}, expected {want:?}",
+                        self.table()
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// `nft -f` text that removes the table of `wan`, and succeeds when there is none.
+pub fn delete_text(wan: &IfName) -> String {
+    let t = table_name(wan);
+    format!("table inet {t}\ndelete table inet {t}\n")
+}
+
+pub fn table_name(wan: &IfName) -> String {
+    let mut t = String::from("unbloat_");
+    for b in wan.as_str().bytes() {
+        if b.is_ascii_alphanumeric() {
+            t.push(b as char);
+        } else {
+            t.push_str(&format!("_{b:02x}"));
+        }
+    }
+    t
+}
+
+fn set<T: fmt::Display>(items: &[T]) -> String {
+    if items.len() == 1 {
+        items[0].to_string()
+    } else {
+        let v: Vec<String> = items.iter().map(|i| i.to_string()).collect();
+        format!("{{ {} }}", v.join(", "))
+    }
+}
+
+/// One rule's nft line: its matches, a counter, the mark, and `return` (first match wins). The
+/// comment carries the rule's number and words, which `status` reads back with the counter.
+fn rule_line(n: usize, r: &Rule) -> String {
+    let mut m: Vec<String> = vec![];
+    let ports: Vec<String> = r
+        .ports
+        .iter()
+        .map(|(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect();
+    match (r.proto, ports.is_empty()) {
+        (Some(Proto::Udp), _) => m.push("meta l4proto udp".into()),
+        (Some(Proto::Tcp), _) => m.push("meta l4proto tcp".into()),
+        (None, false) => m.push("meta l4proto { tcp, udp }".into()),
+        (None, true) => {}
+    }
+    if !ports.is_empty() {
+        m.push(format!("th dport {}", set(&ports)));
+    }
+    let family = |p: &[Prefix]| if p[0].addr.is_ipv4() { "ip" } else { "ip6" };
+    if !r.addr.is_empty() {
+        m.push(format!("{} daddr {}", family(&r.addr), set(&r.addr)));
+    }
+    if !r.lan_host.is_empty() {
+        m.push(format!(
+            "{} saddr {}",
+            family(&r.lan_host),
+            set(&r.lan_host)
+        ));
+    }
+    format!(
+        "{} counter ct mark set ct mark & {MARK_KEEP:#010x} | {:#010x} return comment \"{n} {}\"",
+        m.join(" "),
+        r.tin.mark(),
+        r.text
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn a_rule_reads_as_the_user_wrote_it() {
+        let r = parse("voice  udp port 3074-3079,3478 addr 203.0.113.0/24").unwrap();
+        assert_eq!(r.tin, Tin::Voice);
+        assert_eq!(r.proto, Some(Proto::Udp));
+        assert_eq!(r.ports, [(3074, 3079), (3478, 3478)]);
+        assert_eq!(r.addr[0].to_string(), "203.0.113.0/24");
+        assert_eq!(r.text, "voice udp port 3074-3079,3478 addr 203.0.113.0/24");
+        let h = parse("bulk lan-host 2001:db8::10").unwrap();
+        assert_eq!(h.lan_host[0].to_string(), "2001:db8::10");
+    }
+
+    #[test]
+    fn bad_rules_say_what_is_wrong() {
+        for (line, says) in [
+            ("urgent udp port 1", "neither a tin"),
+            ("voice udp port 0", "not a number 1..65535"),
+            ("voice udp port 70000", "not a number 1..65535"),
+            ("voice port 3079-3074", "runs backwards; write 3074-3079"),
+            ("voice addr 10.0.0.300", "not an address or prefix"),
+            (
+                "voice addr 192.168.1.5/24",
+                "host bits set; the prefix is 192.168.1.0/24",
+            ),
+            ("voice addr 10.0.0.0/33", "longer than the address"),
+            ("voice udp", "must name a port"),
+            ("voice", "must name a port"),
+            ("voice udp tcp port 1", "not both"),
+            ("voice port 1 port 2", "twice"),
+            ("voice port", "needs a port"),
+            ("voice dport 1", "unknown word \"dport\""),
+            (
+                "voice addr 10.0.0.0/8 lan-host fd00::/8",
+                "mixes IPv4 and IPv6",
+            ),
+        ] {
+            let e = parse(line).expect_err(line).to_string();
+            assert!(e.contains(says), "{line}: {e}");
+        }
+    }
+
+    #[test]
+    fn presets_expand_in_place_and_a_rule_beside_them_keeps_its_order() {
+        let r = rules(&s(&["bulk lan-host 192.168.1.50", "gaming"])).unwrap();
+        assert_eq!(r.len(), 4);
+        assert_eq!(r[0].tin, Tin::Bulk);
+        assert!(r[1..].iter().all(|r| r.tin == Tin::Voice));
+        assert!(rules(&s(&["video-calls"]))
+            .unwrap()
+            .iter()
+            .all(|r| r.tin == Tin::Video));
+    }
+
+    #[test]
+    fn the_table_stores_the_tin_in_the_connection_and_sets_it_on_the_upload() {
+        let c = Classifier {
+            wan: "wan0".parse().unwrap(),
+            rules: rules(&s(&[
+                "voice udp port 3074",
+                "bulk lan-host 192.168.1.50,192.168.1.64/26",
+            ]))
+            .unwrap(),
+        };
+        let text = c.nft_text();
+        assert!(text.starts_with(
+            "table inet unbloat_wan0\ndelete table inet unbloat_wan0\ntable inet unbloat_wan0 {\n"
+        ));
+        assert!(text.contains("oifname != \"wan0\" return\n"), "{text}");
+        assert!(text.contains(
+            "meta l4proto udp th dport 3074 counter ct mark set ct mark & 0x00ffffff | 0xb9000000 return comment \"1 voice udp port 3074\""
+        ), "{text}");
+        assert!(text.contains(
+            "ip saddr { 192.168.1.50, 192.168.1.64/26 } counter ct mark set ct mark & 0x00ffffff | 0x21000000 return comment \"2 bulk"
+        ), "{text}");
+        assert!(
+            text.contains("ct mark & 0xfd000000 == 0xb9000000 ip6 dscp set ef\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ct mark & 0xfd000000 == 0x89000000 ip dscp set af41\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ct mark & 0xfd000000 == 0x01000000 ip dscp set cs0\n"),
+            "{text}"
+        );
+        assert_eq!(
+            delete_text(&c.wan),
+            "table inet unbloat_wan0\ndelete table inet unbloat_wan0\n"
+        );
+    }
+
+    #[test]
+    fn table_names_never_collide_and_need_no_quotes() {
+        let n = |s: &str| table_name(&s.parse().unwrap());
+        assert_eq!(n("eth0.7"), "unbloat_eth0_2e7");
+        assert_eq!(n("eth0_2e7"), "unbloat_eth0_5f2e7");
+        assert_eq!(n("pppoe-wan"), "unbloat_pppoe_2dwan");
+    }
+}

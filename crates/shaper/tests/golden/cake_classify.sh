@@ -1,0 +1,57 @@
+# options: down = "50mbit"
+# options: up = "10mbit"
+# options: link = "vdsl2"
+# options: classify = ["gaming", "bulk lan-host 192.168.1.50,192.168.1.64/26", "bulk lan-host fd00::50"]
+# unbloat plan for eth0
+#   egress  eth0: cake 10mbit diffserv4 triple-isolate link (vdsl2: overhead 26 mpu 64 ptm)
+#   ingress eth0 via ifb4eth0: cake 50mbit diffserv4 triple-isolate ingress link (vdsl2: overhead 26 mpu 64 ptm)
+#   classify: 5 rules, the first match wins, the download's DSCP restored by ctinfo:
+#     1. voice udp port 3074-3079
+#     2. voice udp port 3478-3480
+#     3. voice udp port 27000-27100
+#     4. bulk lan-host 192.168.1.50,192.168.1.64/26
+#     5. bulk lan-host fd00::50
+ip link add name ifb4eth0 type ifb
+ip link set dev ifb4eth0 up
+tc -batch - <<'EOF'
+qdisc add dev eth0 root cake bandwidth 10mbit rtt 100ms diffserv4 triple-isolate nonat nowash egress no-ack-filter split-gso overhead 26 mpu 64 ptm
+qdisc add dev ifb4eth0 root cake bandwidth 50mbit rtt 100ms diffserv4 triple-isolate nonat nowash ingress no-ack-filter split-gso overhead 26 mpu 64 ptm
+qdisc add dev eth0 handle ffff: ingress
+filter add dev eth0 parent ffff: protocol all prio 10 u32 match u32 0 0 action ctinfo dscp 0xfc000000 0x01000000 pipe action mirred egress redirect dev ifb4eth0
+EOF
+nft -f - <<'EOF'
+table inet unbloat_eth0
+delete table inet unbloat_eth0
+table inet unbloat_eth0 {
+	chain postrouting {
+		type filter hook postrouting priority mangle; policy accept;
+		oifname != "eth0" return
+		ct mark & 0x01000000 == 0 jump rules
+		ct mark & 0xfd000000 == 0xb9000000 ip dscp set ef
+		ct mark & 0xfd000000 == 0xb9000000 ip6 dscp set ef
+		ct mark & 0xfd000000 == 0x89000000 ip dscp set af41
+		ct mark & 0xfd000000 == 0x89000000 ip6 dscp set af41
+		ct mark & 0xfd000000 == 0x01000000 ip dscp set cs0
+		ct mark & 0xfd000000 == 0x01000000 ip6 dscp set cs0
+		ct mark & 0xfd000000 == 0x21000000 ip dscp set cs1
+		ct mark & 0xfd000000 == 0x21000000 ip6 dscp set cs1
+	}
+	chain rules {
+		meta l4proto udp th dport 3074-3079 counter ct mark set ct mark & 0x00ffffff | 0xb9000000 return comment "1 voice udp port 3074-3079"
+		meta l4proto udp th dport 3478-3480 counter ct mark set ct mark & 0x00ffffff | 0xb9000000 return comment "2 voice udp port 3478-3480"
+		meta l4proto udp th dport 27000-27100 counter ct mark set ct mark & 0x00ffffff | 0xb9000000 return comment "3 voice udp port 27000-27100"
+		ip saddr { 192.168.1.50, 192.168.1.64/26 } counter ct mark set ct mark & 0x00ffffff | 0x21000000 return comment "4 bulk lan-host 192.168.1.50,192.168.1.64/26"
+		ip6 saddr fd00::50 counter ct mark set ct mark & 0x00ffffff | 0x21000000 return comment "5 bulk lan-host fd00::50"
+	}
+}
+EOF
+# stop
+tc -batch - <<'EOF'
+qdisc del dev eth0 ingress
+qdisc del dev eth0 root
+EOF
+ip link del dev ifb4eth0
+nft -f - <<'EOF'
+table inet unbloat_eth0
+delete table inet unbloat_eth0
+EOF
