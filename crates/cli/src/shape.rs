@@ -632,6 +632,12 @@ fn status_of(shaper: &Shaper, state: &StateDir, iface: &IfName) -> Result<Status
     let texts = shaper.read_live(iface, ifb.as_ref())?;
     let live = live_state(iface.as_str(), &texts)?;
     let mut status = Status::from_live(&live, plan);
+    if let Some(counted) = plan.and_then(|p| shaper.classify_counters(p)) {
+        match counted {
+            Ok(rules) => status.classify = Some(rules),
+            Err(e) => eprintln!("unbloat: warning: {iface}: {e}"),
+        }
+    }
     status.fairness = record.and_then(|r| r.fairness);
     Ok(status)
 }

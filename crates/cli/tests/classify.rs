@@ -108,6 +108,18 @@ real_kernel_test! {
         assert!(grew(&down0, &down, VIDEO) >= 10, "download tins {down0:?} -> {down:?}");
         assert_eq!(grew(&down0, &down, BULK), 0, "download tins {down0:?} -> {down:?}");
 
+        // status: each rule with the connections it classified, beside the tins' counters.
+        let status = ns.unbloat(&["status", "wan0", "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&status.stdout)
+            .unwrap_or_else(|e| panic!("status --json ({e}): {}", text(&status)));
+        let rules = v[0]["classify"].as_array().unwrap_or_else(|| panic!("no rules in {v}"));
+        assert_eq!(rules.len(), 2, "{v}");
+        assert_eq!(rules[0]["rule"], "1 voice udp port 3074", "{v}");
+        assert_eq!(rules[0]["packets"], 1, "one connection, classified once: {v}");
+        assert_eq!(rules[1]["packets"], 1, "{v}");
+        let shown = text(&ns.unbloat(&["status", "wan0"]));
+        assert!(shown.contains("classify:") && shown.contains("2 video addr 10.9.0.2"), "{shown}");
+
         // The same start again changes nothing; a table someone flushed is written again.
         let again = ns.unbloat(&["start", "wan0", "--down", "20mbit", "--up", "5mbit",
             "--classify", "voice udp port 3074", "--classify", "video addr 10.9.0.2"]);

@@ -176,11 +176,11 @@ pub struct Net {
 const NODES: [&str; 5] = ["a", "b", "rtr", "mdm", "srv"];
 
 impl Net {
-    fn ns(&self, node: &str) -> String {
+    pub(crate) fn ns(&self, node: &str) -> String {
         format!("{}{node}", self.prefix)
     }
 
-    fn run(&self, node: Option<&str>, argv: &[&str]) -> Result<String, HostsError> {
+    pub(crate) fn run(&self, node: Option<&str>, argv: &[&str]) -> Result<String, HostsError> {
         let mut cmd = Cmd::new("ip");
         if let Some(n) = node {
             cmd = cmd.args(["netns", "exec", &self.ns(n)]);
@@ -202,12 +202,12 @@ impl Net {
         Ok(out.stdout + &out.stderr)
     }
 
-    fn sh(&self, node: &str, line: &str) -> Result<String, HostsError> {
+    pub(crate) fn sh(&self, node: &str, line: &str) -> Result<String, HostsError> {
         let argv: Vec<&str> = line.split_whitespace().collect();
         self.run(Some(node), &argv)
     }
 
-    fn spawn(&mut self, node: &str, argv: &[&str]) -> Result<usize, HostsError> {
+    pub(crate) fn spawn(&mut self, node: &str, argv: &[&str]) -> Result<usize, HostsError> {
         let ns = self.ns(node);
         let child = Command::new("ip")
             .args(["netns", "exec", &ns])
@@ -225,7 +225,7 @@ impl Net {
     }
 
     /// Waits for a child started by [`Net::spawn`] and returns its stdout.
-    fn wait(&mut self, i: usize) -> Result<String, HostsError> {
+    pub(crate) fn wait(&mut self, i: usize) -> Result<String, HostsError> {
         let Some(child) = self.children[i].take() else {
             return Ok(String::new());
         };
@@ -234,7 +234,7 @@ impl Net {
     }
 
     /// Ends a child started by [`Net::spawn`].
-    fn kill(&mut self, i: usize) {
+    pub(crate) fn kill(&mut self, i: usize) {
         if let Some(mut c) = self.children[i].take() {
             let _ = c.kill();
             let _ = c.wait();
@@ -424,7 +424,7 @@ fn server_addr(family: Family) -> &'static str {
     }
 }
 
-fn kbit(rate: Rate) -> u64 {
+pub(crate) fn kbit(rate: Rate) -> u64 {
     rate.bits_per_sec() * SHAPE_PERCENT / 100 / 1000
 }
 

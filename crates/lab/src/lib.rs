@@ -15,6 +15,9 @@
 //! - [`hosts`]: two LAN hosts behind a masquerading router, one stream against eight each way
 //!   ([`hosts_parse`] reads iperf3 and ping back, [`hosts_plot`] draws the goodput):
 //!   per-host or per-flow fairness, per setup (`unbloat-lab hosts`, `unbloat-lab bench fair`).
+//! - [`household`]: the same network as a household (a game, a video call and the web on one
+//!   host, bulk on the other), per setup with and without classification;
+//!   [`bench_household`]: its runs and table (`unbloat-lab bench household`).
 //! - The real peers compared against (the source tree's `third_party/`, used only when root may
 //!   run what it holds) and sqm-scripts are found and installed by [`unbloat_system::sqm`],
 //!   which the product's `unbloat config import-sqm --check` shares.
@@ -36,6 +39,7 @@ pub mod autorate_lab;
 pub mod bench;
 pub mod bench_autorate;
 pub mod bench_far;
+pub mod bench_household;
 pub mod bench_locate;
 pub mod bench_measure;
 pub mod bench_tuned;
@@ -46,6 +50,7 @@ pub mod farend;
 pub mod hosts;
 pub mod hosts_parse;
 pub mod hosts_plot;
+pub mod household;
 pub mod lab;
 pub mod profile;
 pub mod script;

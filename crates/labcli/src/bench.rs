@@ -43,6 +43,10 @@ pub enum BenchCommand {
     /// against where the emulation's qdiscs hold it, in every locate scenario; and what probing
     /// the gateway costs the test.
     Locate(LocateBench),
+    /// A household behind the router: a game, a video call and the web on one host beside bulk
+    /// on the other, on a fast and a slow link, with and without classification and beside
+    /// sqm-scripts' layer_cake with upload marks.
+    Household(crate::hosts::HouseholdBenchArgs),
     /// `unbloat autorate` against the real cake-autorate and fixed rates on variable links (a
     /// step, a ramp, the LTE traces of third_party/traces): steady-state latency, goodput, CPU.
     Autorate(crate::flags::BenchAutorateFlags),
@@ -86,6 +90,7 @@ pub fn bench(cmd: &BenchCommand) -> Result<(), Failure> {
         BenchCommand::Daemon(a) => crate::bench_daemon::daemon_bench(a),
         BenchCommand::Autorate(a) => autorate_bench(a),
         BenchCommand::Locate(a) => locate_bench(a),
+        BenchCommand::Household(a) => crate::hosts::bench_household(a),
     }
 }
 

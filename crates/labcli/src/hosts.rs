@@ -385,3 +385,109 @@ impl Median {
         }
     }
 }
+
+#[derive(Debug, Args)]
+pub struct HouseholdBenchArgs {
+    /// Runs per link and setup, interleaved; the table gives medians and the rank test.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub runs: u32,
+    /// Seconds of bulk load per run (after 3 s idle; the first 3 s of load are the start-up).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(8..=300))]
+    pub duration: u32,
+    /// Links, comma-separated: 20/5, 8/1 (default: both).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub links: Vec<String>,
+    /// Setups, comma-separated: none, besteffort, classify, diffserv4 (the tins without rules),
+    /// sqm-layer-cake (default: all; the last needs sqm-scripts' source).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub setups: Vec<String>,
+    /// Where household.json and table.txt go.
+    #[arg(long, value_name = "DIR", default_value = "unbloat-bench-household")]
+    pub out: PathBuf,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Run nothing: print the table of an earlier run's household.json.
+    #[arg(long, value_name = "FILE")]
+    pub table_of: Option<PathBuf>,
+    /// sqm-scripts' source (default: third_party/sqm-scripts of the source tree unbloat was
+    /// built from).
+    #[arg(long, value_name = "DIR")]
+    pub sqm_scripts: Option<PathBuf>,
+    /// Internal: already in a kernel with cake.
+    #[arg(long, hide = true)]
+    pub inside: bool,
+}
+
+/// `unbloat-lab bench household`: a game, a call and the web beside bulk, per link and setup.
+pub fn bench_household(args: &HouseholdBenchArgs) -> Result<(), Failure> {
+    use unbloat_lab::bench_household;
+    use unbloat_lab::household::{Setup as House, LINKS};
+    if let Some(file) = &args.table_of {
+        let text = unbloat_safefs::read(file)?;
+        let bench: bench_household::Bench = serde_json::from_slice(&text)
+            .with_context(|| format!("{} is not a household.json", file.display()))?;
+        print!("{}", bench_household::render(&bench));
+        return Ok(());
+    }
+    let links: Vec<_> = if args.links.is_empty() {
+        LINKS.to_vec()
+    } else {
+        let mut v = vec![];
+        for name in &args.links {
+            v.push(*LINKS.iter().find(|l| l.name == name).ok_or_else(|| {
+                anyhow::anyhow!("--links {name}: no such link; known: 20/5, 8/1")
+            })?);
+        }
+        v
+    };
+    let mut setups = vec![];
+    for name in &args.setups {
+        setups.push(House::by_name(name).ok_or_else(|| {
+            anyhow::anyhow!("--setups {name}: no such setup; known: none, besteffort, classify, diffserv4, sqm-layer-cake")
+        })?);
+    }
+    if setups.is_empty() {
+        setups = House::ALL.to_vec();
+    }
+    let out = std::path::absolute(&args.out)?;
+    let sqm = sqm_source(&args.sqm_scripts, args.inside)?;
+    let extra = found_sqm(args.sqm_scripts.as_ref(), &sqm);
+    if !args.inside && rerun_in_real_kernel(NEEDS, &extra, Duration::from_secs(3 * 3600))? {
+        return Ok(());
+    }
+    if sqm.is_none() {
+        setups.retain(|s| *s != House::SqmLayerCake);
+    }
+    let (tools, _work) = tools(sqm)?;
+    let n = args.runs as usize * links.len() * setups.len();
+    eprintln!(
+        "unbloat-lab bench household: {n} runs of {} s load, about {} min",
+        args.duration,
+        n * (args.duration as usize + 12) / 60 + 1
+    );
+    let bench = bench_household::run(
+        &links,
+        &setups,
+        args.runs as usize,
+        args.duration,
+        &tools,
+        |o| {
+            if !args.json {
+                eprintln!("  {}", bench_household::line(o));
+            }
+        },
+    )
+    .map_err(|e| anyhow::anyhow!(e))?;
+    let table = bench_household::render(&bench);
+    let json = serde_json::to_string_pretty(&bench)?;
+    unbloat_safefs::ensure_dir(&out)?;
+    unbloat_safefs::write(&out.join("household.json"), json.clone() + "\n", 0o644)?;
+    unbloat_safefs::write(&out.join("table.txt"), table.clone(), 0o644)?;
+    if args.json {
+        println!("{json}");
+    } else {
+        print!("{table}");
+    }
+    Ok(())
+}

@@ -152,14 +152,10 @@ pub struct Rule {
 /// Presets users can read: each a name and its rules.
 pub const PRESETS: &[(&str, &[&str])] = &[
     (
-        // Console and PC game traffic: Xbox Live and Call of Duty (3074-3079), PlayStation
-        // Network's and STUN's (3478-3480), Valve's game servers (27000-27100).
+        // Console and PC game traffic: Xbox Live and Call of Duty (3074-3079), Valve's game
+        // servers (27000-27100). PlayStation Network's STUN ports (3478-3480) are the calls'.
         "gaming",
-        &[
-            "voice udp port 3074-3079",
-            "voice udp port 3478-3480",
-            "voice udp port 27000-27100",
-        ],
+        &["voice udp port 3074-3079", "voice udp port 27000-27100"],
     ),
     (
         // Video calls' media: STUN/TURN as WebRTC, Teams and FaceTime use it (3478-3481), Zoom
@@ -421,31 +417,40 @@ impl Classifier {
     /// How the table nft lists differs from this one: its hook chain and its rules, in order,
     /// by their comments (nft prints the matches its own way, so those are not compared).
     pub fn mismatches(&self, json: &str) -> Vec<String> {
-        let has_hook =
-            json.contains("\"hook\": \"postrouting\"") || json.contains("\"hook\":\"postrouting\"");
+        let table = self.table();
+        let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+        let hooked = v["nftables"].as_array().is_some_and(|items| {
+            items.iter().filter_map(|i| i.get("chain")).any(|c| {
+                c["name"] == "postrouting" && c["hook"] == "postrouting" && c["table"] == table
+            })
+        });
         let mut out = vec![];
-        if !has_hook {
-            out.push(format!("table inet {}: no postrouting chain", self.table()));
+        if !hooked {
+            out.push(format!("table inet {table}: no postrouting chain"));
         }
         match counters(json) {
             Err(e) => out.push(e),
             Ok(found) => {
-                let want: Vec<String> = self
-                    .rules
-                    .iter()
-                    .enumerate()
-                    .map(|(i, r)| format!("{} {}", i + 1, r.text))
-                    .collect();
+                let want: Vec<String> = (1..).zip(&self.rules).map(|(n, r)| r.comment(n)).collect();
                 let got: Vec<String> = found.into_iter().map(|c| c.rule).collect();
                 if got != want {
                     out.push(format!(
-                        "table inet {}: rules {got:?}, expected {want:?}",
-                        self.table()
+                        "table inet {table}: rules {got:?}, expected {want:?}"
                     ));
                 }
             }
         }
         out
+    }
+}
+
+impl Rule {
+    /// nft's comment of the `n`th rule: its number and words, cut to nft's 128 bytes (the words
+    /// are ASCII: every one was checked).
+    pub fn comment(&self, n: usize) -> String {
+        let mut c = format!("{n} {}", self.text);
+        c.truncate(120);
+        c
     }
 }
 
@@ -512,10 +517,10 @@ fn rule_line(n: usize, r: &Rule) -> String {
         ));
     }
     format!(
-        "{} counter ct mark set ct mark & {MARK_KEEP:#010x} | {:#010x} return comment \"{n} {}\"",
+        "{} counter ct mark set ct mark & {MARK_KEEP:#010x} | {:#010x} return comment \"{}\"",
         m.join(" "),
         r.tin.mark(),
-        r.text
+        r.comment(n)
     )
 }
 
@@ -571,7 +576,7 @@ mod tests {
     #[test]
     fn presets_expand_in_place_and_a_rule_beside_them_keeps_its_order() {
         let r = rules(&s(&["bulk lan-host 192.168.1.50", "gaming"])).unwrap();
-        assert_eq!(r.len(), 4);
+        assert_eq!(r.len(), 3);
         assert_eq!(r[0].tin, Tin::Bulk);
         assert!(r[1..].iter().all(|r| r.tin == Tin::Voice));
         assert!(rules(&s(&["video-calls"]))
@@ -617,6 +622,51 @@ mod tests {
             delete_text(&c.wan),
             "table inet unbloat_wan0\ndelete table inet unbloat_wan0\n"
         );
+    }
+
+    /// nft 1.0.6's `-j list table` of a table like ours (trimmed to what is read).
+    const LISTING: &str = r#"{"nftables": [{"metainfo": {"version": "1.0.6"}},
+      {"table": {"family": "inet", "name": "unbloat_wan0", "handle": 3}},
+      {"chain": {"family": "inet", "table": "unbloat_wan0", "name": "postrouting", "handle": 1, "type": "filter", "hook": "postrouting", "prio": -150, "policy": "accept"}},
+      {"chain": {"family": "inet", "table": "unbloat_wan0", "name": "rules", "handle": 2}},
+      {"rule": {"family": "inet", "table": "unbloat_wan0", "chain": "rules", "handle": 8, "comment": "1 voice udp port 3074", "expr": [{"match": {"op": "==", "left": {"payload": {"protocol": "udp", "field": "dport"}}, "right": 3074}}, {"counter": {"packets": 1, "bytes": 78}}, {"return": null}]}},
+      {"rule": {"family": "inet", "table": "unbloat_wan0", "chain": "rules", "handle": 12, "comment": "2 video addr 10.9.0.2", "expr": [{"counter": {"packets": 3, "bytes": 300}}, {"return": null}]}}]}"#;
+
+    #[test]
+    fn the_listing_gives_each_rule_its_counter_and_shows_what_differs() {
+        let c = Classifier {
+            wan: "wan0".parse().unwrap(),
+            rules: rules(&s(&["voice udp port 3074", "video addr 10.9.0.2"])).unwrap(),
+        };
+        let n = counters(LISTING).unwrap();
+        assert_eq!(
+            (n[0].rule.as_str(), n[0].packets, n[0].bytes),
+            ("1 voice udp port 3074", 1, 78)
+        );
+        assert_eq!(n[1].packets, 3);
+        assert!(
+            c.mismatches(LISTING).is_empty(),
+            "{:?}",
+            c.mismatches(LISTING)
+        );
+        let fewer = Classifier {
+            rules: c.rules[..1].to_vec(),
+            ..c.clone()
+        };
+        assert!(fewer.mismatches(LISTING)[0].contains("expected [\"1 voice udp port 3074\"]"));
+        let other = Classifier {
+            wan: "wan1".parse().unwrap(),
+            ..c
+        };
+        assert!(other.mismatches(LISTING)[0].contains("no postrouting chain"));
+    }
+
+    #[test]
+    fn a_long_rule_s_comment_fits_nft() {
+        let many: Vec<String> = (1..40).map(|i| format!("10.0.{i}.0/24")).collect();
+        let r = parse(&format!("bulk addr {}", many.join(","))).unwrap();
+        assert!(r.comment(12).len() <= 128);
+        assert!(r.comment(12).starts_with("12 bulk addr 10.0.1.0/24"));
     }
 
     #[test]

@@ -45,6 +45,10 @@ pub struct Status {
     /// up, dual-dsthost down, nat): masquerade on eth0 (nftables)`. Set by the caller.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fairness: Option<String>,
+    /// The classification's rules with what each matched (connections' first upload packets:
+    /// each connection is classified once), from nftables. Set by the caller.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classify: Option<Vec<crate::classify::RuleCount>>,
 }
 
 /// One direction's shaper.
@@ -204,6 +208,7 @@ impl Status {
             egress,
             ingress,
             fairness: None,
+            classify: None,
         }
     }
 }

@@ -39,6 +39,7 @@ use crate::rtnl::{Link, Rtnl, RtnlError};
 use crate::runner::{Cmd, RunError, Runner};
 use crate::snapshot::Snapshot;
 use crate::state::{ShapedState, StateDir, StateError};
+use unbloat_shaper::classify::{counters, Classifier, RuleCount};
 use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::plan::{Plan, RootQdisc};
 use unbloat_shaper::spec::{Spec, SpecError};
@@ -504,20 +505,34 @@ impl<'r> Shaper<'r> {
         Ok(())
     }
 
+    /// `nft -j list table` of the classification's table, or why it cannot be read.
+    fn classify_listing(&self, c: &Classifier) -> Result<String, String> {
+        let table = c.table();
+        let cmd = Cmd::new("nft").args(["-j", "list", "table", "inet", &table]);
+        match self.runner.run(&cmd) {
+            Ok(out) if out.success() => Ok(out.stdout),
+            Ok(_) => Err(format!(
+                "the classification's table inet {table} is missing"
+            )),
+            Err(e) => Err(format!("cannot read the classification's table: {e}")),
+        }
+    }
+
     /// Whether the classification's table of `plan` is in place, rule for rule.
     fn classify_mismatches(&self, plan: &Plan) -> Vec<String> {
         let Some(c) = &plan.classify else {
             return vec![];
         };
-        let table = c.table();
-        let cmd = Cmd::new("nft").args(["-j", "list", "table", "inet", &table]);
-        match self.runner.run(&cmd) {
-            Ok(out) if out.success() => c.mismatches(&out.stdout),
-            Ok(_) => vec![format!(
-                "the classification's table inet {table} is missing"
-            )],
-            Err(e) => vec![format!("cannot read the classification's table: {e}")],
+        match self.classify_listing(c) {
+            Ok(json) => c.mismatches(&json),
+            Err(e) => vec![e],
         }
+    }
+
+    /// Each classification rule's counter, for `status`; None without classification.
+    pub fn classify_counters(&self, plan: &Plan) -> Option<Result<Vec<RuleCount>, String>> {
+        let c = plan.classify.as_ref()?;
+        Some(self.classify_listing(c).and_then(|json| counters(&json)))
     }
 
     fn verify_all(&self, rtnl: &Rtnl, work: &[Work]) -> Result<(), Failed> {
@@ -698,6 +713,9 @@ pub fn needs(plan: &Plan) -> Vec<&'static str> {
     }
     if plan.ingress.is_some() {
         needs.extend(["ingress", "ifb", "mirred", "u32"]);
+        if plan.classify.is_some() {
+            needs.push("ctinfo");
+        }
     }
     needs.sort();
     needs.dedup();

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crate::runner::{Cmd, CmdOutput, RunError, Runner};
 
 /// The names [`Capabilities::missing`] understands besides qdisc kinds.
-pub const FEATURES: [&str; 3] = ["ifb", "mirred", "u32"];
+pub const FEATURES: [&str; 4] = ["ifb", "mirred", "u32", "ctinfo"];
 
 /// The first iproute2 whose tc knows cake's options (release tag `ss181023`).
 pub const IPROUTE2_FOR_CAKE: (u32, u32, u32) = (4, 19, 0);
@@ -42,6 +42,8 @@ pub struct Capabilities {
     pub ifb: bool,
     pub mirred: bool,
     pub u32: bool,
+    /// The ctinfo action (classification's download), probed only when wanted.
+    pub ctinfo: bool,
 }
 
 /// Something needed that is not here, with what to do about it (its `Display`).
@@ -58,6 +60,7 @@ pub enum Missing {
     Ifb,
     Mirred,
     U32,
+    Ctinfo,
     OldIproute2 {
         feature: String,
         needed: (u32, u32, u32),
@@ -89,6 +92,10 @@ impl fmt::Display for Missing {
             Missing::Mirred => write!(
                 f,
                 "the kernel has no mirred action (act_mirred), which ingress shaping needs: load it with `modprobe act_mirred`"
+            ),
+            Missing::Ctinfo => write!(
+                f,
+                "the kernel has no ctinfo action (act_ctinfo), which --classify needs to restore the download's class: load it with `modprobe act_ctinfo` (OpenWrt: kmod-sched-ctinfo), or leave --classify out"
             ),
             Missing::U32 => {
                 write!(f, "the kernel has no u32 classifier (cls_u32): load it with `modprobe cls_u32`")
@@ -125,6 +132,7 @@ impl Capabilities {
                 "ifb" => (!self.ifb).then_some(Missing::Ifb),
                 "mirred" => (!self.mirred).then_some(Missing::Mirred),
                 "u32" => (!self.u32).then_some(Missing::U32),
+                "ctinfo" => (!self.ctinfo).then_some(Missing::Ctinfo),
                 kind => match self.qdiscs.get(kind) {
                     Some(true) => None,
                     Some(false) => Some(Missing::Qdisc {
@@ -260,6 +268,23 @@ fn probe_in(
             "redirect", "dev", target,
         ];
         caps.mirred = caps.u32 && tc(&[&filter[..], &mirred].concat())?.success();
+        if wanted.contains(&"ctinfo") {
+            let ctinfo = [
+                "prio",
+                "30",
+                "u32",
+                "match",
+                "u32",
+                "0",
+                "0",
+                "action",
+                "ctinfo",
+                "dscp",
+                "0xfc000000",
+                "0x01000000",
+            ];
+            caps.ctinfo = caps.u32 && tc(&[&filter[..], &ctinfo].concat())?.success();
+        }
     }
     Ok(())
 }

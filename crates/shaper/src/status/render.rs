@@ -53,6 +53,14 @@ pub fn render_text(s: &Status) -> String {
     if let Some(f) = &s.fairness {
         let _ = writeln!(out, "fairness: {f}");
     }
+    if let Some(rules) = &s.classify {
+        // Each connection is counted once, at the packet that chose its tin; the tins' own
+        // counters below show every packet.
+        let _ = writeln!(out, "classify: connections each rule put in its tin");
+        for r in rules {
+            let _ = writeln!(out, "  {:>8}  {}", r.packets, r.rule);
+        }
+    }
     for side in [&s.egress, &s.ingress].into_iter().flatten() {
         out.push('\n');
         render_side(&mut out, side);
