@@ -5,12 +5,11 @@
 # unbloat plan for eth0
 #   egress  eth0: cake 10mbit diffserv4 triple-isolate link (vdsl2: overhead 26 mpu 64 ptm)
 #   ingress eth0 via ifb4eth0: cake 50mbit diffserv4 triple-isolate ingress link (vdsl2: overhead 26 mpu 64 ptm)
-#   classify: 5 rules, the first match wins, the download's DSCP restored by ctinfo:
+#   classify: 4 rules, the first match wins, the download's DSCP restored by ctinfo:
 #     1. voice udp port 3074-3079
-#     2. voice udp port 3478-3480
-#     3. voice udp port 27000-27100
-#     4. bulk lan-host 192.168.1.50,192.168.1.64/26
-#     5. bulk lan-host fd00::50
+#     2. voice udp port 27000-27100
+#     3. bulk lan-host 192.168.1.50,192.168.1.64/26
+#     4. bulk lan-host fd00::50
 ip link add name ifb4eth0 type ifb
 ip link set dev ifb4eth0 up
 tc -batch - <<'EOF'
@@ -38,10 +37,9 @@ table inet unbloat_eth0 {
 	}
 	chain rules {
 		meta l4proto udp th dport 3074-3079 counter ct mark set ct mark & 0x00ffffff | 0xb9000000 return comment "1 voice udp port 3074-3079"
-		meta l4proto udp th dport 3478-3480 counter ct mark set ct mark & 0x00ffffff | 0xb9000000 return comment "2 voice udp port 3478-3480"
-		meta l4proto udp th dport 27000-27100 counter ct mark set ct mark & 0x00ffffff | 0xb9000000 return comment "3 voice udp port 27000-27100"
-		ip saddr { 192.168.1.50, 192.168.1.64/26 } counter ct mark set ct mark & 0x00ffffff | 0x21000000 return comment "4 bulk lan-host 192.168.1.50,192.168.1.64/26"
-		ip6 saddr fd00::50 counter ct mark set ct mark & 0x00ffffff | 0x21000000 return comment "5 bulk lan-host fd00::50"
+		meta l4proto udp th dport 27000-27100 counter ct mark set ct mark & 0x00ffffff | 0xb9000000 return comment "2 voice udp port 27000-27100"
+		ip saddr { 192.168.1.50, 192.168.1.64/26 } counter ct mark set ct mark & 0x00ffffff | 0x21000000 return comment "3 bulk lan-host 192.168.1.50,192.168.1.64/26"
+		ip6 saddr fd00::50 counter ct mark set ct mark & 0x00ffffff | 0x21000000 return comment "4 bulk lan-host fd00::50"
 	}
 }
 EOF
