@@ -436,59 +436,84 @@ fn apply(
     tools: &Tools,
 ) -> Result<Option<String>, HostsError> {
     let (down, up) = (kbit(scenario.down), kbit(scenario.up));
-    match setup {
-        Setup::None => Ok(None),
+    let extra: &[&str] = match setup {
+        Setup::None => return Ok(None),
         Setup::SqmDefault => {
-            let src = tools.sqm_scripts.as_ref().ok_or(HostsError::NoSqmScripts)?;
-            let lib = tools.work.join(format!("sqm-{}", net.prefix));
-            unbloat_system::sqm::install(src, &lib)?;
-            let (d, u) = (down.to_string(), up.to_string());
-            let start = lib.join("start-sqm").display().to_string();
-            net.run(
-                Some("rtr"),
-                &[
-                    "env",
-                    "IFACE=wan0",
-                    "SCRIPT=piece_of_cake.qos",
-                    "QDISC=cake",
-                    &format!("UPLINK={u}"),
-                    &format!("DOWNLINK={d}"),
-                    "sh",
-                    &start,
-                ],
-            )?;
-            Ok(None)
+            let env = ["SCRIPT=piece_of_cake.qos", "QDISC=cake"];
+            net.sqm_start(tools, down, up, &env)?;
+            return Ok(None);
         }
-        Setup::UnbloatFlows
-        | Setup::UnbloatDefault
-        | Setup::UnbloatAckFilter
-        | Setup::UnbloatRtt100 => {
-            let run_dir = tools.work.join(format!("run-{}", net.prefix));
-            let bin = tools.unbloat.display().to_string();
-            let mut argv = vec![
-                "env".to_string(),
-                format!("UNBLOAT_RUN_DIR={}", run_dir.display()),
-                bin,
-                "start".into(),
-                "wan0".into(),
-                "--down".into(),
-                format!("{down}kbit"),
-                "--up".into(),
-                format!("{up}kbit"),
-            ];
-            match setup {
-                Setup::UnbloatFlows => argv.extend(["--isolation".into(), "flows".into()]),
-                Setup::UnbloatAckFilter => argv.push("--ack-filter".into()),
-                Setup::UnbloatRtt100 => argv.extend(["--rtt".into(), "100ms".into()]),
-                _ => {}
-            }
-            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-            let said = net.run(Some("rtr"), &argv)?;
-            Ok(said
-                .lines()
-                .find_map(|l| l.strip_prefix("unbloat: wan0: "))
-                .map(String::from))
+        Setup::UnbloatFlows => &["--isolation", "flows"],
+        Setup::UnbloatAckFilter => &["--ack-filter"],
+        Setup::UnbloatRtt100 => &["--rtt", "100ms"],
+        Setup::UnbloatDefault => &[],
+    };
+    let said = net.unbloat_start(tools, down, up, extra)?;
+    Ok(said
+        .lines()
+        .find_map(|l| l.strip_prefix("unbloat: wan0: "))
+        .map(String::from))
+}
+
+impl Net {
+    /// `unbloat start wan0 --down D --up U EXTRA...` in the router (rates in kbit/s), with a
+    /// run directory of this network's own; what it printed.
+    pub(crate) fn unbloat_start(
+        &self,
+        tools: &Tools,
+        down: u64,
+        up: u64,
+        extra: &[&str],
+    ) -> Result<String, HostsError> {
+        let run_dir = format!(
+            "UNBLOAT_RUN_DIR={}",
+            tools.work.join(format!("run-{}", self.prefix)).display()
+        );
+        let bin = tools.unbloat.display().to_string();
+        let (down, up) = (format!("{down}kbit"), format!("{up}kbit"));
+        let mut argv = vec![
+            "env", &run_dir, &bin, "start", "wan0", "--down", &down, "--up", &up,
+        ];
+        argv.extend(extra);
+        self.run(Some("rtr"), &argv)
+    }
+
+    /// The real sqm-scripts' `start-sqm` on the router's wan0 (rates in kbit/s), from a copy of
+    /// its source in the work directory, with `env` (`SCRIPT=...`, ...) beside the link's values.
+    pub(crate) fn sqm_start(
+        &self,
+        tools: &Tools,
+        down: u64,
+        up: u64,
+        env: &[&str],
+    ) -> Result<(), HostsError> {
+        let src = tools.sqm_scripts.as_ref().ok_or(HostsError::NoSqmScripts)?;
+        let lib = tools.work.join(format!("sqm-{}", self.prefix));
+        unbloat_system::sqm::install(src, &lib)?;
+        let start = lib.join("start-sqm").display().to_string();
+        let (d, u) = (format!("DOWNLINK={down}"), format!("UPLINK={up}"));
+        let mut argv = vec!["env", "IFACE=wan0", &u, &d];
+        argv.extend(env);
+        argv.extend(["sh", &start]);
+        self.run(Some("rtr"), &argv).map(drop)
+    }
+
+    /// `nft -f -` in `node`, reading `text`.
+    pub(crate) fn nft(&self, node: &str, text: &str) -> Result<(), HostsError> {
+        let cmd =
+            Cmd::ip(["netns", "exec", &self.ns(node), "nft", "-f", "-"]).stdin(text.to_string());
+        let out = self.runner.run(&cmd).map_err(|e| HostsError::Spawn {
+            cmd: cmd.display(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        if !out.success() {
+            return Err(HostsError::Command {
+                cmd: cmd.display(),
+                status: out.status,
+                stderr: out.stderr.trim().to_string(),
+            });
         }
+        Ok(())
     }
 }
 

@@ -407,77 +407,37 @@ fn apply(net: &Net, setup: Setup, link: &Link, tools: &Tools) -> Result<(), Host
     let (down, up) = (kbit(link.down), kbit(link.up));
     match setup {
         Setup::None => Ok(()),
-        Setup::Besteffort | Setup::Classify | Setup::Diffserv4 => {
-            let run_dir = tools.work.join(format!("run-{}", net.ns("")));
-            let mut argv = vec![
-                "env".to_string(),
-                format!("UNBLOAT_RUN_DIR={}", run_dir.display()),
-                tools.unbloat.display().to_string(),
-                "start".into(),
-                "wan0".into(),
-                "--down".into(),
-                format!("{down}kbit"),
-                "--up".into(),
-                format!("{up}kbit"),
-            ];
-            match setup {
-                Setup::Classify => {
-                    for preset in ["video-calls", "gaming"] {
-                        argv.extend(["--classify".into(), preset.into()]);
-                    }
-                }
-                Setup::Diffserv4 => argv.extend(["--diffserv".into(), "diffserv4".into()]),
-                _ => {}
-            }
-            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-            net.run(Some("rtr"), &argv).map(drop)
+        Setup::Besteffort => net.unbloat_start(tools, down, up, &[]).map(drop),
+        Setup::Classify => {
+            let rules = ["--classify", "video-calls", "--classify", "gaming"];
+            net.unbloat_start(tools, down, up, &rules).map(drop)
         }
+        Setup::Diffserv4 => net
+            .unbloat_start(tools, down, up, &["--diffserv", "diffserv4"])
+            .map(drop),
         Setup::SqmLayerCake => {
-            let src = tools.sqm_scripts.as_ref().ok_or(HostsError::NoSqmScripts)?;
-            let lib = tools.work.join(format!("sqm-{}", net.ns("")));
-            unbloat_system::sqm::install(src, &lib)?;
-            let start = lib.join("start-sqm").display().to_string();
-            net.run(
-                Some("rtr"),
-                &[
-                    "env",
-                    "IFACE=wan0",
-                    "SCRIPT=layer_cake.qos",
-                    "QDISC=cake",
-                    "EGRESS_CAKE_OPTS=diffserv4 nat",
-                    &format!("UPLINK={up}"),
-                    &format!("DOWNLINK={down}"),
-                    "sh",
-                    &start,
-                ],
-            )?;
+            let env = [
+                "SCRIPT=layer_cake.qos",
+                "QDISC=cake",
+                "EGRESS_CAKE_OPTS=diffserv4 nat",
+            ];
+            net.sqm_start(tools, down, up, &env)?;
             // What an OpenWrt user writes for layer_cake: fw4 rules with `set_dscp`, here as the
             // nftables they become (upload only: nothing marks the download).
-            let rules = "table inet userdscp {\n chain post {\n  type filter hook postrouting priority mangle; policy accept;\n  oifname \"wan0\" udp dport 3074 ip dscp set ef\n  oifname \"wan0\" udp dport 3478 ip dscp set af41\n }\n}\n";
-            let cmd = unbloat_system::runner::Cmd::ip([
-                "netns",
-                "exec",
-                &net.ns("rtr"),
-                "nft",
-                "-f",
-                "-",
-            ])
-            .stdin(rules.to_string());
-            use unbloat_system::runner::Runner;
-            let out = unbloat_system::runner::SystemRunner::plain()
-                .run(&cmd)
-                .map_err(|e| HostsError::Io(std::io::Error::other(e.to_string())))?;
-            if !out.success() {
-                return Err(HostsError::Command {
-                    cmd: cmd.display(),
-                    status: out.status,
-                    stderr: out.stderr,
-                });
-            }
-            Ok(())
+            net.nft("rtr", USER_DSCP_RULES)
         }
     }
 }
+
+/// The layer_cake user's marks: the game EF, the call AF41, on the way out.
+const USER_DSCP_RULES: &str = "table inet userdscp {
+  chain post {
+    type filter hook postrouting priority mangle; policy accept;
+    oifname \"wan0\" udp dport 3074 ip dscp set ef
+    oifname \"wan0\" udp dport 3478 ip dscp set af41
+  }
+}
+";
 
 /// Packets per cake tin at `dev`'s root in the router (empty without cake).
 fn tins(net: &Net, dev: &str) -> Vec<u64> {
