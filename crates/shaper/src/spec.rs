@@ -231,7 +231,7 @@ fn classify_rules(
             d @ (Diffserv::Besteffort | Diffserv::Precedence) => {
                 return refuse(
                     format!("--diffserv {}", d.keyword()),
-                    "its tins do not follow the DSCPs rules set; leave --diffserv out (diffserv4) or choose diffserv3, 4 or 8",
+                    "its tins do not follow the DSCP a rule sets; leave --diffserv out (diffserv4) or choose diffserv3, 4 or 8",
                 )
             }
             Diffserv::Diffserv3 if uses(Tin::Video) => {
