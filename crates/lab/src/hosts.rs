@@ -181,13 +181,19 @@ impl Net {
     }
 
     pub(crate) fn run(&self, node: Option<&str>, argv: &[&str]) -> Result<String, HostsError> {
-        let mut cmd = Cmd::new("ip");
-        if let Some(n) = node {
-            cmd = cmd.args(["netns", "exec", &self.ns(n)]);
-            cmd = cmd.args(argv.iter().copied());
-        } else {
-            cmd = Cmd::new(argv[0]).args(argv[1..].iter().copied());
+        self.exec(self.cmd(node, argv))
+    }
+
+    /// `argv` as a command in `node`'s namespace (`ip netns exec`), or here for None.
+    fn cmd(&self, node: Option<&str>, argv: &[&str]) -> Cmd {
+        match node {
+            Some(n) => Cmd::ip(["netns", "exec", &self.ns(n)]).args(argv.iter().copied()),
+            None => Cmd::new(argv[0]).args(argv[1..].iter().copied()),
         }
+    }
+
+    /// Runs `cmd`; what it printed, or the failure with its stderr.
+    fn exec(&self, cmd: Cmd) -> Result<String, HostsError> {
         let out = self.runner.run(&cmd).map_err(|e| HostsError::Spawn {
             cmd: cmd.display(),
             source: std::io::Error::other(e.to_string()),
@@ -500,20 +506,10 @@ impl Net {
 
     /// `nft -f -` in `node`, reading `text`.
     pub(crate) fn nft(&self, node: &str, text: &str) -> Result<(), HostsError> {
-        let cmd =
-            Cmd::ip(["netns", "exec", &self.ns(node), "nft", "-f", "-"]).stdin(text.to_string());
-        let out = self.runner.run(&cmd).map_err(|e| HostsError::Spawn {
-            cmd: cmd.display(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
-        if !out.success() {
-            return Err(HostsError::Command {
-                cmd: cmd.display(),
-                status: out.status,
-                stderr: out.stderr.trim().to_string(),
-            });
-        }
-        Ok(())
+        let cmd = self
+            .cmd(Some(node), &["nft", "-f", "-"])
+            .stdin(text.to_string());
+        self.exec(cmd).map(drop)
     }
 }
 

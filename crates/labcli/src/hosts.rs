@@ -479,15 +479,8 @@ pub fn bench_household(args: &HouseholdBenchArgs) -> Result<(), Failure> {
         },
     )
     .map_err(|e| anyhow::anyhow!(e))?;
-    let table = bench_household::render(&bench);
     let json = serde_json::to_string_pretty(&bench)?;
     unbloat_safefs::ensure_dir(&out)?;
-    unbloat_safefs::write(&out.join("household.json"), json.clone() + "\n", 0o644)?;
-    unbloat_safefs::write(&out.join("table.txt"), table.clone(), 0o644)?;
-    if args.json {
-        println!("{json}");
-    } else {
-        print!("{table}");
-    }
-    Ok(())
+    let table = bench_household::render(&bench);
+    crate::bench::write_report(&out, "household.json", json, table, args.json)
 }
