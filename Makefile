@@ -31,20 +31,16 @@ lab: build
 	$(LAB) run --out report
 
 # Every test: units, golden scripts, fixtures, and the real-kernel tests (host kernel or UML).
-# One test thread: the lab's and the probes' tests run their own traffic and measure it, so
-# they must not share the CPUs. The binary's start/stop tests measure nothing; two threads
-# boot two User-Mode Linux guests at once and halve their time. The tests inject faults through
-# the feature test-knobs (crates/system/src/knobs.rs); it rebuilds target/release/unbloat with
-# them, and the next `make build` (every target that ships depends on it) builds it without.
+# scripts/test builds every test binary, then runs two lanes at once: the lab crate's tests, one
+# at a time (they run their own traffic and measure it), and beside them every other crate's,
+# then the binary's start/stop tests on two threads (they measure nothing). A test whose result
+# hangs on timing (tune's) runs with no other test's guest beside it. The tests inject faults
+# through the feature test-knobs (crates/system/src/knobs.rs); it rebuilds target/release/unbloat
+# with them, and the next `make build` (every target that ships depends on it) builds it without.
 # Last, the router build of the router set (scripts/router): its size in the log, and a failure
 # when it grows past its budget (`make router` builds the full set too; CI's minutes are short).
-# The lab's tests run target/release/unbloat in their namespaces (and unbloat-lab's run it beside
-# target/release/unbloat-lab), so both are built first, with the same knobs as the tests (one
-# build, not two: building both ways costs CI minutes).
 test: deps uml
-	$(CARGO) build --release --locked -p unbloat -p unbloat-lab-cli --features unbloat-system/test-knobs
-	$(CARGO) test --release --locked --workspace --exclude unbloat --features unbloat-system/test-knobs -- --test-threads=1
-	$(CARGO) test --release --locked -p unbloat --features test-knobs -- --test-threads=2
+	scripts/test
 	scripts/router x86_64-unknown-linux-musl router
 
 # The Debian package (docs/install.md): target/debian/unbloat_VERSION-1_ARCH.deb.

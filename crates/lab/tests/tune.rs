@@ -10,6 +10,9 @@
 //! - The same on adsl-slow, a 3 Mbit/s ATM line behind a 1000-packet modem FIFO (issue 38): tune
 //!   returns a rate each way with the framing right, and the lab says whether its test kept
 //!   tune's bound and, when not, by how much; a missed search bound is in tune's own record.
+//!
+//! The two tuned runs are `alone`: no other test's guest runs beside them (`make test` runs two
+//! lanes), as tune's search judges each step by its p99.
 
 mod common;
 use common::{unbloat_exe, TEST_PROFILE};
@@ -139,7 +142,7 @@ unbloat_system::real_kernel_test! {
 unbloat_system::real_kernel_test! {
     /// `unbloat-lab run --strategies unbloat-tuned` on the test's 20/5 PTM link: tune's rates within 10 %
     /// of the line, set beside the truth in lab.json, and the rrul after it under 50 ms.
-    fn the_tuned_strategy_measures_what_tune_found() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] {
+    fn the_tuned_strategy_measures_what_tune_found() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] alone {
         // The report goes with its guard, whether the assertions below pass or not.
         let dir = unbloat_system::sqm::workdir::WorkDir::new("lab-tuned").expect("a report directory");
         let out = dir.0.clone();
@@ -211,7 +214,7 @@ unbloat_system::real_kernel_test! {
     /// for both directions (never the unshaped modem's 4 s of queue), ATM with overhead 10 found,
     /// and every missed bound said: by tune where a search found no rate within it, by the lab
     /// where its rrul broke tune's both-ways bound.
-    fn a_slow_deep_buffer_line_gets_a_rate_each_way() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] {
+    fn a_slow_deep_buffer_line_gets_a_rate_each_way() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] alone {
         let dir = unbloat_system::sqm::workdir::WorkDir::new("lab-slow").expect("a report directory");
         let out = dir.0.clone();
         let args = LabArgs {

@@ -25,13 +25,15 @@
 //!   of it.
 //! - [`run_test_in_real_kernel`] and [`real_kernel_test!`](crate::real_kernel_test) make a `#[test]`
 //!   run in such a kernel: see [`reexec`]. A command re-runs itself there with [`own_argv`]: its
-//!   own arguments forwarded unchanged, and a marker.
+//!   own arguments forwarded unchanged, and a marker. Tests from several processes share the
+//!   machine through [`slot`]: side by side, or `alone` where timing decides the result.
 
 pub mod choice;
 pub mod diagnose;
 mod reexec;
 mod rerun;
 mod signals;
+pub mod slot;
 mod uml;
 
 pub use reexec::{libtest_name, run_test_in_real_kernel};

@@ -124,22 +124,30 @@ pub(crate) fn check_single_pass(status: i32, stdout: &str) -> Result<(), String>
 
 /// Defines `#[test]` functions whose bodies run in a kernel that has the listed qdiscs (see the
 /// module doc of `unbloat_system::kernel`): `fn name() needs ["cake", ...] { body }`, repeated.
+/// `fn name() needs [...] alone { body }` runs with no other test's guest beside it
+/// ([`slot`](crate::kernel::slot)): for a test whose result hangs on timing.
 #[macro_export]
 macro_rules! real_kernel_test {
-    ($( $(#[$meta:meta])* fn $name:ident() needs [$($kind:expr),* $(,)?] $body:block )*) => {
-        $(
-            $(#[$meta])*
-            #[test]
-            fn $name() {
-                if !$crate::kernel::run_test_in_real_kernel(
-                    concat!(module_path!(), "::", stringify!($name)),
-                    &[$($kind),*],
-                ) {
-                    return;
-                }
-                $body
+    () => {};
+    (@one $share:ident, $(#[$meta:meta])* fn $name:ident() needs [$($kind:expr),*] $body:block) => {
+        $(#[$meta])*
+        #[test]
+        fn $name() {
+            let test = concat!(module_path!(), "::", stringify!($name));
+            let _slot = $crate::kernel::slot::take($crate::kernel::slot::Share::$share, test);
+            if !$crate::kernel::run_test_in_real_kernel(test, &[$($kind),*]) {
+                return;
             }
-        )*
+            $body
+        }
+    };
+    ($(#[$meta:meta])* fn $name:ident() needs [$($kind:expr),* $(,)?] alone $body:block $($rest:tt)*) => {
+        $crate::real_kernel_test!(@one Alone, $(#[$meta])* fn $name() needs [$($kind),*] $body);
+        $crate::real_kernel_test!($($rest)*);
+    };
+    ($(#[$meta:meta])* fn $name:ident() needs [$($kind:expr),* $(,)?] $body:block $($rest:tt)*) => {
+        $crate::real_kernel_test!(@one Shared, $(#[$meta])* fn $name() needs [$($kind),*] $body);
+        $crate::real_kernel_test!($($rest)*);
     };
 }
 

@@ -1,0 +1,137 @@
+//! Real-kernel tests from several test processes share the machine (`make test` runs two lanes
+//! at once, scripts/test). Most guests use a third of a core at the lab's 20/5 Mbit/s, so they
+//! can run side by side; a test whose result hangs on timing that another guest's CPU could
+//! disturb (tune's rate search judges each step by its p99) is written `alone` and runs with no
+//! other guest.
+//!
+//! Two `flock`s beside the test binaries (`target/<profile>/deps/`): every test takes the gate,
+//! then the slot, shared or exclusive, then lets the gate go. A test waiting to run alone holds
+//! the gate, so no new shared test starts before it: it waits only for those already running.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// How a real-kernel test shares the machine with other tests' guests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Share {
+    /// Beside other guests (the default).
+    Shared,
+    /// With no other guest running: its result depends on timing.
+    Alone,
+}
+
+/// Held while a test runs (in a guest or on the host); released on drop.
+#[derive(Debug)]
+pub struct Slot {
+    _held: File,
+}
+
+/// Waits for this test's turn and returns the slot to hold while it runs. `None` inside a guest
+/// (the host's test process holds it already) and when the lock files cannot be opened, which
+/// the test says on stderr and runs anyway: a lost lock costs timing, never a test.
+pub fn take(share: Share, test: &str) -> Option<Slot> {
+    if super::in_guest() {
+        return None;
+    }
+    let dir = std::env::current_exe().ok()?.parent()?.to_path_buf();
+    match take_in(&dir, share) {
+        Ok(slot) => Some(slot),
+        Err(e) => {
+            eprintln!(
+                "test {test}: runs without the guests' lock in {}: {e}",
+                dir.display()
+            );
+            None
+        }
+    }
+}
+
+fn take_in(dir: &Path, share: Share) -> std::io::Result<Slot> {
+    let gate = flocked(&dir.join(".unbloat-guests-gate"), libc::LOCK_EX)?;
+    let op = match share {
+        Share::Shared => libc::LOCK_SH,
+        Share::Alone => libc::LOCK_EX,
+    };
+    let slot = flocked(&dir.join(".unbloat-guests"), op)?;
+    drop(gate);
+    Ok(Slot { _held: slot })
+}
+
+/// Opens `path` (made if missing, mode 0600, no symlink followed) and waits for its `flock`.
+fn flocked(path: &PathBuf, op: libc::c_int) -> std::io::Result<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    loop {
+        // SAFETY: flock on a file descriptor we own; no memory is shared with the kernel.
+        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+            return Ok(file);
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    fn dir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("unbloat-slot-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// Shared slots coexist; one alone waits for them, and a shared one asked for after it
+    /// waits behind it (the gate), so a test that must run alone is not starved.
+    #[test]
+    fn alone_waits_for_the_shared_and_goes_before_later_ones() {
+        let d = dir("order");
+        let a = take_in(&d, Share::Shared).unwrap();
+        let b = take_in(&d, Share::Shared).expect("two shared slots at once");
+        let (tx, rx) = mpsc::channel();
+        let (d2, tx2) = (d.clone(), tx.clone());
+        let alone = std::thread::spawn(move || {
+            let s = take_in(&d2, Share::Alone).unwrap();
+            tx2.send("alone").unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            drop(s);
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        let d3 = d.clone();
+        let later = std::thread::spawn(move || {
+            let _s = take_in(&d3, Share::Shared).unwrap();
+            tx.send("later").unwrap();
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            rx.try_recv().is_err(),
+            "nothing ran while two shared slots were held"
+        );
+        drop((a, b));
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok("alone"));
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok("later"));
+        alone.join().unwrap();
+        later.join().unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_symlinked_lock_file_is_refused() {
+        let d = dir("link");
+        std::os::unix::fs::symlink("/etc/passwd", d.join(".unbloat-guests-gate")).unwrap();
+        assert!(take_in(&d, Share::Shared).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
