@@ -25,7 +25,9 @@
 //! `--classify video-calls --classify gaming`; and the real sqm-scripts' layer_cake with
 //! diffserv4 on the upload and the firewall rules its users write to mark the game EF and the
 //! call AF41 on the way out (OpenWrt's fw4 `set_dscp` rules, here in nftables). sqm's download
-//! keeps its defaults: one tin (`besteffort wash`), as nothing restores a mark there.
+//! keeps its defaults: one tin (`besteffort wash`), as nothing restores a mark there. To take
+//! classification's cost apart, by name only: each preset alone, and both with one way's cake
+//! turned to one tin afterwards (`tc qdisc change ... cake besteffort`).
 
 use crate::hosts::{kbit, quantile, HostsError, Net, Tools};
 use serde::{Deserialize, Serialize};
@@ -77,15 +79,38 @@ pub enum Setup {
     /// The real sqm-scripts' layer_cake (`EGRESS_CAKE_OPTS="diffserv4 nat"`) and nftables rules
     /// that mark the game EF and the call AF41 on the upload.
     SqmLayerCake,
+    /// `classify` with the upload's cake turned to one tin afterwards: the rules' tins on the
+    /// download only, to tell which way's tins cost what.
+    ClassifyDown,
+    /// `classify` with the download's cake (the IFB) turned to one tin: the tins on the upload
+    /// only.
+    ClassifyUp,
+    /// `--classify gaming` alone: what a gamer turns on.
+    Gaming,
+    /// `--classify video-calls` alone: what a home worker turns on.
+    VideoCalls,
 }
 
 impl Setup {
-    pub const ALL: [Setup; 5] = [
+    /// What a bench runs unless told: the two diagnostic halves are left out.
+    pub const DEFAULT: [Setup; 5] = [
         Setup::None,
         Setup::Besteffort,
         Setup::Classify,
         Setup::Diffserv4,
         Setup::SqmLayerCake,
+    ];
+
+    pub const ALL: [Setup; 9] = [
+        Setup::None,
+        Setup::Besteffort,
+        Setup::Classify,
+        Setup::Diffserv4,
+        Setup::SqmLayerCake,
+        Setup::ClassifyDown,
+        Setup::ClassifyUp,
+        Setup::Gaming,
+        Setup::VideoCalls,
     ];
 
     pub fn name(self) -> &'static str {
@@ -95,6 +120,10 @@ impl Setup {
             Setup::Classify => "classify",
             Setup::Diffserv4 => "diffserv4",
             Setup::SqmLayerCake => "sqm-layer-cake",
+            Setup::ClassifyDown => "classify-down",
+            Setup::ClassifyUp => "classify-up",
+            Setup::Gaming => "gaming",
+            Setup::VideoCalls => "video-calls",
         }
     }
 
@@ -408,9 +437,22 @@ fn apply(net: &Net, setup: Setup, link: &Link, tools: &Tools) -> Result<(), Host
     match setup {
         Setup::None => Ok(()),
         Setup::Besteffort => net.unbloat_start(tools, down, up, &[]).map(drop),
-        Setup::Classify => {
+        Setup::Gaming => net
+            .unbloat_start(tools, down, up, &["--classify", "gaming"])
+            .map(drop),
+        Setup::VideoCalls => net
+            .unbloat_start(tools, down, up, &["--classify", "video-calls"])
+            .map(drop),
+        Setup::Classify | Setup::ClassifyDown | Setup::ClassifyUp => {
             let rules = ["--classify", "video-calls", "--classify", "gaming"];
-            net.unbloat_start(tools, down, up, &rules).map(drop)
+            net.unbloat_start(tools, down, up, &rules)?;
+            let one_tin = match setup {
+                Setup::ClassifyDown => "wan0",
+                Setup::ClassifyUp => "ifb4wan0",
+                _ => return Ok(()),
+            };
+            let one = format!("tc qdisc change dev {one_tin} root cake besteffort");
+            net.sh("rtr", &one).map(drop)
         }
         Setup::Diffserv4 => net
             .unbloat_start(tools, down, up, &["--diffserv", "diffserv4"])

@@ -398,7 +398,8 @@ pub struct HouseholdBenchArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub links: Vec<String>,
     /// Setups, comma-separated: none, besteffort, classify, diffserv4 (the tins without rules),
-    /// sqm-layer-cake (default: all; the last needs sqm-scripts' source).
+    /// sqm-layer-cake (default: these five; the last needs sqm-scripts' source); classify-down
+    /// and classify-up (the rules' tins one way only, the other way's cake one tin).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub setups: Vec<String>,
     /// Where household.json and table.txt go.
@@ -444,11 +445,15 @@ pub fn bench_household(args: &HouseholdBenchArgs) -> Result<(), Failure> {
     let mut setups = vec![];
     for name in &args.setups {
         setups.push(House::by_name(name).ok_or_else(|| {
-            anyhow::anyhow!("--setups {name}: no such setup; known: none, besteffort, classify, diffserv4, sqm-layer-cake")
+            let known: Vec<&str> = House::ALL.iter().map(|s| s.name()).collect();
+            anyhow::anyhow!(
+                "--setups {name}: no such setup; known: {}",
+                known.join(", ")
+            )
         })?);
     }
     if setups.is_empty() {
-        setups = House::ALL.to_vec();
+        setups = House::DEFAULT.to_vec();
     }
     let out = std::path::absolute(&args.out)?;
     let sqm = sqm_source(&args.sqm_scripts, args.inside)?;
