@@ -47,22 +47,26 @@ pub enum LockError {
     Controlled { iface: String, holder: String },
 }
 
-/// Opens `path` (made if missing, mode 0600, no symlink followed) and takes its `flock` without
-/// waiting; `Ok(None)` when another open file holds it.
-fn try_flock(path: &Path) -> Result<Option<File>, LockError> {
-    let io = |source| LockError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = OpenOptions::new()
+/// Opens a lock file: made if missing (mode 0600), never through a symlink, for `flock`.
+pub(crate) fn open_lock_file(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
         .create(true)
         .truncate(false)
         .read(true)
         .write(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
-        .map_err(io)?;
+}
+
+/// Opens `path` ([`open_lock_file`]) and takes its `flock` without waiting; `Ok(None)` when
+/// another open file holds it.
+fn try_flock(path: &Path) -> Result<Option<File>, LockError> {
+    let io = |source| LockError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = open_lock_file(path).map_err(io)?;
     // SAFETY: flock on a file descriptor we own; no memory is shared with the kernel.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc != 0 {

@@ -8,10 +8,9 @@
 //! then the slot, shared or exclusive, then lets the gate go. A test waiting to run alone holds
 //! the gate, so no new shared test starts before it: it waits only for those already running.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// How a real-kernel test shares the machine with other tests' guests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,16 +58,9 @@ fn take_in(dir: &Path, share: Share) -> std::io::Result<Slot> {
     Ok(Slot { _held: slot })
 }
 
-/// Opens `path` (made if missing, mode 0600, no symlink followed) and waits for its `flock`.
-fn flocked(path: &PathBuf, op: libc::c_int) -> std::io::Result<File> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)?;
+/// Opens `path` (as the transaction lock's file is opened) and waits for its `flock`.
+fn flocked(path: &Path, op: libc::c_int) -> std::io::Result<File> {
+    let file = crate::lock::open_lock_file(path)?;
     loop {
         // SAFETY: flock on a file descriptor we own; no memory is shared with the kernel.
         if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
@@ -84,6 +76,7 @@ fn flocked(path: &PathBuf, op: libc::c_int) -> std::io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
     use std::sync::mpsc;
     use std::time::Duration;
 
