@@ -141,31 +141,13 @@ fn locate_bench(args: &LocateBench) -> Result<(), Failure> {
     let secs = args.duration.secs_f64().round() as u64;
     let bench = bench_locate::run(&exe, &out, &chosen, args.runs, secs).map_err(|e| anyhow!(e))?;
     let json = serde_json::to_string_pretty(&bench)?;
-    write_report(
+    crate::report::write_report(
         &out,
         "locate.json",
         json,
         bench_locate::render(&bench),
         args.json,
     )
-}
-
-/// A benchmark's JSON as `DIR/NAME` and its table as `DIR/table.txt`, and one of them on stdout.
-pub(crate) fn write_report(
-    dir: &std::path::Path,
-    name: &str,
-    json: String,
-    table: String,
-    print_json: bool,
-) -> Result<(), Failure> {
-    unbloat_safefs::write(&dir.join(name), json.clone() + "\n", 0o644)?;
-    unbloat_safefs::write(&dir.join("table.txt"), table.clone(), 0o644)?;
-    if print_json {
-        println!("{json}");
-    } else {
-        print!("{table}");
-    }
-    Ok(())
 }
 
 /// `unbloat-lab bench autorate`: one lab per trace, test and run (each in User-Mode Linux when the

@@ -487,5 +487,5 @@ pub fn bench_household(args: &HouseholdBenchArgs) -> Result<(), Failure> {
     let json = serde_json::to_string_pretty(&bench)?;
     unbloat_safefs::ensure_dir(&out)?;
     let table = bench_household::render(&bench);
-    crate::bench::write_report(&out, "household.json", json, table, args.json)
+    crate::report::write_report(&out, "household.json", json, table, args.json)
 }

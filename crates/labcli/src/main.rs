@@ -16,6 +16,7 @@ mod flags;
 mod hosts;
 mod kernel;
 mod lab;
+mod report;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
