@@ -398,8 +398,9 @@ pub struct HouseholdBenchArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub links: Vec<String>,
     /// Setups, comma-separated: none, besteffort, classify, diffserv4 (the tins without rules),
-    /// sqm-layer-cake (default: these five; the last needs sqm-scripts' source); classify-down
-    /// and classify-up (the rules' tins one way only, the other way's cake one tin).
+    /// sqm-layer-cake (default: these five; the last needs sqm-scripts' source); by name only:
+    /// gaming and video-calls (one preset each), classify-down and classify-up (both presets, the
+    /// rules' tins one way only, the other way's cake one tin).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub setups: Vec<String>,
     /// Where household.json and table.txt go.
