@@ -391,15 +391,13 @@ real_kernel_test! {
 #[test]
 fn a_missing_module_is_named_and_changes_nothing() {
     if !unbloat_system::kernel::in_guest() {
-        let test = concat!(
-            module_path!(),
-            "::a_missing_module_is_named_and_changes_nothing"
+        let ran_here = unbloat_system::kernel::run_test_in_uml(
+            concat!(
+                module_path!(),
+                "::a_missing_module_is_named_and_changes_nothing"
+            ),
+            NEEDS,
         );
-        let _slot =
-            unbloat_system::kernel::slot::take(unbloat_system::kernel::slot::Share::Shared, test);
-        std::env::set_var("UNBLOAT_KERNEL", "uml");
-        let ran_here = unbloat_system::kernel::run_test_in_real_kernel(test, NEEDS);
-        std::env::remove_var("UNBLOAT_KERNEL");
         assert!(
             !ran_here,
             "forced to User-Mode Linux, the body runs in the guest"

@@ -31,15 +31,13 @@ fn until(t0: Instant, secs: u64) {
 #[test]
 fn a_trial_lasts_its_time_when_the_wall_clock_steps() {
     if !unbloat_system::kernel::in_guest() {
-        let test = concat!(
-            module_path!(),
-            "::a_trial_lasts_its_time_when_the_wall_clock_steps"
+        let ran_here = unbloat_system::kernel::run_test_in_uml(
+            concat!(
+                module_path!(),
+                "::a_trial_lasts_its_time_when_the_wall_clock_steps"
+            ),
+            NEEDS,
         );
-        let _slot =
-            unbloat_system::kernel::slot::take(unbloat_system::kernel::slot::Share::Shared, test);
-        std::env::set_var("UNBLOAT_KERNEL", "uml");
-        let ran_here = unbloat_system::kernel::run_test_in_real_kernel(test, NEEDS);
-        std::env::remove_var("UNBLOAT_KERNEL");
         assert!(
             !ran_here,
             "forced to User-Mode Linux, the body runs in the guest"

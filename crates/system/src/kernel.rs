@@ -36,7 +36,7 @@ mod signals;
 pub mod slot;
 mod uml;
 
-pub use reexec::{libtest_name, run_test_in_real_kernel};
+pub use reexec::{libtest_name, run_test_in_real_kernel, run_test_in_uml};
 pub use rerun::own_argv;
 pub use signals::interrupted_by;
 pub use uml::Uml;
@@ -175,7 +175,7 @@ impl Kernel {
     }
 
     /// [`Kernel::detect`] with `forced` in place of `$UNBLOAT_KERNEL` ("" = not forced).
-    fn detect_forced(forced: &str, required: &[&str]) -> Result<Kernel, KernelError> {
+    pub(crate) fn detect_forced(forced: &str, required: &[&str]) -> Result<Kernel, KernelError> {
         match forced {
             "host" => return Ok(Kernel::Host),
             "uml" => {

@@ -45,10 +45,28 @@ pub fn libtest_name(test_path: &str) -> &str {
 /// (`test_path` as `concat!(module_path!(), "::name")` gives it) in a User-Mode Linux guest, with
 /// its output streamed, panics unless exactly that one test passed there, and returns false.
 pub fn run_test_in_real_kernel(test_path: &str, required: &[&str]) -> bool {
+    in_guest() || run_test_in(Kernel::detect(required), test_path, required)
+}
+
+/// [`run_test_in_real_kernel`] for a test that must run in User-Mode Linux whatever this kernel
+/// has (it unloads a module, or steps the clock): true only inside the guest. Outside, it holds a
+/// shared [`slot`](super::slot) while the guest runs. The choice is forced here, not through
+/// `$UNBLOAT_KERNEL`, which the test's other threads read.
+pub fn run_test_in_uml(test_path: &str, required: &[&str]) -> bool {
     if in_guest() {
         return true;
     }
-    let kernel = match Kernel::detect(required) {
+    let _slot = super::slot::take(super::slot::Share::Shared, test_path);
+    run_test_in(Kernel::detect_forced("uml", required), test_path, required)
+}
+
+/// Runs the test in `kernel`'s guest and returns false; true (run the body here) for the host.
+fn run_test_in(
+    kernel: Result<Kernel, super::KernelError>,
+    test_path: &str,
+    required: &[&str],
+) -> bool {
+    let kernel = match kernel {
         Ok(kernel) => kernel,
         Err(e) => panic!(
             "test {test_path} needs a kernel with {}: {e}",
