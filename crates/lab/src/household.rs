@@ -431,32 +431,13 @@ fn web_client(
     }))
 }
 
-/// Applies `setup` on the router.
+/// Applies `setup` on the router: `unbloat start` with the setup's flags (for the two halves, one
+/// way's cake then turned to one tin), or sqm-scripts with its users' marks.
 fn apply(net: &Net, setup: Setup, link: &Link, tools: &Tools) -> Result<(), HostsError> {
     let (down, up) = (kbit(link.down), kbit(link.up));
-    match setup {
-        Setup::None => Ok(()),
-        Setup::Besteffort => net.unbloat_start(tools, down, up, &[]).map(drop),
-        Setup::Gaming => net
-            .unbloat_start(tools, down, up, &["--classify", "gaming"])
-            .map(drop),
-        Setup::VideoCalls => net
-            .unbloat_start(tools, down, up, &["--classify", "video-calls"])
-            .map(drop),
-        Setup::Classify | Setup::ClassifyDown | Setup::ClassifyUp => {
-            let rules = ["--classify", "video-calls", "--classify", "gaming"];
-            net.unbloat_start(tools, down, up, &rules)?;
-            let one_tin = match setup {
-                Setup::ClassifyDown => "wan0",
-                Setup::ClassifyUp => "ifb4wan0",
-                _ => return Ok(()),
-            };
-            let one = format!("tc qdisc change dev {one_tin} root cake besteffort");
-            net.sh("rtr", &one).map(drop)
-        }
-        Setup::Diffserv4 => net
-            .unbloat_start(tools, down, up, &["--diffserv", "diffserv4"])
-            .map(drop),
+    let both = ["--classify", "video-calls", "--classify", "gaming"];
+    let flags: &[&str] = match setup {
+        Setup::None => return Ok(()),
         Setup::SqmLayerCake => {
             let env = [
                 "SCRIPT=layer_cake.qos",
@@ -466,9 +447,22 @@ fn apply(net: &Net, setup: Setup, link: &Link, tools: &Tools) -> Result<(), Host
             net.sqm_start(tools, down, up, &env)?;
             // What an OpenWrt user writes for layer_cake: fw4 rules with `set_dscp`, here as the
             // nftables they become (upload only: nothing marks the download).
-            net.nft("rtr", USER_DSCP_RULES)
+            return net.nft("rtr", USER_DSCP_RULES);
         }
-    }
+        Setup::Besteffort => &[],
+        Setup::Diffserv4 => &["--diffserv", "diffserv4"],
+        Setup::Gaming => &["--classify", "gaming"],
+        Setup::VideoCalls => &["--classify", "video-calls"],
+        Setup::Classify | Setup::ClassifyDown | Setup::ClassifyUp => &both,
+    };
+    net.unbloat_start(tools, down, up, flags)?;
+    let one_tin = match setup {
+        Setup::ClassifyDown => "wan0",
+        Setup::ClassifyUp => "ifb4wan0",
+        _ => return Ok(()),
+    };
+    let one = format!("tc qdisc change dev {one_tin} root cake besteffort");
+    net.sh("rtr", &one).map(drop)
 }
 
 /// The layer_cake user's marks: the game EF, the call AF41, on the way out.
