@@ -59,8 +59,9 @@ pub struct ShapeFlags {
     /// Put traffic in tins, both ways: a preset (gaming, video-calls) or a rule, TIN (voice,
     /// video, besteffort, bulk) then what it matches: udp|tcp, port P[-Q][,...] and addr
     /// PREFIX[,...] (the far end's), lan-host PREFIX[,...]. Repeat it; the first rule that matches
-    /// a connection wins. Needs nftables and tc's ctinfo action; sets --diffserv diffserv4 (or
-    /// --tiers 3) unless chosen.
+    /// a connection wins; where none does, a LAN host's own mark (EF, CS1, ...) is kept and its
+    /// tin restored on the download. Needs nftables and tc's ctinfo action; sets --diffserv
+    /// diffserv4 (or --tiers 3) unless chosen.
     #[arg(long, value_name = "RULE", help_heading = "Queueing")]
     pub classify: Vec<String>,
     /// Clear DSCP marks of incoming traffic (the ISP's marks mean nothing on your LAN).

@@ -1,11 +1,13 @@
 //! Classification in a real kernel (issue 40): a rule's connection in its tin on the upload and,
 //! restored from the connection by ctinfo, on the download, over a far end whose marks say
-//! otherwise; bad rules refused with nothing changed; `stop` leaves no table, filter or qdisc.
+//! otherwise; a client's own mark kept on the upload and restored on the download where no rule
+//! matched; bad rules refused with nothing changed; `stop` leaves no table, filter or qdisc.
 
 mod common;
 
 use common::{in_ns, text, Netns};
 use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 use unbloat_system::real_kernel_test;
 
@@ -28,8 +30,9 @@ const VIDEO: usize = 2;
 const VOICE: usize = 3;
 
 /// `n` echoes from wan0 to the far end's `port`, each answered; the far end marks its answers
-/// CS1 (an ISP's mark, or a washed one: bulk to cake).
-fn echoes(ns: &Netns, far: &str, port: u16, n: usize) {
+/// CS1 (an ISP's mark, or a washed one: bulk to cake). The requests leave with the TOS byte `tos`,
+/// as a client that marks its own traffic sends them.
+fn echoes(ns: &Netns, far: &str, port: u16, n: usize, tos: u8) {
     let far = far.to_string();
     let server = std::thread::spawn(move || {
         in_ns(&far, move || {
@@ -45,6 +48,18 @@ fn echoes(ns: &Netns, far: &str, port: u16, n: usize) {
     std::thread::sleep(Duration::from_millis(300));
     in_ns(&ns.name, move || {
         let c = UdpSocket::bind("10.9.0.1:0").unwrap();
+        let tos = libc::c_int::from(tos);
+        // SAFETY: a valid socket and an int option of the size given.
+        let set = unsafe {
+            libc::setsockopt(
+                c.as_raw_fd(),
+                libc::IPPROTO_IP,
+                libc::IP_TOS,
+                (&tos as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(set, 0, "IP_TOS: {}", std::io::Error::last_os_error());
         c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let mut buf = [0u8; 200];
         for _ in 0..n {
@@ -96,8 +111,9 @@ real_kernel_test! {
         assert!(text(&start).contains("verified"), "{}", text(&start));
         let up0 = tin_packets(&ns, "wan0");
         let down0 = tin_packets(&ns, "ifb4wan0");
-        echoes(&ns, &far.0, 3074, 20);
-        echoes(&ns, &far.0, 4000, 10);
+        echoes(&ns, &far.0, 3074, 20, 0);
+        // A client's own mark (CS1) does not override a rule: video.
+        echoes(&ns, &far.0, 4000, 10, 0x20);
         let up = tin_packets(&ns, "wan0");
         let down = tin_packets(&ns, "ifb4wan0");
         let grew = |a: &[u64], b: &[u64], tin: usize| b[tin] - a[tin];
@@ -113,10 +129,13 @@ real_kernel_test! {
         let v: serde_json::Value = serde_json::from_slice(&status.stdout)
             .unwrap_or_else(|e| panic!("status --json ({e}): {}", text(&status)));
         let rules = v[0]["classify"].as_array().unwrap_or_else(|| panic!("no rules in {v}"));
-        assert_eq!(rules.len(), 2, "{v}");
+        // The two rules, then the client's own marks by tin: nothing reached those.
+        assert_eq!(rules.len(), 5, "{v}");
         assert_eq!(rules[0]["rule"], "1 voice udp port 3074", "{v}");
         assert_eq!(rules[0]["packets"], 1, "one connection, classified once: {v}");
         assert_eq!(rules[1]["packets"], 1, "{v}");
+        assert_eq!(rules[2]["rule"], "no rule: the client's own mark, voice", "{v}");
+        assert!(rules[2..].iter().all(|r| r["packets"] == 0), "{v}");
         let shown = text(&ns.unbloat(&["status", "wan0"]));
         assert!(shown.contains("classify:") && shown.contains("2 video addr 10.9.0.2"), "{shown}");
 
@@ -129,6 +148,56 @@ real_kernel_test! {
             "--classify", "voice udp port 3074", "--classify", "video addr 10.9.0.2"]);
         assert!(back.status.success() && !text(&back).contains("nothing changed"), "{}", text(&back));
         assert!(text(&ns.sh("nft list table inet unbloat_wan0")).contains("1 voice udp port 3074"));
+
+        let stop = ns.unbloat(&["stop", "wan0"]);
+        assert!(stop.status.success(), "{}", text(&stop));
+        assert_eq!(ns.snapshot(), before, "stop left something behind");
+    }
+}
+
+real_kernel_test! {
+    fn a_client_s_own_mark_is_kept_on_the_upload_and_restored_on_the_download_where_no_rule_matched() needs ["cake", "ingress", "mirred"] {
+        let ns = Netns::new();
+        let far = ns.wan_to_far_end();
+        // The far end marks its answers CS1, and counts the requests that reach it still CS5.
+        let isp = common::sh(&format!(
+            "printf 'table inet isp {{\\n chain out {{\\n type filter hook output priority mangle;\\n ip dscp set cs1\\n }}\\n chain in {{\\n type filter hook input priority 0;\\n ip dscp cs5 counter\\n }}\\n}}\\n' | ip netns exec {} nft -f -",
+            far.0
+        ));
+        assert!(isp.status.success(), "{}", text(&isp));
+        let before = ns.snapshot();
+        let start = ns.unbloat(&[
+            "start", "wan0", "--down", "20mbit", "--up", "5mbit", "--classify", "voice udp port 3074",
+        ]);
+        assert!(start.status.success(), "{}", text(&start));
+        let up0 = tin_packets(&ns, "wan0");
+        let down0 = tin_packets(&ns, "ifb4wan0");
+        // No rule matches port 4001; the client marks its requests CS5 (voice to cake).
+        echoes(&ns, &far.0, 4001, 12, 0xa0);
+        let up = tin_packets(&ns, "wan0");
+        let down = tin_packets(&ns, "ifb4wan0");
+        let grew = |a: &[u64], b: &[u64], tin: usize| b[tin] - a[tin];
+        assert!(grew(&up0, &up, VOICE) >= 12, "upload tins {up0:?} -> {up:?}");
+        assert!(grew(&down0, &down, VOICE) >= 12, "download tins {down0:?} -> {down:?}");
+        assert_eq!(grew(&down0, &down, BULK), 0, "download tins {down0:?} -> {down:?}");
+        // The client's CS5 left as it was sent (stored as voice, not rewritten to EF).
+        let seen = common::sh(&format!("ip netns exec {} nft list chain inet isp in", far.0));
+        let listed = text(&seen);
+        let packets: u64 = listed
+            .split("packets ")
+            .nth(1)
+            .and_then(|t| t.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no counter in {listed}"));
+        assert!(packets >= 12, "the far end saw {packets} requests still CS5: {listed}");
+
+        let status = ns.unbloat(&["status", "wan0", "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&status.stdout)
+            .unwrap_or_else(|e| panic!("status --json ({e}): {}", text(&status)));
+        let counts = v[0]["classify"].as_array().unwrap_or_else(|| panic!("no rules in {v}"));
+        assert_eq!(counts[0]["packets"], 0, "{v}");
+        assert_eq!(counts[1]["rule"], "no rule: the client's own mark, voice", "{v}");
+        assert_eq!(counts[1]["packets"], 1, "one connection, stored once: {v}");
 
         let stop = ns.unbloat(&["stop", "wan0"]);
         assert!(stop.status.success(), "{}", text(&stop));

@@ -18,8 +18,13 @@
 //!   DSCP table sorts it: cake's diffserv4 tins, or HTB's three tiers.
 //! - The download: `ctinfo` on the WAN device's ingress filter, before the mirred redirect,
 //!   writes the stored DSCP back into each packet of a classified connection ([`CTINFO_WORDS`]),
-//!   so the IFB's cake sorts it too. A mark the ISP set or washed is overwritten; a connection no
-//!   rule matched keeps the marks it arrives with, and its upload keeps the client's.
+//!   so the IFB's cake sorts it too. A mark the ISP set or washed is overwritten.
+//! - A client's own mark is kept unless a rule says otherwise. A connection no rule matched,
+//!   whose upload packets the LAN host marked for a tin other than best effort (a VoIP phone's
+//!   EF, a backup's CS1), is stored by that tin ([`CLIENT_TINS`], cake's diffserv4 table) with a
+//!   "client" bit ([`MARK_CLIENT`]): its upload leaves with the client's own DSCP, untouched, and
+//!   its download gets the tin's DSCP back, whatever the ISP wrote. A connection marked 0 (or
+//!   best effort) no rule matched keeps the marks it arrives with both ways.
 //!
 //! Why nftables and ctinfo rather than an eBPF classifier like qosify's: both come with OpenWrt
 //! (fw4 is nftables; `kmod-sched-ctinfo`) and with Debian's kernel and `nftables` package, need
@@ -40,8 +45,22 @@ use unbloat_units::{Dscp, IfName};
 /// `dscp MASK STATEMASK` restores the DSCP from exactly these.
 pub const MARK_DSCP_MASK: u32 = 0xfc00_0000;
 pub const MARK_SET: u32 = 0x0100_0000;
+/// Set beside [`MARK_SET`] when the tin came from the client's own mark, not a rule: the upload
+/// keeps the client's DSCP (the chain's `dscp set` lines compare this bit too, so skip it).
+pub const MARK_CLIENT: u32 = 0x0200_0000;
 /// The bits of the mark unbloat leaves alone.
-pub const MARK_KEEP: u32 = !(MARK_DSCP_MASK | 0x0300_0000);
+pub const MARK_KEEP: u32 = !(MARK_DSCP_MASK | MARK_CLIENT | MARK_SET);
+
+/// The DSCPs a client may send that cake's diffserv4 puts outside best effort, by tin
+/// (`net/sched/sch_cake.c`, `diffserv4[]`): a connection no rule matched is stored by these.
+pub const CLIENT_TINS: [(Tin, &[u8]); 3] = [
+    // CS4, CS5, VA, EF, CS6, CS7.
+    (Tin::Voice, &[32, 40, 44, 46, 48, 56]),
+    // TOS4, CS2, AF2x, CS3, AF3x, AF4x.
+    (Tin::Video, &[4, 16, 18, 20, 22, 24, 26, 28, 30, 34, 36, 38]),
+    // LE, CS1.
+    (Tin::Bulk, &[1, 8]),
+];
 
 /// The ingress filter's action before the redirect: the DSCP back from the connection's mark.
 pub const CTINFO_WORDS: [&str; 6] = [
@@ -359,14 +378,18 @@ impl Classifier {
         let mut s = format!("table inet {t}\ndelete table inet {t}\ntable inet {t} {{\n");
         s.push_str("\tchain postrouting {\n\t\ttype filter hook postrouting priority mangle; policy accept;\n");
         s.push_str(&format!("\t\toifname != \"{}\" return\n", self.wan));
-        // Each connection is classified once; the rules' chain returns at the first match.
+        // Each connection is classified once; the rules' chain returns at the first match, and
+        // a connection none matched goes by the client's own mark, if it has one.
         s.push_str(&format!("\t\tct mark & {MARK_SET:#010x} == 0 jump rules\n"));
+        s.push_str(&format!(
+            "\t\tct mark & {MARK_SET:#010x} == 0 jump client\n"
+        ));
         for tin in Tin::ALL {
             let dscp = tin.dscp().name().unwrap_or("cs0").to_ascii_lowercase();
             for family in ["ip", "ip6"] {
                 s.push_str(&format!(
                     "\t\tct mark & {:#010x} == {:#010x} {family} dscp set {dscp}\n",
-                    MARK_DSCP_MASK | MARK_SET,
+                    MARK_DSCP_MASK | MARK_CLIENT | MARK_SET,
                     tin.mark()
                 ));
             }
@@ -374,6 +397,18 @@ impl Classifier {
         s.push_str("\t}\n\tchain rules {\n");
         for (i, r) in self.rules.iter().enumerate() {
             s.push_str(&format!("\t\t{}\n", rule_line(i + 1, r)));
+        }
+        s.push_str("\t}\n\tchain client {\n");
+        for (tin, dscps) in CLIENT_TINS {
+            let set: Vec<String> = dscps.iter().map(u8::to_string).collect();
+            for family in ["ip", "ip6"] {
+                s.push_str(&format!(
+                    "\t\t{family} dscp {{ {} }} counter ct mark set ct mark & {MARK_KEEP:#010x} | {:#010x} comment \"{}\"\n",
+                    set.join(", "),
+                    tin.mark() | MARK_CLIENT,
+                    client_comment(tin)
+                ));
+            }
         }
         s.push_str("\t}\n}\n");
         s
@@ -389,33 +424,55 @@ pub struct RuleCount {
     pub bytes: u64,
 }
 
-/// The rules' counters from `nft -j list table inet unbloat_<dev>`, in order.
+/// The counters from `nft -j list table inet unbloat_<dev>`, in order: the rules', then the
+/// client's own marks', one per tin (its IPv4 and IPv6 lines added up).
 pub fn counters(json: &str) -> Result<Vec<RuleCount>, String> {
+    let mut out = chain_counters(json, "rules")?;
+    out.extend(chain_counters(json, "client")?);
+    Ok(out)
+}
+
+/// One chain's counters, lines with the same comment next to each other added up.
+fn chain_counters(json: &str, chain: &str) -> Result<Vec<RuleCount>, String> {
     let v: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("nft -j: {e}"))?;
     let items = v["nftables"]
         .as_array()
         .ok_or("nft -j: no \"nftables\" list")?;
-    Ok(items
+    let mut out: Vec<RuleCount> = vec![];
+    for r in items
         .iter()
         .filter_map(|i| i.get("rule"))
-        .filter(|r| r["chain"] == "rules")
-        .map(|r| {
-            let counter = r["expr"]
-                .as_array()
-                .and_then(|e| e.iter().find_map(|x| x.get("counter")));
-            let n = |k: &str| counter.and_then(|c| c[k].as_u64()).unwrap_or(0);
-            RuleCount {
-                rule: r["comment"].as_str().unwrap_or("").to_string(),
+        .filter(|r| r["chain"] == chain)
+    {
+        let counter = r["expr"]
+            .as_array()
+            .and_then(|e| e.iter().find_map(|x| x.get("counter")));
+        let n = |k: &str| counter.and_then(|c| c[k].as_u64()).unwrap_or(0);
+        let rule = r["comment"].as_str().unwrap_or("").to_string();
+        match out.last_mut() {
+            Some(last) if last.rule == rule => {
+                last.packets += n("packets");
+                last.bytes += n("bytes");
+            }
+            _ => out.push(RuleCount {
+                rule,
                 packets: n("packets"),
                 bytes: n("bytes"),
-            }
-        })
-        .collect())
+            }),
+        }
+    }
+    Ok(out)
+}
+
+/// The comment of the client chain's lines for `tin`, as `status` shows it.
+fn client_comment(tin: Tin) -> String {
+    format!("no rule: the client's own mark, {tin}")
 }
 
 impl Classifier {
-    /// How the table nft lists differs from this one: its hook chain and its rules, in order,
-    /// by their comments (nft prints the matches its own way, so those are not compared).
+    /// How the table nft lists differs from this one: its hook chain, its rules and the client
+    /// chain's lines, in order, by their comments (nft prints the matches its own way, so those
+    /// are not compared).
     pub fn mismatches(&self, json: &str) -> Vec<String> {
         let table = self.table();
         let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
@@ -428,15 +485,21 @@ impl Classifier {
         if !hooked {
             out.push(format!("table inet {table}: no postrouting chain"));
         }
-        match counters(json) {
-            Err(e) => out.push(e),
-            Ok(found) => {
-                let want: Vec<String> = (1..).zip(&self.rules).map(|(n, r)| r.comment(n)).collect();
-                let got: Vec<String> = found.into_iter().map(|c| c.rule).collect();
-                if got != want {
-                    out.push(format!(
-                        "table inet {table}: rules {got:?}, expected {want:?}"
-                    ));
+        let rules: Vec<String> = (1..).zip(&self.rules).map(|(n, r)| r.comment(n)).collect();
+        let client: Vec<String> = CLIENT_TINS
+            .iter()
+            .map(|(t, _)| client_comment(*t))
+            .collect();
+        for (chain, want) in [("rules", rules), ("client", client)] {
+            match chain_counters(json, chain) {
+                Err(e) => out.push(e),
+                Ok(found) => {
+                    let got: Vec<String> = found.into_iter().map(|c| c.rule).collect();
+                    if got != want {
+                        out.push(format!(
+                            "table inet {table}: chain {chain} has {got:?}, expected {want:?}"
+                        ));
+                    }
                 }
             }
         }
@@ -606,18 +669,31 @@ mod tests {
         assert!(text.contains(
             "ip saddr { 192.168.1.50, 192.168.1.64/26 } counter ct mark set ct mark & 0x00ffffff | 0x21000000 return comment \"2 bulk"
         ), "{text}");
+        // The rules' tins set the upload's DSCP; a client's own mark (its bit set) is left.
         assert!(
-            text.contains("ct mark & 0xfd000000 == 0xb9000000 ip6 dscp set ef\n"),
+            text.contains("ct mark & 0xff000000 == 0xb9000000 ip6 dscp set ef\n"),
             "{text}"
         );
         assert!(
-            text.contains("ct mark & 0xfd000000 == 0x89000000 ip dscp set af41\n"),
+            text.contains("ct mark & 0xff000000 == 0x89000000 ip dscp set af41\n"),
             "{text}"
         );
         assert!(
-            text.contains("ct mark & 0xfd000000 == 0x01000000 ip dscp set cs0\n"),
+            text.contains("ct mark & 0xff000000 == 0x01000000 ip dscp set cs0\n"),
             "{text}"
         );
+        // A connection no rule matched goes by the client's mark, stored with its bit.
+        let jumps = text.find("jump rules\n").unwrap();
+        assert!(
+            text[jumps..].starts_with("jump rules\n\t\tct mark & 0x01000000 == 0 jump client\n"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "\t\tip6 dscp { 32, 40, 44, 46, 48, 56 } counter ct mark set ct mark & 0x00ffffff | 0xbb000000 comment \"no rule: the client's own mark, voice\"\n"
+        ), "{text}");
+        assert!(text.contains(
+            "\t\tip dscp { 1, 8 } counter ct mark set ct mark & 0x00ffffff | 0x23000000 comment \"no rule: the client's own mark, bulk\"\n"
+        ), "{text}");
         assert_eq!(
             delete_text(&c.wan),
             "table inet unbloat_wan0\ndelete table inet unbloat_wan0\n"
@@ -630,7 +706,14 @@ mod tests {
       {"chain": {"family": "inet", "table": "unbloat_wan0", "name": "postrouting", "handle": 1, "type": "filter", "hook": "postrouting", "prio": -150, "policy": "accept"}},
       {"chain": {"family": "inet", "table": "unbloat_wan0", "name": "rules", "handle": 2}},
       {"rule": {"family": "inet", "table": "unbloat_wan0", "chain": "rules", "handle": 8, "comment": "1 voice udp port 3074", "expr": [{"match": {"op": "==", "left": {"payload": {"protocol": "udp", "field": "dport"}}, "right": 3074}}, {"counter": {"packets": 1, "bytes": 78}}, {"return": null}]}},
-      {"rule": {"family": "inet", "table": "unbloat_wan0", "chain": "rules", "handle": 12, "comment": "2 video addr 10.9.0.2", "expr": [{"counter": {"packets": 3, "bytes": 300}}, {"return": null}]}}]}"#;
+      {"rule": {"family": "inet", "table": "unbloat_wan0", "chain": "rules", "handle": 12, "comment": "2 video addr 10.9.0.2", "expr": [{"counter": {"packets": 3, "bytes": 300}}, {"return": null}]}},
+      {"chain": {"family": "inet", "table": "unbloat_wan0", "name": "client", "handle": 3}},
+      {"rule": {"family": "inet", "table": "unbloat_wan0", "chain": "client", "handle": 20, "comment": "no rule: the client's own mark, voice", "expr": [{"counter": {"packets": 2, "bytes": 200}}]}},
+      {"rule": {"family": "inet", "table": "unbloat_wan0", "chain": "client", "handle": 21, "comment": "no rule: the client's own mark, voice", "expr": [{"counter": {"packets": 1, "bytes": 120}}]}},
+      {"rule": {"family": "inet", "table": "unbloat_wan0", "chain": "client", "handle": 22, "comment": "no rule: the client's own mark, video", "expr": [{"counter": {"packets": 0, "bytes": 0}}]}},
+      {"rule": {"family": "inet", "table": "unbloat_wan0", "chain": "client", "handle": 23, "comment": "no rule: the client's own mark, video", "expr": [{"counter": {"packets": 0, "bytes": 0}}]}},
+      {"rule": {"family": "inet", "table": "unbloat_wan0", "chain": "client", "handle": 24, "comment": "no rule: the client's own mark, bulk", "expr": [{"counter": {"packets": 0, "bytes": 0}}]}},
+      {"rule": {"family": "inet", "table": "unbloat_wan0", "chain": "client", "handle": 25, "comment": "no rule: the client's own mark, bulk", "expr": [{"counter": {"packets": 0, "bytes": 0}}]}}]}"#;
 
     #[test]
     fn the_listing_gives_each_rule_its_counter_and_shows_what_differs() {
@@ -644,6 +727,12 @@ mod tests {
             ("1 voice udp port 3074", 1, 78)
         );
         assert_eq!(n[1].packets, 3);
+        // The client's marks: one count per tin, its IPv4 and IPv6 lines added up.
+        assert_eq!(n.len(), 5, "{n:?}");
+        assert_eq!(
+            (n[2].rule.as_str(), n[2].packets, n[2].bytes),
+            ("no rule: the client's own mark, voice", 3, 320)
+        );
         assert!(
             c.mismatches(LISTING).is_empty(),
             "{:?}",
@@ -659,6 +748,17 @@ mod tests {
             ..c
         };
         assert!(other.mismatches(LISTING)[0].contains("no postrouting chain"));
+        // A table from before the client chain is one to write again.
+        let cut = LISTING.find(",\n      {\"chain\": {\"family\": \"inet\", \"table\": \"unbloat_wan0\", \"name\": \"client\"").unwrap();
+        let old = format!("{}]}}", &LISTING[..cut]);
+        assert!(
+            fewer
+                .mismatches(&old)
+                .iter()
+                .any(|m| m.contains("chain client has []")),
+            "{:?}",
+            fewer.mismatches(&old)
+        );
     }
 
     #[test]
