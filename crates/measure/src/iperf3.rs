@@ -32,4 +32,4 @@ mod load;
 mod stream;
 pub mod wire;
 
-pub use load::{Iperf3Load, STOP_GRACE, TIME_MARGIN};
+pub use load::{Iperf3Load, STOP_WAIT, TIME_MARGIN};

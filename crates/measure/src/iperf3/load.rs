@@ -9,9 +9,13 @@
 //! (one thread, select loop; 3.12 is what Debian 12 and Ubuntu 22.04 ship) treats a stream that
 //! fails while the test runs as a server error (IESTREAMREAD/IESTREAMWRITE) and ends the test
 //! without results. So stop() stops moving data at once, sends TEST_END, and resets the data
-//! connections as soon as the server answers it (it closes its own ends first) or after
-//! [`STOP_GRACE`], whichever comes first. Sent in that order on one path, TEST_END reaches the
-//! server ahead of the resets.
+//! connections only once the server's kernel has acknowledged TEST_END (the control socket's
+//! unacknowledged bytes, SIOCOUTQ, are 0), or the server has answered, or after [`STOP_WAIT`].
+//! Acknowledged, TEST_END waits in the server's socket before any reset is sent, and iperf3's
+//! select loop reads the control socket before the streams. Sending it first is not enough on
+//! a bloated link: a full FIFO that drops TEST_END admits the resets behind it a moment later,
+//! and they arrive before TEST_END's retransmission (the lab's unshaped run saw it as the
+//! server resetting the control connection before EXCHANGE_RESULTS).
 
 use std::hash::{BuildHasher, RandomState};
 use std::io::Read;
@@ -38,8 +42,9 @@ use crate::MeasureError;
 /// stop; the margin covers start-up and the sampling schedule for a server that keeps to `time`
 /// more closely, and stays small because `--server-max-duration` refuses `time` above its limit.
 pub const TIME_MARGIN: Duration = Duration::from_secs(2);
-/// The longest stop() waits for the server to take TEST_END before resetting the streams.
-pub const STOP_GRACE: Duration = Duration::from_millis(250);
+/// The longest stop() waits for the server to take TEST_END before resetting the streams: a
+/// 1.5 s FIFO each way and a retransmission fit in it; a server that has gone costs no more.
+pub const STOP_WAIT: Duration = Duration::from_secs(5);
 
 struct Session {
     control: Control,
@@ -371,10 +376,10 @@ impl Load for Iperf3Load {
         }
         if s.test_end.is_ok() {
             // See the module doc: let the server take TEST_END before the resets arrive.
-            let grace = STOP_GRACE.min(self.timeout);
-            if s.control.conn.set_read_timeout(Some(grace)).is_ok() {
-                let _ = s.control.conn.peek(&mut [0u8; 1]);
-            }
+            test_end_taken(
+                &s.control.conn,
+                Instant::now() + STOP_WAIT.min(self.timeout),
+            );
         }
         for st in &mut s.streams {
             st.reset();
@@ -398,6 +403,30 @@ impl Drop for Iperf3Load {
         // Never leave threads loading the link; dropping the control connection then tells
         // the server the test is over (it logs IECTRLCLOSE and serves the next one).
         self.stop();
+    }
+}
+
+/// Waits until the server's kernel has acknowledged all we sent on the control connection, the
+/// server has said something (or closed it), or `by`.
+fn test_end_taken(conn: &std::net::TcpStream, by: Instant) {
+    let fd = std::os::fd::AsRawFd::as_raw_fd(conn);
+    let sock = socket2::SockRef::from(conn);
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+    loop {
+        let mut unacked: libc::c_int = 0;
+        // SAFETY: SIOCOUTQ on a TCP socket writes one int: the bytes not yet acknowledged.
+        let outq = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut unacked) };
+        if outq != 0 || unacked == 0 {
+            return;
+        }
+        match sock.recv_with_flags(&mut buf, libc::MSG_PEEK | libc::MSG_DONTWAIT) {
+            Err(e) if crate::server::is_timeout(&e) => {}
+            _ => return,
+        }
+        if Instant::now() >= by {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -448,4 +477,44 @@ fn random_bytes() -> [u8; wire::COOKIE_SIZE - 1] {
         chunk.copy_from_slice(&h.to_le_bytes()[..chunk.len()]);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+
+    fn pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        (c, s)
+    }
+
+    #[test]
+    fn stop_goes_on_as_soon_as_the_server_s_kernel_has_test_end() {
+        // The server never reads: its kernel's acknowledgement is what counts.
+        let (mut c, _server) = pair();
+        c.write_all(&[State::TestEnd.byte()]).unwrap();
+        let t = Instant::now();
+        test_end_taken(&c, t + Duration::from_secs(5));
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn stop_waits_at_most_its_bound_for_bytes_never_acknowledged() {
+        // A peer whose window is full acknowledges nothing more: the bytes past it stay unacked.
+        let (mut c, _server) = pair();
+        c.set_nonblocking(true).unwrap();
+        let chunk = [0u8; 65536];
+        while c.write(&chunk).is_ok() {}
+        let t = Instant::now();
+        test_end_taken(&c, t + Duration::from_millis(300));
+        let waited = t.elapsed();
+        assert!(
+            waited >= Duration::from_millis(300) && waited < Duration::from_secs(2),
+            "{waited:?}"
+        );
+    }
 }
