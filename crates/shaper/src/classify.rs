@@ -45,8 +45,9 @@ use unbloat_units::{Dscp, IfName};
 /// `dscp MASK STATEMASK` restores the DSCP from exactly these.
 pub const MARK_DSCP_MASK: u32 = 0xfc00_0000;
 pub const MARK_SET: u32 = 0x0100_0000;
-/// Set beside [`MARK_SET`] when the tin came from the client's own mark, not a rule: the upload
-/// keeps the client's DSCP (the chain's `dscp set` lines compare this bit too, so skip it).
+/// Set beside [`MARK_SET`] when the tin came from the client's own mark, not a rule. The
+/// postrouting chain's `dscp set` lines compare this bit too, so they pass over such a
+/// connection and its upload keeps the client's DSCP.
 pub const MARK_CLIENT: u32 = 0x0200_0000;
 /// The bits of the mark unbloat leaves alone.
 pub const MARK_KEEP: u32 = !(MARK_DSCP_MASK | MARK_CLIENT | MARK_SET);
