@@ -428,17 +428,24 @@ pub struct RuleCount {
 /// The counters from `nft -j list table inet unbloat_<dev>`, in order: the rules', then the
 /// client's own marks', one per tin (its IPv4 and IPv6 lines added up).
 pub fn counters(json: &str) -> Result<Vec<RuleCount>, String> {
-    let mut out = chain_counters(json, "rules")?;
-    out.extend(chain_counters(json, "client")?);
+    let items = listing(json)?;
+    let mut out = chain_counters(&items, "rules");
+    out.extend(chain_counters(&items, "client"));
     Ok(out)
 }
 
+/// The items of `nft -j list table`, read once for every question asked of them.
+fn listing(json: &str) -> Result<Vec<serde_json::Value>, String> {
+    let mut v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| format!("nft -j: {e}"))?;
+    match v["nftables"].take() {
+        serde_json::Value::Array(items) => Ok(items),
+        _ => Err("nft -j: no \"nftables\" list".into()),
+    }
+}
+
 /// One chain's counters, lines with the same comment next to each other added up.
-fn chain_counters(json: &str, chain: &str) -> Result<Vec<RuleCount>, String> {
-    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("nft -j: {e}"))?;
-    let items = v["nftables"]
-        .as_array()
-        .ok_or("nft -j: no \"nftables\" list")?;
+fn chain_counters(items: &[serde_json::Value], chain: &str) -> Vec<RuleCount> {
     let mut out: Vec<RuleCount> = vec![];
     for r in items
         .iter()
@@ -462,7 +469,7 @@ fn chain_counters(json: &str, chain: &str) -> Result<Vec<RuleCount>, String> {
             }),
         }
     }
-    Ok(out)
+    out
 }
 
 /// The comment of the client chain's lines for `tin`, as `status` shows it.
@@ -476,13 +483,14 @@ impl Classifier {
     /// are not compared).
     pub fn mismatches(&self, json: &str) -> Vec<String> {
         let table = self.table();
-        let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
-        let hooked = v["nftables"].as_array().is_some_and(|items| {
-            items.iter().filter_map(|i| i.get("chain")).any(|c| {
-                c["name"] == "postrouting" && c["hook"] == "postrouting" && c["table"] == table
-            })
-        });
+        let items = match listing(json) {
+            Ok(items) => items,
+            Err(e) => return vec![format!("table inet {table}: no postrouting chain"), e],
+        };
         let mut out = vec![];
+        let hooked = items.iter().filter_map(|i| i.get("chain")).any(|c| {
+            c["name"] == "postrouting" && c["hook"] == "postrouting" && c["table"] == table
+        });
         if !hooked {
             out.push(format!("table inet {table}: no postrouting chain"));
         }
@@ -492,16 +500,14 @@ impl Classifier {
             .map(|(t, _)| client_comment(*t))
             .collect();
         for (chain, want) in [("rules", rules), ("client", client)] {
-            match chain_counters(json, chain) {
-                Err(e) => out.push(e),
-                Ok(found) => {
-                    let got: Vec<String> = found.into_iter().map(|c| c.rule).collect();
-                    if got != want {
-                        out.push(format!(
-                            "table inet {table}: chain {chain} has {got:?}, expected {want:?}"
-                        ));
-                    }
-                }
+            let got: Vec<String> = chain_counters(&items, chain)
+                .into_iter()
+                .map(|c| c.rule)
+                .collect();
+            if got != want {
+                out.push(format!(
+                    "table inet {table}: chain {chain} has {got:?}, expected {want:?}"
+                ));
             }
         }
         out
