@@ -29,6 +29,16 @@ const BULK: usize = 0;
 const VIDEO: usize = 2;
 const VOICE: usize = 3;
 
+/// The far end's nftables table `isp`: everything it sends marked CS1 (an ISP's mark, or a
+/// washed one), and `chains` beside that chain (each ending in `;`, as nft's one-line form wants).
+fn far_end_marks_cs1(far: &str, chains: &str) {
+    let table = format!(
+        "table inet isp {{ chain out {{ type filter hook output priority mangle; ip dscp set cs1; }}; {chains} }}"
+    );
+    let out = common::sh(&format!("ip netns exec {far} nft '{table}'"));
+    assert!(out.status.success(), "{table}: {}", text(&out));
+}
+
 /// `n` echoes from wan0 to the far end's `port`, each answered; the far end marks its answers
 /// CS1 (an ISP's mark, or a washed one: bulk to cake). The requests leave with the TOS byte `tos`,
 /// as a client that marks its own traffic sends them.
@@ -75,11 +85,7 @@ real_kernel_test! {
         let ns = Netns::new();
         let far = ns.wan_to_far_end();
         // The far end marks everything it sends CS1: a mark a rule must win over.
-        let wash = common::sh(&format!(
-            "printf 'table inet isp {{\\n chain out {{\\n type filter hook output priority mangle;\\n ip dscp set cs1\\n }}\\n}}\\n' | ip netns exec {} nft -f -",
-            far.0
-        ));
-        assert!(wash.status.success(), "{}", text(&wash));
+        far_end_marks_cs1(&far.0, "");
         let before = ns.snapshot();
 
         // Bad rules: refused before anything changes, each naming what is wrong.
@@ -160,11 +166,7 @@ real_kernel_test! {
         let ns = Netns::new();
         let far = ns.wan_to_far_end();
         // The far end marks its answers CS1, and counts the requests that reach it still CS5.
-        let isp = common::sh(&format!(
-            "printf 'table inet isp {{\\n chain out {{\\n type filter hook output priority mangle;\\n ip dscp set cs1\\n }}\\n chain in {{\\n type filter hook input priority 0;\\n ip dscp cs5 counter\\n }}\\n}}\\n' | ip netns exec {} nft -f -",
-            far.0
-        ));
-        assert!(isp.status.success(), "{}", text(&isp));
+        far_end_marks_cs1(&far.0, "chain in { type filter hook input priority 0; ip dscp cs5 counter; };");
         let before = ns.snapshot();
         let start = ns.unbloat(&[
             "start", "wan0", "--down", "20mbit", "--up", "5mbit", "--classify", "voice udp port 3074",
