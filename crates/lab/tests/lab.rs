@@ -9,7 +9,9 @@
 //! failed on whether the burst touched two probes or three (CI once saw 32 ms). The cure's steady
 //! state is what the shaper controls, so that is what must be under 30 ms; the burst must still
 //! stay below the unshaped link's median. A run the lab itself calls CPU-bound is redone (see
-//! [`ATTEMPTS`]).
+//! [`ATTEMPTS`]). It runs `alone` (no other test's guest beside it): the lab cannot see host CPU
+//! that another guest takes after its calibration, and beside the far-end tests' unshaped
+//! transfers CI once measured a steady p95 of 57 ms, p50 28 ms, on a run the lab called valid.
 //!
 //! It needs the `unbloat` binary (it runs `unbloat serve` and `unbloat test` in the namespaces):
 //! `UNBLOAT_EXE` when set, else `target/<profile>/unbloat` beside this test binary, which a
@@ -26,7 +28,7 @@ use unbloat_lab::lab::StrategyRun;
 use unbloat_lab::strategies::Strategy;
 
 unbloat_system::real_kernel_test! {
-    fn a_short_lab_shows_the_bloat_and_the_cure() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred", "u32"] {
+    fn a_short_lab_shows_the_bloat_and_the_cure() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred", "u32"] alone {
         let (report, out) = a_valid_run("none,unbloat", &unbloat_exe());
         let out = &out.0;
         let run = |s: Strategy| report.runs.iter().find(|r| r.row.strategy == s).expect("run");
