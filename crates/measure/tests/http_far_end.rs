@@ -12,6 +12,7 @@ use unbloat_measure::http::{self, HttpOptions, HttpTarget};
 use unbloat_measure::profile::StreamPlan;
 use unbloat_measure::MeasureError;
 use unbloat_report::{Direction, ProbeKind, ProbeSeries};
+use unbloat_system::kernel::slot::{self, Share};
 
 #[path = "common/nginx.rs"]
 mod nginx;
@@ -43,6 +44,8 @@ fn short_run(
     opts: &HttpOptions,
     load_for: Duration,
 ) -> (u64, u64, Vec<ProbeSeries>, Vec<String>) {
+    // The load runs at loopback's speed: no `alone` test's guest runs beside it.
+    let _slot = slot::take(Share::Shared, "a load against nginx on loopback");
     let epoch = Instant::now();
     let (mut load, probes) = http::open(
         target,

@@ -16,6 +16,7 @@ use unbloat_measure::iperf3::Iperf3Load;
 use unbloat_measure::profile::StreamPlan;
 use unbloat_measure::MeasureError;
 use unbloat_report::Direction;
+use unbloat_system::kernel::slot::{self, Share, Slot};
 
 const V4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 const V6: IpAddr = IpAddr::V6(Ipv6Addr::LOCALHOST);
@@ -25,11 +26,14 @@ const TIMEOUT: Duration = Duration::from_secs(3);
 struct Iperf3Server {
     child: Child,
     addr: SocketAddr,
+    /// Its transfers run at loopback's speed: no `alone` test's guest runs beside them.
+    _slot: Option<Slot>,
 }
 
 impl Iperf3Server {
     /// `extra`: e.g. `-1` (one test, then exit) and `-J` (a JSON report on stdout).
     fn start(ip: IpAddr, extra: &[&str]) -> Iperf3Server {
+        let _slot = slot::take(Share::Shared, "iperf3 on loopback");
         let port = TcpListener::bind((ip, 0))
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -45,6 +49,7 @@ impl Iperf3Server {
         let server = Iperf3Server {
             child,
             addr: SocketAddr::new(ip, port),
+            _slot,
         };
         let filter = format!("sport = :{port}");
         for _ in 0..50 {

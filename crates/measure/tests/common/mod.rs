@@ -10,16 +10,20 @@ use std::time::Duration;
 
 use unbloat_measure::profile::Profile;
 use unbloat_measure::{ServeOptions, Server, TestPlan};
+use unbloat_system::kernel::slot::{self, Share, Slot};
 
 /// A server running on its own thread; stopped and joined on drop.
 pub struct Running {
     pub addr: SocketAddr,
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
+    /// Its transfers run at loopback's speed: no `alone` test's guest runs beside them.
+    _slot: Option<Slot>,
 }
 
 impl Running {
     pub fn start(opts: ServeOptions) -> Running {
+        let _slot = slot::take(Share::Shared, "a loopback server");
         let (server, addr) = Server::bind(opts).expect("bind");
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
@@ -30,6 +34,7 @@ impl Running {
             addr,
             stop,
             handle: Some(handle),
+            _slot,
         }
     }
 
