@@ -1,7 +1,8 @@
 //! Classification in a real kernel (issue 40): a rule's connection in its tin on the upload and,
 //! restored from the connection by ctinfo, on the download, over a far end whose marks say
 //! otherwise; a client's own mark kept on the upload and restored on the download where no rule
-//! matched; bad rules refused with nothing changed; `stop` leaves no table, filter or qdisc.
+//! matched; the automatic classes' small-packet connection in video both ways and a fast one in
+//! bulk; bad rules refused with nothing changed; `stop` leaves no table, filter or qdisc.
 
 mod common;
 
@@ -39,16 +40,16 @@ fn far_end_marks_cs1(far: &str, chains: &str) {
     assert!(out.status.success(), "{table}: {}", text(&out));
 }
 
-/// `n` echoes from wan0 to the far end's `port`, each answered; the far end marks its answers
-/// CS1 (an ISP's mark, or a washed one: bulk to cake). The requests leave with the TOS byte `tos`,
-/// as a client that marks its own traffic sends them.
-fn echoes(ns: &Netns, far: &str, port: u16, n: usize, tos: u8) {
+/// `n` echoes of `len` bytes from wan0 to the far end's `port`, one after the other, each
+/// answered; the far end marks its answers CS1 (an ISP's mark, or a washed one: bulk to cake).
+/// The requests leave with the TOS byte `tos`, as a client that marks its own traffic sends them.
+fn echoes(ns: &Netns, far: &str, port: u16, n: usize, tos: u8, len: usize) {
     let far = far.to_string();
     let server = std::thread::spawn(move || {
         in_ns(&far, move || {
             let s = UdpSocket::bind(("10.9.0.2", port)).unwrap();
             s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-            let mut buf = [0u8; 200];
+            let mut buf = [0u8; 1500];
             for _ in 0..n {
                 let (len, from) = s.recv_from(&mut buf).expect("an echo request");
                 s.send_to(&buf[..len], from).unwrap();
@@ -71,9 +72,9 @@ fn echoes(ns: &Netns, far: &str, port: u16, n: usize, tos: u8) {
         };
         assert_eq!(set, 0, "IP_TOS: {}", std::io::Error::last_os_error());
         c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        let mut buf = [0u8; 200];
+        let mut buf = [0u8; 1500];
         for _ in 0..n {
-            c.send_to(&[7u8; 64], ("10.9.0.2", port)).unwrap();
+            c.send_to(&vec![7u8; len], ("10.9.0.2", port)).unwrap();
             c.recv(&mut buf).expect("the echo");
         }
     });
@@ -117,9 +118,9 @@ real_kernel_test! {
         assert!(text(&start).contains("verified"), "{}", text(&start));
         let up0 = tin_packets(&ns, "wan0");
         let down0 = tin_packets(&ns, "ifb4wan0");
-        echoes(&ns, &far.0, 3074, 20, 0);
+        echoes(&ns, &far.0, 3074, 20, 0, 64);
         // A client's own mark (CS1) does not override a rule: video.
-        echoes(&ns, &far.0, 4000, 10, 0x20);
+        echoes(&ns, &far.0, 4000, 10, 0x20, 64);
         let up = tin_packets(&ns, "wan0");
         let down = tin_packets(&ns, "ifb4wan0");
         let grew = |a: &[u64], b: &[u64], tin: usize| b[tin] - a[tin];
@@ -175,7 +176,7 @@ real_kernel_test! {
         let up0 = tin_packets(&ns, "wan0");
         let down0 = tin_packets(&ns, "ifb4wan0");
         // No rule matches port 4001; the client marks its requests CS5 (voice to cake).
-        echoes(&ns, &far.0, 4001, 12, 0xa0);
+        echoes(&ns, &far.0, 4001, 12, 0xa0, 64);
         let up = tin_packets(&ns, "wan0");
         let down = tin_packets(&ns, "ifb4wan0");
         let grew = |a: &[u64], b: &[u64], tin: usize| b[tin] - a[tin];
@@ -200,6 +201,57 @@ real_kernel_test! {
         assert_eq!(counts[0]["packets"], 0, "{v}");
         assert_eq!(counts[1]["rule"], "no rule: the client's own mark, voice", "{v}");
         assert_eq!(counts[1]["packets"], 1, "one connection, stored once: {v}");
+
+        let stop = ns.unbloat(&["stop", "wan0"]);
+        assert!(stop.status.success(), "{}", text(&stop));
+        assert_eq!(ns.snapshot(), before, "stop left something behind");
+    }
+}
+
+real_kernel_test! {
+    fn automatic_classes_promote_small_packets_and_demote_a_fast_connection() needs ["cake", "ingress", "mirred"] {
+        let ns = Netns::new();
+        let far = ns.wan_to_far_end();
+        far_end_marks_cs1(&far.0, "");
+        let before = ns.snapshot();
+        for (entry, says) in [("auto bulk-pps 0", "not a whole number"), ("auto fast", "unknown word")] {
+            let out = ns.unbloat(&["start", "wan0", "--down", "20mbit", "--up", "5mbit", "--classify", entry]);
+            assert_eq!(out.status.code(), Some(2), "{entry}: {}", text(&out));
+            assert!(text(&out).contains(says), "{entry}: {}", text(&out));
+            assert_eq!(ns.snapshot(), before, "{entry}: a refused entry changed something");
+        }
+        // A bucket of 50 packets at 50 a second: the small connection's 30 each way never drain
+        // it; the large one's back-to-back echoes do, after 50 to 100.
+        let start = ns.unbloat(&[
+            "start", "wan0", "--down", "20mbit", "--up", "5mbit",
+            "--classify", "auto bulk-pps 50 bulk-after 1s",
+        ]);
+        assert!(start.status.success(), "{}", text(&start));
+        let (up0, down0) = (tin_packets(&ns, "wan0"), tin_packets(&ns, "ifb4wan0"));
+        // 64-byte echoes: after 20 packets both ways, the connection is video.
+        echoes(&ns, &far.0, 4002, 30, 0, 64);
+        let (up1, down1) = (tin_packets(&ns, "wan0"), tin_packets(&ns, "ifb4wan0"));
+        let grew = |a: &[u64], b: &[u64], tin: usize| b[tin] - a[tin];
+        assert!(grew(&up0, &up1, VIDEO) >= 15, "upload tins {up0:?} -> {up1:?}");
+        // Restored over the far end's CS1.
+        assert!(grew(&down0, &down1, VIDEO) >= 15, "download tins {down0:?} -> {down1:?}");
+        // 1000-byte echoes as fast as they come back: bulk after the bucket.
+        echoes(&ns, &far.0, 4003, 400, 0, 1000);
+        let up2 = tin_packets(&ns, "wan0");
+        assert!(grew(&up1, &up2, BULK) >= 250, "upload tins {up1:?} -> {up2:?}");
+        assert_eq!(grew(&up1, &up2, VIDEO), 0, "never small: {up1:?} -> {up2:?}");
+
+        let status = ns.unbloat(&["status", "wan0", "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&status.stdout)
+            .unwrap_or_else(|e| panic!("status --json ({e}): {}", text(&status)));
+        let counts = v[0]["classify"].as_array().unwrap_or_else(|| panic!("no counts in {v}"));
+        let count = |rule: &str| {
+            counts.iter().find(|c| c["rule"] == rule).unwrap_or_else(|| panic!("no {rule:?} in {v}"))["packets"].clone()
+        };
+        assert_eq!(count("auto: bulk, past 50 packets/s one way for 1 s"), 1, "{v}");
+        assert_eq!(count("auto: video, at most 500 bytes a packet on average"), 1, "{v}");
+        let plan = text(&ns.unbloat(&["plan", "wan0", "--down", "20mbit", "--up", "5mbit", "--classify", "auto"]));
+        assert!(plan.contains("update @auto_up { ct id limit rate over 100/second burst 500 packets }"), "{plan}");
 
         let stop = ns.unbloat(&["stop", "wan0"]);
         assert!(stop.status.success(), "{}", text(&stop));

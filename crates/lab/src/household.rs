@@ -27,7 +27,8 @@
 //! call AF41 on the way out (OpenWrt's fw4 `set_dscp` rules, here in nftables). sqm's download
 //! keeps its defaults: one tin (`besteffort wash`), as nothing restores a mark there. To take
 //! classification's cost apart, by name only: each preset alone, and both with one way's cake
-//! turned to one tin afterwards (`tc qdisc change ... cake besteffort`).
+//! turned to one tin afterwards (`tc qdisc change ... cake besteffort`); and the automatic
+//! classes alone (`--classify auto`).
 
 use crate::hosts::{kbit, quantile, HostsError, Net, Tools};
 use serde::{Deserialize, Serialize};
@@ -89,6 +90,8 @@ pub enum Setup {
     Gaming,
     /// `--classify video-calls` alone: what a home worker turns on.
     VideoCalls,
+    /// `--classify auto` alone: the automatic classes, no rules.
+    Auto,
 }
 
 impl Setup {
@@ -101,7 +104,7 @@ impl Setup {
         Setup::SqmLayerCake,
     ];
 
-    pub const ALL: [Setup; 9] = [
+    pub const ALL: [Setup; 10] = [
         Setup::None,
         Setup::Besteffort,
         Setup::Classify,
@@ -111,6 +114,7 @@ impl Setup {
         Setup::ClassifyUp,
         Setup::Gaming,
         Setup::VideoCalls,
+        Setup::Auto,
     ];
 
     pub fn name(self) -> &'static str {
@@ -124,6 +128,7 @@ impl Setup {
             Setup::ClassifyUp => "classify-up",
             Setup::Gaming => "gaming",
             Setup::VideoCalls => "video-calls",
+            Setup::Auto => "auto",
         }
     }
 
@@ -453,6 +458,7 @@ fn apply(net: &Net, setup: Setup, link: &Link, tools: &Tools) -> Result<(), Host
         Setup::Diffserv4 => &["--diffserv", "diffserv4"],
         Setup::Gaming => &["--classify", "gaming"],
         Setup::VideoCalls => &["--classify", "video-calls"],
+        Setup::Auto => &["--classify", "auto"],
         Setup::Classify | Setup::ClassifyDown | Setup::ClassifyUp => &both,
     };
     net.unbloat_start(tools, down, up, flags)?;

@@ -400,7 +400,7 @@ pub struct HouseholdBenchArgs {
     /// Setups, comma-separated: none, besteffort, classify, diffserv4 (the tins without rules),
     /// sqm-layer-cake (default: these five; the last needs sqm-scripts' source); by name only:
     /// gaming and video-calls (one preset each), classify-down and classify-up (both presets, the
-    /// rules' tins one way only, the other way's cake one tin).
+    /// rules' tins one way only, the other way's cake one tin), auto (`--classify auto`).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub setups: Vec<String>,
     /// Where household.json and table.txt go.

@@ -13,7 +13,7 @@
 //!   `postrouting` priority `mangle`: before masquerade (priority `srcnat`), so a LAN host's rule
 //!   still sees the host's own address. The first rule that matches a connection's upload packet
 //!   stores its tin's DSCP in the top six bits of the connection's mark, with a "set" bit
-//!   ([`MARK_SET`]); the other 24 bits stay whatever other tools keep there.
+//!   ([`MARK_SET`]); the low 23 bits ([`MARK_KEEP`]) stay whatever other tools keep there.
 //! - Each upload packet of a classified connection leaves with that DSCP, and the shaper's own
 //!   DSCP table sorts it: cake's diffserv4 tins, or HTB's three tiers.
 //! - The download: `ctinfo` on the WAN device's ingress filter, before the mirred redirect,
@@ -24,7 +24,8 @@
 //!   EF, a backup's CS1), is stored by that tin ([`CLIENT_TINS`], cake's diffserv4 table) with a
 //!   "client" bit ([`MARK_CLIENT`]): its upload leaves with the client's own DSCP, untouched, and
 //!   its download gets the tin's DSCP back, whatever the ISP wrote. A connection marked 0 (or
-//!   best effort) no rule matched keeps the marks it arrives with both ways.
+//!   best effort) no rule matched keeps the marks it arrives with both ways, unless the
+//!   automatic classes ([`auto`]) place it later.
 //!
 //! Why nftables and ctinfo rather than an eBPF classifier like qosify's: both come with OpenWrt
 //! (fw4 is nftables; `kmod-sched-ctinfo`) and with Debian's kernel and `nftables` package, need
@@ -35,6 +36,8 @@
 //! `voice addr 2001:db8::/32`. `port` and `addr` are the far end's (the internet side's);
 //! `lan-host` is the LAN side's address before NAT. A rule must match something: a rule for
 //! everything prioritises nothing. Presets ([`PRESETS`]) are named lists of rules.
+
+pub mod auto;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -49,8 +52,11 @@ pub const MARK_SET: u32 = 0x0100_0000;
 /// postrouting chain's `dscp set` lines compare this bit too, so they pass over such a
 /// connection and its upload keeps the client's DSCP.
 pub const MARK_CLIENT: u32 = 0x0200_0000;
+/// Set beside [`MARK_SET`] when the tin came from the automatic classes ([`auto`]), which keep
+/// watching the connection.
+pub const MARK_AUTO: u32 = 0x0080_0000;
 /// The bits of the mark unbloat leaves alone.
-pub const MARK_KEEP: u32 = !(MARK_DSCP_MASK | MARK_CLIENT | MARK_SET);
+pub const MARK_KEEP: u32 = !(MARK_DSCP_MASK | MARK_CLIENT | MARK_SET | MARK_AUTO);
 
 /// The DSCPs a client may send that cake's diffserv4 puts outside best effort, by tin
 /// (`net/sched/sch_cake.c`, `diffserv4[]`): a connection no rule matched is stored by these.
@@ -197,17 +203,46 @@ pub struct RuleError {
     pub why: String,
 }
 
-/// The rules of `entries` (preset names and rule lines), in order: the first that matches wins.
-pub fn rules(entries: &[String]) -> Result<Vec<Rule>, RuleError> {
-    let mut out = vec![];
+/// What the entries of `--classify` ask for: rules, and the automatic classes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Classes {
+    pub rules: Vec<Rule>,
+    pub auto: Option<auto::Auto>,
+}
+
+impl Classes {
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty() && self.auto.is_none()
+    }
+
+    /// Whether a rule or the automatic classes put connections in `tin`.
+    pub fn uses(&self, tin: Tin) -> bool {
+        self.rules.iter().any(|r| r.tin == tin)
+            || (self.auto.is_some() && matches!(tin, Tin::Video | Tin::Bulk))
+    }
+}
+
+/// The classes of `entries` (preset names, rule lines, `auto`), the rules in order: the first
+/// that matches wins.
+pub fn classes(entries: &[String]) -> Result<Classes, RuleError> {
+    let mut out = Classes::default();
     for entry in entries {
         let entry = entry.trim();
         if let Some((_, lines)) = PRESETS.iter().find(|(name, _)| *name == entry) {
             for line in lines.iter() {
-                out.push(parse(line)?);
+                out.rules.push(parse(line)?);
             }
+        } else if entry.split_whitespace().next() == Some(auto::WORD) {
+            let err = |why: String| RuleError {
+                rule: crate::clip::clip(entry).into_owned(),
+                why,
+            };
+            if out.auto.is_some() {
+                return Err(err("automatic classes named twice".into()));
+            }
+            out.auto = Some(auto::parse(entry).map_err(err)?);
         } else {
-            out.push(parse(entry)?);
+            out.rules.push(parse(entry)?);
         }
     }
     Ok(out)
@@ -224,10 +259,11 @@ pub fn parse(line: &str) -> Result<Rule, RuleError> {
     let first = words.next().ok_or_else(|| err("empty".into()))?;
     let tin = Tin::parse(first).ok_or_else(|| {
         err(format!(
-            "starts with {:?}, which is neither a tin ({}) nor a preset ({})",
+            "starts with {:?}, which is neither a tin ({}), a preset ({}) nor {:?}",
             crate::clip::clip(first),
             Tin::ALL.map(Tin::word).join(", "),
-            presets.join(", ")
+            presets.join(", "),
+            auto::WORD
         ))
     })?;
     let mut rule = Rule {
@@ -363,6 +399,9 @@ fn mask(addr: IpAddr, len: u8) -> IpAddr {
 pub struct Classifier {
     pub wan: IfName,
     pub rules: Vec<Rule>,
+    /// The automatic classes, if asked for (absent from the state files of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto: Option<auto::Auto>,
 }
 
 impl Classifier {
@@ -385,6 +424,9 @@ impl Classifier {
         s.push_str(&format!(
             "\t\tct mark & {MARK_SET:#010x} == 0 jump client\n"
         ));
+        if let Some(a) = &self.auto {
+            s.push_str(&format!("\t\t{}", a.upload_jump()));
+        }
         for tin in Tin::ALL {
             let dscp = tin.dscp().name().unwrap_or("cs0").to_ascii_lowercase();
             for family in ["ip", "ip6"] {
@@ -411,7 +453,11 @@ impl Classifier {
                 ));
             }
         }
-        s.push_str("\t}\n}\n");
+        s.push_str("\t}\n");
+        if let Some(a) = &self.auto {
+            s.push_str(&a.nft_text(self.wan.as_str()));
+        }
+        s.push_str("}\n");
         s
     }
 }
@@ -426,11 +472,24 @@ pub struct RuleCount {
 }
 
 /// The counters from `nft -j list table inet unbloat_<dev>`, in order: the rules', then the
-/// client's own marks', one per tin (its IPv4 and IPv6 lines added up).
+/// client's own marks', one per tin (its IPv4 and IPv6 lines added up), then the automatic
+/// classes', one per class (both directions added up). Each counts connections: a line runs once
+/// per connection it places.
 pub fn counters(json: &str) -> Result<Vec<RuleCount>, String> {
     let items = listing(json)?;
     let mut out = chain_counters(&items, "rules");
     out.extend(chain_counters(&items, "client"));
+    let mut auto = chain_counters(&items, "auto_up");
+    for c in chain_counters(&items, "auto_down") {
+        match auto.iter_mut().find(|a| a.rule == c.rule) {
+            Some(a) => {
+                a.packets += c.packets;
+                a.bytes += c.bytes;
+            }
+            None => auto.push(c),
+        }
+    }
+    out.extend(auto);
     Ok(out)
 }
 
@@ -452,10 +511,14 @@ fn chain_counters(items: &[serde_json::Value], chain: &str) -> Vec<RuleCount> {
         .filter_map(|i| i.get("rule"))
         .filter(|r| r["chain"] == chain)
     {
-        let counter = r["expr"]
+        // Lines without a counter only steer (the automatic classes' early return).
+        let Some(counter) = r["expr"]
             .as_array()
-            .and_then(|e| e.iter().find_map(|x| x.get("counter")));
-        let n = |k: &str| counter.and_then(|c| c[k].as_u64()).unwrap_or(0);
+            .and_then(|e| e.iter().find_map(|x| x.get("counter")))
+        else {
+            continue;
+        };
+        let n = |k: &str| counter[k].as_u64().unwrap_or(0);
         let rule = r["comment"].as_str().unwrap_or("").to_string();
         match out.last_mut() {
             Some(last) if last.rule == rule => {
@@ -499,7 +562,23 @@ impl Classifier {
             .iter()
             .map(|(t, _)| client_comment(*t))
             .collect();
-        for (chain, want) in [("rules", rules), ("client", client)] {
+        let auto: Vec<String> = self
+            .auto
+            .iter()
+            .flat_map(|a| [a.bulk_comment(), a.small_comment()])
+            .collect();
+        let mut chains = vec![("rules", rules), ("client", client)];
+        if self.auto.is_some() {
+            chains.push(("auto_up", auto.clone()));
+            chains.push(("auto_down", auto));
+            let hooked = items.iter().filter_map(|i| i.get("chain")).any(|c| {
+                c["name"] == "prerouting" && c["hook"] == "prerouting" && c["table"] == table
+            });
+            if !hooked {
+                out.push(format!("table inet {table}: no prerouting chain"));
+            }
+        }
+        for (chain, want) in chains {
             let got: Vec<String> = chain_counters(&items, chain)
                 .into_iter()
                 .map(|c| c.rule)
@@ -645,12 +724,15 @@ mod tests {
 
     #[test]
     fn presets_expand_in_place_and_a_rule_beside_them_keeps_its_order() {
-        let r = rules(&s(&["bulk lan-host 192.168.1.50", "gaming"])).unwrap();
+        let r = classes(&s(&["bulk lan-host 192.168.1.50", "gaming"]))
+            .unwrap()
+            .rules;
         assert_eq!(r.len(), 3);
         assert_eq!(r[0].tin, Tin::Bulk);
         assert!(r[1..].iter().all(|r| r.tin == Tin::Voice));
-        assert!(rules(&s(&["video-calls"]))
+        assert!(classes(&s(&["video-calls"]))
             .unwrap()
+            .rules
             .iter()
             .all(|r| r.tin == Tin::Video));
     }
@@ -659,11 +741,13 @@ mod tests {
     fn the_table_stores_the_tin_in_the_connection_and_sets_it_on_the_upload() {
         let c = Classifier {
             wan: "wan0".parse().unwrap(),
-            rules: rules(&s(&[
+            rules: classes(&s(&[
                 "voice udp port 3074",
                 "bulk lan-host 192.168.1.50,192.168.1.64/26",
             ]))
-            .unwrap(),
+            .unwrap()
+            .rules,
+            auto: None,
         };
         let text = c.nft_text();
         assert!(text.starts_with(
@@ -671,10 +755,10 @@ mod tests {
         ));
         assert!(text.contains("oifname != \"wan0\" return\n"), "{text}");
         assert!(text.contains(
-            "meta l4proto udp th dport 3074 counter ct mark set ct mark & 0x00ffffff | 0xb9000000 return comment \"1 voice udp port 3074\""
+            "meta l4proto udp th dport 3074 counter ct mark set ct mark & 0x007fffff | 0xb9000000 return comment \"1 voice udp port 3074\""
         ), "{text}");
         assert!(text.contains(
-            "ip saddr { 192.168.1.50, 192.168.1.64/26 } counter ct mark set ct mark & 0x00ffffff | 0x21000000 return comment \"2 bulk"
+            "ip saddr { 192.168.1.50, 192.168.1.64/26 } counter ct mark set ct mark & 0x007fffff | 0x21000000 return comment \"2 bulk"
         ), "{text}");
         // The rules' tins set the upload's DSCP; a client's own mark (its bit set) is left.
         assert!(
@@ -696,10 +780,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(
-            "\t\tip6 dscp { 32, 40, 44, 46, 48, 56 } counter ct mark set ct mark & 0x00ffffff | 0xbb000000 comment \"no rule: the client's own mark, voice\"\n"
+            "\t\tip6 dscp { 32, 40, 44, 46, 48, 56 } counter ct mark set ct mark & 0x007fffff | 0xbb000000 comment \"no rule: the client's own mark, voice\"\n"
         ), "{text}");
         assert!(text.contains(
-            "\t\tip dscp { 1, 8 } counter ct mark set ct mark & 0x00ffffff | 0x23000000 comment \"no rule: the client's own mark, bulk\"\n"
+            "\t\tip dscp { 1, 8 } counter ct mark set ct mark & 0x007fffff | 0x23000000 comment \"no rule: the client's own mark, bulk\"\n"
         ), "{text}");
         assert_eq!(
             delete_text(&c.wan),
@@ -726,7 +810,10 @@ mod tests {
     fn the_listing_gives_each_rule_its_counter_and_shows_what_differs() {
         let c = Classifier {
             wan: "wan0".parse().unwrap(),
-            rules: rules(&s(&["voice udp port 3074", "video addr 10.9.0.2"])).unwrap(),
+            rules: classes(&s(&["voice udp port 3074", "video addr 10.9.0.2"]))
+                .unwrap()
+                .rules,
+            auto: None,
         };
         let n = counters(LISTING).unwrap();
         assert_eq!(

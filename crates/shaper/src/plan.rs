@@ -155,7 +155,8 @@ impl Plan {
             }),
             classify: (!spec.classify.is_empty()).then(|| Classifier {
                 wan: spec.wan.clone(),
-                rules: spec.classify.clone(),
+                rules: spec.classify.rules.clone(),
+                auto: spec.classify.auto,
             }),
         }
     }

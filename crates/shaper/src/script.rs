@@ -244,10 +244,17 @@ impl Plan {
             ));
         }
         if let Some(c) = &self.classify {
+            let n = c.rules.len();
+            let rules = match (n, c.auto.is_some()) {
+                (0, _) => "automatic classes".to_string(),
+                (n, auto) => format!(
+                    "{n} rule{}, the first match wins{}",
+                    if n == 1 { "" } else { "s" },
+                    if auto { ", then automatic classes" } else { "" }
+                ),
+            };
             out.push(format!(
-                "classify: {} rule{}, the first match wins{}:",
-                c.rules.len(),
-                if c.rules.len() == 1 { "" } else { "s" },
+                "classify: {rules}{}:",
                 if self.ingress.is_some() {
                     ", the download's DSCP restored by ctinfo"
                 } else {
@@ -256,6 +263,11 @@ impl Plan {
             ));
             for (i, r) in c.rules.iter().enumerate() {
                 out.push(format!("  {}. {}", i + 1, r.text));
+            }
+            if let Some(a) = &c.auto {
+                for line in [a.bulk_comment(), a.small_comment()] {
+                    out.push(format!("  {line}"));
+                }
             }
         }
         out

@@ -206,8 +206,8 @@ pub struct Spec {
     pub warnings: Vec<String>,
     /// The user confirmed rates that could cut them off (`--i-mean-it`, config key `i-mean-it`).
     pub i_mean_it: bool,
-    /// The classification rules, in order ([`crate::classify`]); empty: none.
-    pub classify: Vec<crate::classify::Rule>,
+    /// The classification rules, in order, and the automatic classes ([`crate::classify`]).
+    pub classify: crate::classify::Classes,
 }
 
 /// The classification rules of `opts`, and `opts` with the tins they need where the user chose
@@ -216,15 +216,15 @@ pub struct Spec {
 fn classify_rules(
     qdisc: Qdisc,
     opts: &ShapeOptions,
-) -> Result<(Vec<crate::classify::Rule>, ShapeOptions), SpecError> {
+) -> Result<(crate::classify::Classes, ShapeOptions), SpecError> {
     use crate::classify::Tin;
     let entries = opts.classify.as_deref().unwrap_or_default();
-    let rules = crate::classify::rules(entries)?;
+    let classes = crate::classify::classes(entries)?;
     let mut o = opts.clone();
-    if rules.is_empty() {
-        return Ok((rules, o));
+    if classes.is_empty() {
+        return Ok((classes, o));
     }
-    let uses = |t: Tin| rules.iter().any(|r| r.tin == t);
+    let uses = |t: Tin| classes.uses(t);
     let refuse = |shaper: String, why| Err(SpecError::ClassifyNeeds { shaper, why });
     match qdisc {
         Qdisc::Cake => match *o.diffserv.get_or_insert(Diffserv::Diffserv4) {
@@ -249,6 +249,12 @@ fn classify_rules(
                     "one class has nowhere to put a rule's traffic; use --tiers 3",
                 );
             }
+            if classes.auto.is_some() {
+                return refuse(
+                    "--qdisc fq_codel".into(),
+                    "automatic classes put small-packet connections in the video tin, and its three tiers (priority, best effort, bulk) have none; use --qdisc cake",
+                );
+            }
             if uses(Tin::Video) {
                 return refuse(
                     "--qdisc fq_codel".into(),
@@ -257,7 +263,7 @@ fn classify_rules(
             }
         }
     }
-    Ok((rules, o))
+    Ok((classes, o))
 }
 
 /// Parse a user's interface name, with the message of [`SpecError`]. A name longer than

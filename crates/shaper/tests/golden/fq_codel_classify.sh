@@ -72,15 +72,15 @@ table inet unbloat_eth0 {
 		ct mark & 0xff000000 == 0x21000000 ip6 dscp set cs1
 	}
 	chain rules {
-		meta l4proto udp th dport 3074-3079 counter ct mark set ct mark & 0x00ffffff | 0xb9000000 return comment "1 voice udp port 3074-3079"
+		meta l4proto udp th dport 3074-3079 counter ct mark set ct mark & 0x007fffff | 0xb9000000 return comment "1 voice udp port 3074-3079"
 	}
 	chain client {
-		ip dscp { 32, 40, 44, 46, 48, 56 } counter ct mark set ct mark & 0x00ffffff | 0xbb000000 comment "no rule: the client's own mark, voice"
-		ip6 dscp { 32, 40, 44, 46, 48, 56 } counter ct mark set ct mark & 0x00ffffff | 0xbb000000 comment "no rule: the client's own mark, voice"
-		ip dscp { 4, 16, 18, 20, 22, 24, 26, 28, 30, 34, 36, 38 } counter ct mark set ct mark & 0x00ffffff | 0x8b000000 comment "no rule: the client's own mark, video"
-		ip6 dscp { 4, 16, 18, 20, 22, 24, 26, 28, 30, 34, 36, 38 } counter ct mark set ct mark & 0x00ffffff | 0x8b000000 comment "no rule: the client's own mark, video"
-		ip dscp { 1, 8 } counter ct mark set ct mark & 0x00ffffff | 0x23000000 comment "no rule: the client's own mark, bulk"
-		ip6 dscp { 1, 8 } counter ct mark set ct mark & 0x00ffffff | 0x23000000 comment "no rule: the client's own mark, bulk"
+		ip dscp { 32, 40, 44, 46, 48, 56 } counter ct mark set ct mark & 0x007fffff | 0xbb000000 comment "no rule: the client's own mark, voice"
+		ip6 dscp { 32, 40, 44, 46, 48, 56 } counter ct mark set ct mark & 0x007fffff | 0xbb000000 comment "no rule: the client's own mark, voice"
+		ip dscp { 4, 16, 18, 20, 22, 24, 26, 28, 30, 34, 36, 38 } counter ct mark set ct mark & 0x007fffff | 0x8b000000 comment "no rule: the client's own mark, video"
+		ip6 dscp { 4, 16, 18, 20, 22, 24, 26, 28, 30, 34, 36, 38 } counter ct mark set ct mark & 0x007fffff | 0x8b000000 comment "no rule: the client's own mark, video"
+		ip dscp { 1, 8 } counter ct mark set ct mark & 0x007fffff | 0x23000000 comment "no rule: the client's own mark, bulk"
+		ip6 dscp { 1, 8 } counter ct mark set ct mark & 0x007fffff | 0x23000000 comment "no rule: the client's own mark, bulk"
 	}
 }
 EOF
