@@ -60,7 +60,7 @@ pub struct ShapeFlags {
     /// video, besteffort, bulk) then what it matches: udp|tcp, port P[-Q][,...] and addr
     /// PREFIX[,...] (the far end's), lan-host PREFIX[,...]. Repeat it; the first rule that matches
     /// a connection wins; where none does, a LAN host's own mark (EF, CS1, ...) is kept and its
-    /// tin restored on the download. `auto` adds automatic classes for the rest: past 100
+    /// tin restored on the download. `auto` adds automatic classes for the rest: past 500
     /// packets/s one way for 5 s to bulk, at most 500 bytes a packet on average to video (`auto
     /// bulk-pps N bulk-after Ns small-bytes N`). Needs nftables and tc's ctinfo action; sets
     /// --diffserv diffserv4 (or --tiers 3) unless chosen.

@@ -251,7 +251,7 @@ real_kernel_test! {
         assert_eq!(count("auto: bulk, past 50 packets/s one way for 1 s"), 1, "{v}");
         assert_eq!(count("auto: video, at most 500 bytes a packet on average"), 1, "{v}");
         let plan = text(&ns.unbloat(&["plan", "wan0", "--down", "20mbit", "--up", "5mbit", "--classify", "auto"]));
-        assert!(plan.contains("update @auto_up { ct id limit rate over 100/second burst 500 packets }"), "{plan}");
+        assert!(plan.contains("update @auto_up { ct id limit rate over 500/second burst 2500 packets }"), "{plan}");
 
         let stop = ns.unbloat(&["stop", "wan0"]);
         assert!(stop.status.success(), "{}", text(&stop));
