@@ -244,13 +244,19 @@ impl Plan {
             ));
         }
         if let Some(c) = &self.classify {
+            // No literal ends in "classes": lintian reads the binary's strings run together,
+            // and "classes" before the plural's "s" is a misspelling to it.
             let n = c.rules.len();
             let rules = match (n, c.auto.is_some()) {
-                (0, _) => "automatic classes".to_string(),
+                (0, _) => "automatic classes only".to_string(),
                 (n, auto) => format!(
                     "{n} rule{}, the first match wins{}",
                     if n == 1 { "" } else { "s" },
-                    if auto { ", then automatic classes" } else { "" }
+                    if auto {
+                        ", then automatic classes for the rest"
+                    } else {
+                        ""
+                    }
                 ),
             };
             out.push(format!(

@@ -5,7 +5,7 @@
 # unbloat plan for eth0
 #   egress  eth0: cake 10mbit diffserv4 triple-isolate link (vdsl2: overhead 26 mpu 64 ptm)
 #   ingress eth0 via ifb4eth0: cake 50mbit diffserv4 triple-isolate ingress link (vdsl2: overhead 26 mpu 64 ptm)
-#   classify: automatic classes, the download's DSCP restored by ctinfo:
+#   classify: automatic classes only, the download's DSCP restored by ctinfo:
 #     auto: bulk, past 200 packets/s one way for 5 s
 #     auto: video, at most 500 bytes a packet on average
 ip link add name ifb4eth0 type ifb
