@@ -12,13 +12,10 @@ use std::process::{Command, Output, Stdio};
 
 use std::time::{Duration, Instant};
 use unbloat_measure::netns::{wait_listening, Reaped};
-use unbloat_system::kernel::slot::{self, Share};
 
 const UNBLOAT: &str = env!("CARGO_BIN_EXE_unbloat");
 
 fn unbloat(args: &[&str]) -> (Output, Duration) {
-    // The real far ends' loads run at loopback's speed: no `alone` test's guest runs beside them.
-    let _slot = slot::take(Share::Shared, "unbloat test on loopback");
     let started = Instant::now();
     let out = Command::new(UNBLOAT)
         .arg("test")

@@ -13,9 +13,11 @@
 //! then the slot, shared or exclusive, then lets the gate go. A test waiting to run alone holds
 //! the gate, so no new shared test starts before it: it waits only for those already running.
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::Path;
+use std::sync::{Arc, Weak};
 
 /// How a real-kernel test shares the machine with other tests' guests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,10 +28,18 @@ pub enum Share {
     Alone,
 }
 
-/// Held while a test runs (in a guest or on the host); released on drop.
+/// Held while a test runs (in a guest or on the host); released when its last holder drops it.
 #[derive(Debug)]
 pub struct Slot {
-    _held: File,
+    _held: Arc<File>,
+}
+
+thread_local! {
+    /// The shared slot this thread's test holds, if any. A test that takes one inside another (a
+    /// second server in one test) shares it instead of queueing at the gate again: there a test
+    /// waiting to run alone would hold it up while waiting for this very slot. Per thread, so the
+    /// tests of a binary run on two threads still queue at the gate each.
+    static SHARED: RefCell<Weak<File>> = const { RefCell::new(Weak::new()) };
 }
 
 /// Waits for this test's turn and returns the slot to hold while it runs. `None` inside a guest
@@ -40,7 +50,7 @@ pub fn take(share: Share, test: &str) -> Option<Slot> {
         return None;
     }
     let dir = std::env::current_exe().ok()?.parent()?.to_path_buf();
-    match take_in(&dir, share) {
+    match take_at(&dir, share) {
         Ok(slot) => Some(slot),
         Err(e) => {
             eprintln!(
@@ -52,6 +62,19 @@ pub fn take(share: Share, test: &str) -> Option<Slot> {
     }
 }
 
+/// [`take`] with the lock files in `dir`: a shared slot this thread holds already is shared.
+fn take_at(dir: &Path, share: Share) -> std::io::Result<Slot> {
+    if share == Share::Alone {
+        return take_in(dir, share);
+    }
+    if let Some(held) = SHARED.with(|s| s.borrow().upgrade()) {
+        return Ok(Slot { _held: held });
+    }
+    let slot = take_in(dir, share)?;
+    SHARED.with(|s| *s.borrow_mut() = Arc::downgrade(&slot._held));
+    Ok(slot)
+}
+
 fn take_in(dir: &Path, share: Share) -> std::io::Result<Slot> {
     let gate = flocked(&dir.join(".unbloat-guests-gate"), libc::LOCK_EX)?;
     let op = match share {
@@ -60,7 +83,9 @@ fn take_in(dir: &Path, share: Share) -> std::io::Result<Slot> {
     };
     let slot = flocked(&dir.join(".unbloat-guests"), op)?;
     drop(gate);
-    Ok(Slot { _held: slot })
+    Ok(Slot {
+        _held: Arc::new(slot),
+    })
 }
 
 /// Opens `path` (as the transaction lock's file is opened) and waits for its `flock`.
@@ -130,6 +155,49 @@ mod tests {
         let d = dir("link");
         std::os::unix::fs::symlink("/etc/passwd", d.join(".unbloat-guests-gate")).unwrap();
         assert!(take_in(&d, Share::Shared).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A test that takes a second shared slot (a second server) while another waits to run
+    /// alone gets it at once: queueing at the gate behind the waiter, which waits for this very
+    /// test's slot, would never end. The lock goes with the last of the two.
+    #[test]
+    fn a_nested_shared_slot_does_not_queue_behind_a_waiting_alone() {
+        let d = dir("nested");
+        let (tx, rx) = mpsc::channel();
+        let (d1, tx1) = (d.clone(), tx.clone());
+        // The test's own thread: the nested take is on the thread that holds the first.
+        let test = std::thread::spawn(move || {
+            let outer = take_at(&d1, Share::Shared).unwrap();
+            tx1.send("outer").unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            let inner = take_at(&d1, Share::Shared).unwrap();
+            tx1.send("inner").unwrap();
+            drop(outer);
+            std::thread::sleep(Duration::from_millis(200));
+            tx1.send("outer dropped").unwrap();
+            drop(inner);
+        });
+        let wait = Duration::from_secs(5);
+        assert_eq!(rx.recv_timeout(wait), Ok("outer"));
+        let d2 = d.clone();
+        let alone = std::thread::spawn(move || {
+            let _s = take_at(&d2, Share::Alone).unwrap();
+            tx.send("alone").unwrap();
+        });
+        assert_eq!(
+            rx.recv_timeout(wait),
+            Ok("inner"),
+            "the nested take queued at the gate"
+        );
+        assert_eq!(
+            rx.recv_timeout(wait),
+            Ok("outer dropped"),
+            "alone ran beside a slot"
+        );
+        assert_eq!(rx.recv_timeout(wait), Ok("alone"));
+        test.join().unwrap();
+        alone.join().unwrap();
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
