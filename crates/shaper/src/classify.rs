@@ -551,10 +551,14 @@ impl Classifier {
             Err(e) => return vec![format!("table inet {table}: no postrouting chain"), e],
         };
         let mut out = vec![];
-        let hooked = items.iter().filter_map(|i| i.get("chain")).any(|c| {
-            c["name"] == "postrouting" && c["hook"] == "postrouting" && c["table"] == table
-        });
-        if !hooked {
+        // A base chain of ours, named after its hook.
+        let hooked = |hook: &str| {
+            items
+                .iter()
+                .filter_map(|i| i.get("chain"))
+                .any(|c| c["name"] == hook && c["hook"] == hook && c["table"] == table)
+        };
+        if !hooked("postrouting") {
             out.push(format!("table inet {table}: no postrouting chain"));
         }
         let rules: Vec<String> = (1..).zip(&self.rules).map(|(n, r)| r.comment(n)).collect();
@@ -562,19 +566,11 @@ impl Classifier {
             .iter()
             .map(|(t, _)| client_comment(*t))
             .collect();
-        let auto: Vec<String> = self
-            .auto
-            .iter()
-            .flat_map(|a| [a.bulk_comment(), a.small_comment()])
-            .collect();
         let mut chains = vec![("rules", rules), ("client", client)];
-        if self.auto.is_some() {
-            chains.push(("auto_up", auto.clone()));
-            chains.push(("auto_down", auto));
-            let hooked = items.iter().filter_map(|i| i.get("chain")).any(|c| {
-                c["name"] == "prerouting" && c["hook"] == "prerouting" && c["table"] == table
-            });
-            if !hooked {
+        if let Some(a) = &self.auto {
+            chains.push(("auto_up", a.comments().to_vec()));
+            chains.push(("auto_down", a.comments().to_vec()));
+            if !hooked("prerouting") {
                 out.push(format!("table inet {table}: no prerouting chain"));
             }
         }

@@ -271,7 +271,7 @@ impl Plan {
                 out.push(format!("  {}. {}", i + 1, r.text));
             }
             if let Some(a) = &c.auto {
-                for line in [a.bulk_comment(), a.small_comment()] {
+                for line in a.comments() {
                     out.push(format!("  {line}"));
                 }
             }

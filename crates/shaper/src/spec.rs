@@ -224,7 +224,6 @@ fn classify_rules(
     if classes.is_empty() {
         return Ok((classes, o));
     }
-    let uses = |t: Tin| classes.uses(t);
     let refuse = |shaper: String, why| Err(SpecError::ClassifyNeeds { shaper, why });
     match qdisc {
         Qdisc::Cake => match *o.diffserv.get_or_insert(Diffserv::Diffserv4) {
@@ -234,7 +233,7 @@ fn classify_rules(
                     "its tins do not follow the DSCP a rule sets; leave --diffserv out (diffserv4) or choose diffserv3, 4 or 8",
                 )
             }
-            Diffserv::Diffserv3 if uses(Tin::Video) => {
+            Diffserv::Diffserv3 if classes.uses(Tin::Video) => {
                 return refuse(
                     "--diffserv diffserv3".into(),
                     "it has no video tin; use diffserv4 or diffserv8",
@@ -255,7 +254,7 @@ fn classify_rules(
                     "automatic classes put small-packet connections in the video tin, and its three tiers (priority, best effort, bulk) have none; use --qdisc cake",
                 );
             }
-            if uses(Tin::Video) {
+            if classes.uses(Tin::Video) {
                 return refuse(
                     "--qdisc fq_codel".into(),
                     "its three tiers (priority, best effort, bulk) have no video tier; use voice, or --qdisc cake",

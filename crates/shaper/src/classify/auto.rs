@@ -114,6 +114,11 @@ impl Auto {
         )
     }
 
+    /// Both classes' words, in the order of their chains' lines.
+    pub fn comments(&self) -> [String; 2] {
+        [self.bulk_comment(), self.small_comment()]
+    }
+
     /// The sets, the download's hook chain and the two watching chains, inside the table; the
     /// upload's jump is [`Auto::upload_jump`], in the postrouting chain.
     pub fn nft_text(&self, wan: &str) -> String {
