@@ -1,5 +1,8 @@
-//! The accept loop under both HTTP servers (metrics, web page), with the limits axum's own
-//! `serve` does not have (issue 36, item 9).
+//! The daemon's HTTP/1.1 server (metrics, web page): blocking, one thread per connection, the
+//! request head parsed by `httparse` (hyper's parser). Issue 37: axum, hyper and tokio cost the
+//! router build about 500 KB for a page polled once a second by one browser and a scrape every
+//! few seconds; this is a few hundred lines, with the limits that matter on a router (issue 36,
+//! item 9).
 //!
 //! Without them, ~1,100 idle local connections took every descriptor the daemon had (the soft
 //! limit is 1024), and the keeper's next apply could not open a netlink socket or start `tc`.
@@ -7,10 +10,12 @@
 //!
 //! - holds at most [`LIMITS`]`.connections` connections; one more is accepted and closed at once
 //!   (not left in the kernel's queue, where its client would wait without an answer);
-//! - closes a connection whose request head has not arrived within `header_timeout` (a client
-//!   that sends a byte now and then: hyper's `header_read_timeout`);
-//! - closes a connection idle for `idle_timeout` with no request being answered (a keep-alive
-//!   connection left open by a browser tab, or opened and never used);
+//! - closes a connection whose request head has not arrived within `header_timeout` of its
+//!   first byte or the end of the last answer (a client that sends a byte now and then);
+//! - closes a connection that moves no byte for `idle_timeout` while no request is being
+//!   answered (a keep-alive connection left open by a browser tab, or opened and never used);
+//! - gives a request body the same time, and a client that does not read its answer too;
+//! - takes a body only with `Content-Length`, at most `max_body` bytes (413 otherwise, unread);
 //! - on an accept error (EMFILE, ENFILE: descriptors are short anyway) waits a moment instead
 //!   of spinning.
 //!
@@ -19,29 +24,26 @@
 //! second or two, so 10 s of idleness is a closed tab; a request that takes long (a reload in a
 //! slow kernel) keeps its connection, since only idleness without a request counts.
 
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use serde::Serialize;
 
 /// What one server allows.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// Connections held at once.
     pub connections: usize,
-    /// From a connection's first byte, or the end of the last answer, to a whole request head.
+    /// From a connection's first byte, or the end of the last answer, to a whole request head;
+    /// the same again for its body, and for the client to read the answer.
     pub header_timeout: Duration,
     /// No byte either way and no request being answered for this long: closed.
     pub idle_timeout: Duration,
+    /// The largest request body taken.
+    pub max_body: usize,
 }
 
 /// The daemon's limits, per server.
@@ -49,239 +51,431 @@ pub const LIMITS: Limits = Limits {
     connections: 64,
     header_timeout: Duration::from_secs(10),
     idle_timeout: Duration::from_secs(10),
+    max_body: 64 * 1024,
 };
 
-/// After an accept error, this long before the next accept (axum's `serve` waits 1 s).
+/// After an accept error, this long before the next accept.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+/// A request head larger than this is refused (431): browsers send about 1 KiB.
+const MAX_HEAD: usize = 16 * 1024;
+/// Header lines taken in one head.
+const MAX_HEADERS: usize = 64;
+/// How long a closing connection reads away what its client still sends.
+const LINGER: Duration = Duration::from_secs(1);
 
-/// Serves `app` on `listener` for ever, within `limits`.
-pub async fn serve(listener: TcpListener, app: Router, limits: Limits) {
-    let slots = Arc::new(Semaphore::new(limits.connections));
+/// A request: its head, and its body once read.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub method: String,
+    /// The path, without the query (nothing here takes one).
+    pub path: String,
+    headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Request {
+    pub fn new(method: &str, path: &str) -> Request {
+        Request {
+            method: method.to_string(),
+            path: path.to_string(),
+            ..Request::default()
+        }
+    }
+
+    /// Adds a header (tests; the server fills them from the wire).
+    pub fn with_header(mut self, name: &str, value: &str) -> Request {
+        self.headers
+            .push((name.to_ascii_lowercase(), value.to_string()));
+        self
+    }
+
+    pub fn with_body(mut self, body: impl Into<Vec<u8>>) -> Request {
+        self.body = body.into();
+        self
+    }
+
+    /// The first header called `name` (any case); a value that is not UTF-8 reads as empty.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// GET and HEAD: the methods that change nothing.
+    pub fn is_read(&self) -> bool {
+        matches!(self.method.as_str(), "GET" | "HEAD")
+    }
+}
+
+/// An answer: status, headers (`Content-Length` is added when sent) and body.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    headers: Vec<(&'static str, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn new(status: u16) -> Response {
+        Response {
+            status,
+            headers: vec![],
+            body: vec![],
+        }
+    }
+
+    pub fn text(status: u16, text: impl Into<String>) -> Response {
+        Response::new(status)
+            .with_header("content-type", "text/plain; charset=utf-8")
+            .with_body(text.into())
+    }
+
+    pub fn json<T: Serialize + ?Sized>(status: u16, value: &T) -> Response {
+        match serde_json::to_vec(value) {
+            Ok(body) => Response::new(status)
+                .with_header("content-type", "application/json")
+                .with_body(body),
+            Err(e) => Response::text(500, format!("the answer could not be written: {e}")),
+        }
+    }
+
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Response {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    pub fn with_body(mut self, body: impl Into<Vec<u8>>) -> Response {
+        self.body = body.into();
+        self
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn body_text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// What a server answers with.
+pub trait Handler: Send + Sync + 'static {
+    /// Called once the head is read, before the body: an answer here is sent without reading
+    /// the body (a change without its token is refused before its body arrives).
+    fn early(&self, _head: &Request) -> Option<Response> {
+        None
+    }
+
+    /// The answer to a whole request.
+    fn answer(&self, request: Request) -> Response;
+}
+
+/// The server's whole decision for a request it has read: the early answer, the body limit,
+/// then the handler's answer (tests call this with no socket).
+pub fn respond(handler: &dyn Handler, request: Request, limits: &Limits) -> Response {
+    if let Some(early) = before_body(handler, &request, request.body.len(), limits) {
+        return early;
+    }
+    handler.answer(request)
+}
+
+fn before_body(
+    handler: &dyn Handler,
+    head: &Request,
+    length: usize,
+    limits: &Limits,
+) -> Option<Response> {
+    handler.early(head).or_else(|| {
+        (length > limits.max_body)
+            .then(|| Response::text(413, format!("the body is over {} bytes", limits.max_body)))
+    })
+}
+
+/// Binds now (so a taken port is the caller's error), then serves from a new thread within
+/// [`LIMITS`]; the bound address.
+pub fn spawn(addr: SocketAddr, handler: Arc<dyn Handler>) -> std::io::Result<SocketAddr> {
+    spawn_with(addr, handler, LIMITS)
+}
+
+pub fn spawn_with(
+    addr: SocketAddr,
+    handler: Arc<dyn Handler>,
+    limits: Limits,
+) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr)?;
+    let bound = listener.local_addr()?;
+    std::thread::Builder::new()
+        .name("http".into())
+        .spawn(move || serve(listener, handler, limits))?;
+    Ok(bound)
+}
+
+/// Serves on `listener` for ever, within `limits`.
+pub fn serve(listener: TcpListener, handler: Arc<dyn Handler>, limits: Limits) {
+    let held = Arc::new(AtomicUsize::new(0));
     loop {
-        let stream = match listener.accept().await {
+        let stream = match listener.accept() {
             Ok((stream, _)) => stream,
             Err(_) => {
-                tokio::time::sleep(ACCEPT_PAUSE).await;
+                std::thread::sleep(ACCEPT_PAUSE);
                 continue;
             }
         };
         // Over the cap: closed now (the client reads an end of file at once).
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
+        if held.fetch_add(1, Ordering::AcqRel) >= limits.connections {
+            held.fetch_sub(1, Ordering::AcqRel);
             drop(stream);
             continue;
+        }
+        let (handler, counted) = (handler.clone(), held.clone());
+        let started = std::thread::Builder::new()
+            .name("http-conn".into())
+            .spawn(move || {
+                let _ = Connection::new(stream, limits).run(&*handler);
+                counted.fetch_sub(1, Ordering::AcqRel);
+            });
+        // No thread to be had (the process's limit): the stream went with the closure.
+        if started.is_err() {
+            held.fetch_sub(1, Ordering::AcqRel);
+            std::thread::sleep(ACCEPT_PAUSE);
+        }
+    }
+}
+
+/// One connection: its socket and the bytes read past the last request.
+struct Connection {
+    stream: TcpStream,
+    limits: Limits,
+    buf: Vec<u8>,
+}
+
+/// Why a connection ends without an answer to send (closed, timed out, or unreadable).
+type Closed = ();
+
+impl Connection {
+    fn new(stream: TcpStream, limits: Limits) -> Connection {
+        Connection {
+            stream,
+            limits,
+            buf: Vec::with_capacity(1024),
+        }
+    }
+
+    /// Requests one after another until the client closes, asks to, or times out.
+    fn run(mut self, handler: &dyn Handler) -> Result<(), Closed> {
+        self.stream
+            .set_write_timeout(Some(self.limits.header_timeout))
+            .map_err(drop)?;
+        loop {
+            let (head, length, close) = match self.head()? {
+                Ok(head) => head,
+                Err(refusal) => return self.send(refusal, false, true),
+            };
+            let head_only = head.method == "HEAD";
+            if let Some(early) = before_body(handler, &head, length, &self.limits) {
+                // The body, if any, is left unread: the connection cannot go on after it.
+                return self.send(early, head_only, close || length > 0);
+            }
+            if head
+                .header("expect")
+                .is_some_and(|e| e.eq_ignore_ascii_case("100-continue"))
+            {
+                self.stream
+                    .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+                    .map_err(drop)?;
+            }
+            let body = self.body(length)?;
+            let answer = handler.answer(Request { body, ..head });
+            self.send(answer, head_only, close)?;
+            if close {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reads until a whole head is in: the head, its body's length and whether the connection
+    /// ends after this request; or the refusal to send (400, 411, 431, 501).
+    #[allow(clippy::type_complexity)]
+    fn head(&mut self) -> Result<Result<(Request, usize, bool), Response>, Closed> {
+        let deadline = Instant::now() + self.limits.header_timeout;
+        loop {
+            if !self.buf.is_empty() {
+                let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                let mut parsed = httparse::Request::new(&mut headers);
+                match parsed.parse(&self.buf) {
+                    Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => {
+                        return Ok(Err(Response::text(431, "the request head is too large")))
+                    }
+                    Ok(httparse::Status::Complete(n)) => {
+                        let head = Self::take(&parsed);
+                        self.buf.drain(..n);
+                        return Ok(head);
+                    }
+                    Ok(httparse::Status::Partial) if self.buf.len() > MAX_HEAD => {
+                        return Ok(Err(Response::text(431, "the request head is too large")))
+                    }
+                    Ok(httparse::Status::Partial) => {}
+                    Err(httparse::Error::TooManyHeaders) => {
+                        return Ok(Err(Response::text(431, "too many header lines")))
+                    }
+                    Err(e) => return Ok(Err(Response::text(400, format!("bad request: {e}")))),
+                }
+            }
+            self.fill(deadline)?;
+        }
+    }
+
+    /// The request's head from what httparse read, checked for what this server takes.
+    fn take(parsed: &httparse::Request) -> Result<(Request, usize, bool), Response> {
+        let (Some(method), Some(target), Some(version)) =
+            (parsed.method, parsed.path, parsed.version)
+        else {
+            return Err(Response::text(400, "bad request line"));
         };
-        let app = app.clone();
-        tokio::spawn(async move {
-            connection(stream, app, limits).await;
-            drop(slot);
-        });
-    }
-}
-
-/// When a connection last moved a byte, and how many of its requests are being answered.
-struct Activity {
-    start: Instant,
-    last_ms: AtomicU64,
-    busy: AtomicUsize,
-}
-
-impl Activity {
-    fn touch(&self) {
-        let ms = self.start.elapsed().as_millis() as u64;
-        self.last_ms.store(ms, Ordering::Relaxed);
-    }
-
-    fn last(&self) -> Instant {
-        self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
-    }
-}
-
-/// Counts a request as being answered until it is dropped (answered or abandoned).
-struct Busy(Arc<Activity>);
-
-impl Busy {
-    fn new(activity: &Arc<Activity>) -> Busy {
-        activity.busy.fetch_add(1, Ordering::Relaxed);
-        Busy(activity.clone())
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        self.0.touch();
-        self.0.busy.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-async fn connection(stream: TcpStream, app: Router, limits: Limits) {
-    let activity = Arc::new(Activity {
-        start: Instant::now(),
-        last_ms: AtomicU64::new(0),
-        busy: AtomicUsize::new(0),
-    });
-    let io = TokioIo::new(Watched {
-        inner: stream,
-        activity: activity.clone(),
-    });
-    let app = TowerToHyperService::new(app);
-    let counted = activity.clone();
-    let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-        let busy = Busy::new(&counted);
-        let answer = hyper::service::Service::call(&app, req);
-        async move {
-            let out = answer.await;
-            drop(busy);
-            out
+        let headers: Vec<(String, String)> = parsed
+            .headers
+            .iter()
+            .map(|h| {
+                let value = std::str::from_utf8(h.value).unwrap_or("");
+                (h.name.to_ascii_lowercase(), value.trim().to_string())
+            })
+            .collect();
+        let head = Request {
+            method: method.to_string(),
+            path: target.split('?').next().unwrap_or("").to_string(),
+            headers,
+            body: vec![],
+        };
+        if head.header("transfer-encoding").is_some() {
+            return Err(Response::text(
+                501,
+                "chunked bodies are not taken: send Content-Length",
+            ));
         }
-    });
-    let conn = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
-        .serve_connection(io, service);
-    tokio::pin!(conn);
-    loop {
-        let deadline = activity.last() + limits.idle_timeout;
-        tokio::select! {
-            _ = conn.as_mut() => return,
-            _ = tokio::time::sleep_until(deadline.into()) => {}
+        let length = match head.header("content-length").map(str::parse::<usize>) {
+            None => 0,
+            Some(Ok(n)) => n,
+            Some(Err(_)) => return Err(Response::text(400, "bad Content-Length")),
+        };
+        let asked = head.header("connection").unwrap_or("");
+        let close = if version == 0 {
+            !asked.eq_ignore_ascii_case("keep-alive")
+        } else {
+            asked.eq_ignore_ascii_case("close")
+        };
+        Ok((head, length, close))
+    }
+
+    /// The body's `length` bytes (at most the limit, checked before), within the head's time.
+    fn body(&mut self, length: usize) -> Result<Vec<u8>, Closed> {
+        let deadline = Instant::now() + self.limits.header_timeout;
+        while self.buf.len() < length {
+            self.fill(deadline)?;
         }
-        let idle = activity.busy.load(Ordering::Relaxed) == 0
-            && activity.last().elapsed() >= limits.idle_timeout;
-        if idle {
-            // Nothing is being answered: hyper closes at once; a last second for it to do so.
-            conn.as_mut().graceful_shutdown();
-            let _ = tokio::time::timeout(Duration::from_secs(1), conn).await;
-            return;
+        Ok(self.buf.drain(..length).collect())
+    }
+
+    /// Reads what has come, waiting at most until `deadline` and at most the idle timeout.
+    fn fill(&mut self, deadline: Instant) -> Result<(), Closed> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(());
+        }
+        let wait = left.min(self.limits.idle_timeout);
+        self.stream.set_read_timeout(Some(wait)).map_err(drop)?;
+        let mut chunk = [0u8; 4096];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Err(()),
+                Ok(n) => {
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    return Ok(());
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => return Err(()),
+            }
         }
     }
-}
 
-/// The connection's socket, noting each byte read or written in its [`Activity`].
-struct Watched {
-    inner: TcpStream,
-    activity: Arc<Activity>,
-}
-
-impl Watched {
-    fn noted<T>(&self, poll: Poll<std::io::Result<T>>) -> Poll<std::io::Result<T>> {
-        if let Poll::Ready(Ok(_)) = &poll {
-            self.activity.touch();
+    /// Writes `answer` (without its body for HEAD); closes the connection when `close`.
+    fn send(&mut self, answer: Response, head_only: bool, close: bool) -> Result<(), Closed> {
+        let mut out = format!(
+            "HTTP/1.1 {} {}\r\ncontent-length: {}\r\n",
+            answer.status,
+            reason(answer.status),
+            answer.body.len()
+        );
+        for (name, value) in &answer.headers {
+            // A value is ours, but a line break in one would split the answer: never sent.
+            if !value.contains(['\r', '\n']) {
+                out.push_str(&format!("{name}: {value}\r\n"));
+            }
         }
-        poll
+        if close {
+            out.push_str("connection: close\r\n");
+        }
+        out.push_str("\r\n");
+        let mut bytes = out.into_bytes();
+        if !head_only {
+            bytes.extend_from_slice(&answer.body);
+        }
+        self.stream.write_all(&bytes).map_err(drop)?;
+        if close {
+            self.linger();
+        }
+        Ok(())
+    }
+
+    /// Ends the connection after an answer: our side first, then what the client still sends
+    /// (an unread body) is read away for a moment. Closing with unread bytes would send a reset,
+    /// which can reach the client before it has read the answer (a 413 or 401 it never sees).
+    fn linger(&mut self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+        let until = Instant::now() + LINGER;
+        let mut sink = [0u8; 4096];
+        let mut left = 4 * self.limits.max_body;
+        while left > 0 {
+            let wait = until.saturating_duration_since(Instant::now());
+            if wait.is_zero() || self.stream.set_read_timeout(Some(wait)).is_err() {
+                return;
+            }
+            match self.stream.read(&mut sink) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
     }
 }
 
-impl AsyncRead for Watched {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
-        self.noted(poll)
-    }
-}
-
-impl AsyncWrite for Watched {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
-        self.noted(poll)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+/// The reason phrase of the statuses the daemon sends.
+fn reason(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        200 => "OK",
+        202 => "Accepted",
+        204 => "No Content",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        409 => "Conflict",
+        413 => "Payload Too Large",
+        415 => "Unsupported Media Type",
+        421 => "Misdirected Request",
+        422 => "Unprocessable Entity",
+        429 => "Too Many Requests",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        _ => "",
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use axum::routing::get;
-    use std::io::{Read, Write};
-
-    fn start(limits: Limits) -> std::net::SocketAddr {
-        let app = Router::new().route(
-            "/slow",
-            get(|| async {
-                tokio::time::sleep(Duration::from_millis(1500)).await;
-                "done"
-            }),
-        );
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        std_listener.set_nonblocking(true).unwrap();
-        let addr = std_listener.local_addr().unwrap();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = TcpListener::from_std(std_listener).unwrap();
-                serve(listener, app, limits).await
-            });
-        });
-        addr
-    }
-
-    const SHORT: Limits = Limits {
-        connections: 4,
-        header_timeout: Duration::from_millis(800),
-        idle_timeout: Duration::from_millis(500),
-    };
-
-    /// A request that takes longer than the idle timeout is answered: only idleness with
-    /// nothing being answered closes a connection.
-    #[test]
-    fn a_slow_answer_is_not_idleness() {
-        let addr = start(SHORT);
-        let mut s = std::net::TcpStream::connect(addr).unwrap();
-        s.write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).unwrap();
-        assert!(
-            out.starts_with("HTTP/1.1 200") && out.ends_with("done"),
-            "{out:?}"
-        );
-    }
-
-    /// A client that sends its request head a byte at a time, each well within the idle
-    /// timeout, is closed once the head is late.
-    #[test]
-    fn a_request_head_dribbled_in_is_cut_off() {
-        let addr = start(SHORT);
-        let mut s = std::net::TcpStream::connect(addr).unwrap();
-        let t0 = Instant::now();
-        let mut closed = None;
-        for b in b"GET /slow HTTP/1.1\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-            .iter()
-            .cycle()
-        {
-            if s.write_all(&[*b]).is_err() {
-                closed = Some(t0.elapsed());
-                break;
-            }
-            s.set_read_timeout(Some(Duration::from_millis(100)))
-                .unwrap();
-            let mut buf = [0u8; 256];
-            // Any answer, or the end of the stream: the server is done with it.
-            if s.read(&mut buf).is_ok() {
-                closed = Some(t0.elapsed());
-                break;
-            }
-            if t0.elapsed() > Duration::from_secs(5) {
-                break;
-            }
-        }
-        let closed = closed.expect("a dribbling client kept its connection 5 s");
-        assert!(closed < Duration::from_secs(3), "closed after {closed:?}");
-    }
-}
+mod tests;

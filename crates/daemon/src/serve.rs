@@ -1,20 +1,16 @@
-//! The daemon's HTTP servers (axum's router on a tokio runtime of their own thread, accepted by
-//! [`crate::http`] within its connection cap and timeouts): `/metrics` for Prometheus. The keeper's thread never waits for them, nor they for it: a scrape reads the
-//! kernel itself, over rtnetlink ([`unbloat_system::tcnl`]: no process, which is what keeps a
+//! The metrics server: `/metrics` for Prometheus, on [`crate::http`]'s server. The keeper's
+//! thread never waits for it, nor it for the keeper: a scrape reads the kernel itself, over rtnetlink ([`unbloat_system::tcnl`]: no process, which is what keeps a
 //! scrape a second under 1 % of a core), and the counters under their lock.
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use axum::http::{header, StatusCode};
-use axum::response::IntoResponse;
-use axum::routing::get;
-use axum::Router;
 use unbloat_system::rtnl::Rtnl;
 use unbloat_system::state::StateDir;
 use unbloat_system::tcnl;
 
+use crate::http::{Handler, Request, Response};
 use crate::metrics::{self, DaemonCounters, Sample};
 
 /// Where the servers listen (the bound addresses: port 0 becomes the one the kernel gave).
@@ -81,111 +77,24 @@ impl Scrape {
     }
 }
 
+/// `/metrics`, read when scraped.
+struct Metrics(Scrape);
+
+impl Handler for Metrics {
+    fn answer(&self, request: Request) -> Response {
+        match (request.method.as_str(), request.path.as_str()) {
+            ("GET" | "HEAD", "/metrics") => Response::new(200)
+                .with_header("content-type", "text/plain; version=0.0.4; charset=utf-8")
+                .with_body(self.0.text()),
+            (_, "/metrics") => {
+                Response::text(405, "GET /metrics").with_header("allow", "GET, HEAD")
+            }
+            _ => Response::text(404, "the metrics are at /metrics"),
+        }
+    }
+}
+
 /// Serves `/metrics` on `addr` from a thread of its own; the bound address.
 pub fn metrics(addr: SocketAddr, scrape: Scrape) -> std::io::Result<SocketAddr> {
-    let app = Router::new().route(
-        "/metrics",
-        get(move || {
-            let scrape = scrape.clone();
-            async move {
-                match tokio::task::spawn_blocking(move || scrape.text()).await {
-                    Ok(text) => (
-                        StatusCode::OK,
-                        [(
-                            header::CONTENT_TYPE,
-                            "text/plain; version=0.0.4; charset=utf-8",
-                        )],
-                        text,
-                    )
-                        .into_response(),
-                    Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
-                }
-            }
-        }),
-    );
-    spawn(addr, app)
-}
-
-/// Binds now (so a taken port is the caller's error), then serves from a new thread, within
-/// [`crate::http::LIMITS`].
-pub fn spawn(addr: SocketAddr, app: Router) -> std::io::Result<SocketAddr> {
-    let listener = TcpListener::bind(addr)?;
-    listener.set_nonblocking(true)?;
-    let bound = listener.local_addr()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    std::thread::spawn(move || {
-        runtime.block_on(async move {
-            let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-                return;
-            };
-            crate::http::serve(listener, app, crate::http::LIMITS).await;
-        })
-    });
-    Ok(bound)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::{Read, Write};
-    use std::net::TcpStream;
-    use std::time::{Duration, Instant};
-
-    /// Whether the server closed `s` within `wait` (an end of file or a reset).
-    fn closed_within(s: &mut TcpStream, wait: Duration) -> bool {
-        s.set_read_timeout(Some(wait)).unwrap();
-        let mut b = [0u8; 64];
-        match s.read(&mut b) {
-            Ok(n) => n == 0,
-            Err(e) => !matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ),
-        }
-    }
-
-    fn http_get(addr: SocketAddr) -> String {
-        let mut s = TcpStream::connect(addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .unwrap();
-        let mut out = String::new();
-        let _ = s.read_to_string(&mut out);
-        out
-    }
-
-    /// Issue 36, item 9: ~1,100 idle connections used to take every descriptor the daemon had.
-    /// Past the cap a connection is closed at once; an idle one is closed after the timeout; the
-    /// server still answers afterwards.
-    #[test]
-    fn idle_connections_are_capped_and_timed_out() {
-        let app = Router::new().route("/", get(|| async { "ok" }));
-        let addr = spawn("127.0.0.1:0".parse().unwrap(), app).unwrap();
-        let cap = crate::http::LIMITS.connections;
-        let idle = crate::http::LIMITS.idle_timeout;
-        let mut held: Vec<TcpStream> = (0..cap)
-            .map(|_| TcpStream::connect(addr).unwrap())
-            .collect();
-        // Each taken by the server before the next one comes.
-        std::thread::sleep(Duration::from_millis(300));
-        let mut over = TcpStream::connect(addr).unwrap();
-        assert!(
-            closed_within(&mut over, Duration::from_secs(2)),
-            "a connection past the cap of {cap} was kept open"
-        );
-        let t0 = Instant::now();
-        for s in &mut held {
-            let left = (idle + Duration::from_secs(3)).saturating_sub(t0.elapsed());
-            assert!(
-                closed_within(s, left.max(Duration::from_millis(10))),
-                "an idle connection outlived {idle:?}"
-            );
-        }
-        assert!(
-            http_get(addr).starts_with("HTTP/1.1 200"),
-            "no answer after the flood"
-        );
-    }
+    crate::http::spawn(addr, Arc::new(Metrics(scrape)))
 }

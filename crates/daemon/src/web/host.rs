@@ -9,34 +9,23 @@
 
 use std::net::IpAddr;
 
-use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
-use std::sync::Arc;
+use super::error;
+use crate::http::{Request, Response};
 
-use super::{App, ErrorBody};
-
-pub(super) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
-    let host = req
-        .headers()
-        .get(header::HOST)
-        .map(|h| h.to_str().unwrap_or("(not text)").to_string());
-    match host {
-        Some(h) if !allowed(&h, &app.setup.hosts) => (
-            StatusCode::MISDIRECTED_REQUEST,
-            Json(ErrorBody {
-                error: format!(
-                    "this page answers to its IP address and localhost, not {h:?}; to reach it \
-                     by that name, start the daemon with --web-host {}",
-                    name(&h)
-                ),
-            }),
-        )
-            .into_response(),
-        _ => next.run(req).await,
+/// 421 when `Host` names anything but an address, `localhost` or one of `extra`.
+pub(super) fn refusal(req: &Request, extra: &[String]) -> Option<Response> {
+    let host = req.header("host")?;
+    if allowed(host, extra) {
+        return None;
     }
+    Some(error(
+        421,
+        format!(
+            "this page answers to its IP address and localhost, not {host:?}; to reach it by \
+             that name, start the daemon with --web-host {}",
+            name(host)
+        ),
+    ))
 }
 
 /// `Host` without its port (`[::1]:8723` is `::1`).

@@ -14,7 +14,8 @@
 //! | `GET /runs/ID/FILE`, `GET /reports/DIR/FILE` | the runs' and reports' files, read-only ([`files`]) |
 //!
 //! Reading needs nothing; every other method needs `Authorization: Bearer TOKEN` ([`token`]), or
-//! gets 401 before its body is even read. Bodies over [`MAX_BODY`] get 413. A request whose
+//! gets 401 before its body is even read. Bodies over [`crate::http::LIMITS`]`.max_body` (64 KiB)
+//! get 413. A request whose
 //! `Host` is a name other than `localhost` or one given with `--web-host` gets 421, reads too
 //! ([`host`]: DNS rebinding). The server binds
 //! where `--web` says (the flag's help says 127.0.0.1): the token, not the address, is what
@@ -38,28 +39,22 @@ mod token;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, Path, Request as HttpRequest, State};
-use axum::http::{header, Method, StatusCode};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use unbloat_system::state::StateDir;
 
 use crate::control::{Answer, DaemonStatus, Request};
+use crate::http::{self, Handler, Response};
 pub use token::{Token, TOKEN_FILE};
 
-/// The largest request body taken (a whole config from the TOML editor fits many times).
-pub const MAX_BODY: usize = 64 * 1024;
 /// How long the page waits for the keeper's status: it may be applying a change.
 const STATUS_WAIT: Duration = Duration::from_secs(5);
 
 /// Asks the daemon's keeper (`KeeperHandle::ask`): its answer, `None` when the daemon ends.
-/// Blocking: called on tokio's blocking threads.
+/// Blocking: called on the request's thread.
 pub type Ask = Arc<dyn Fn(Request) -> Option<Answer> + Send + Sync>;
 
 /// What the page serves and changes.
@@ -76,12 +71,13 @@ pub struct Setup {
     pub hosts: Vec<String>,
 }
 
-struct App {
+/// The page: what it serves and changes, and the token that guards changes.
+pub struct Web {
     setup: Setup,
     token: Token,
     runs: runs::Runs,
     /// One config change at a time, from reading the old file to the reload's answer.
-    config_lock: tokio::sync::Mutex<()>,
+    config_lock: Mutex<()>,
 }
 
 /// Makes a token, writes it to the run directory, serves the page on `addr` from a thread of
@@ -89,7 +85,7 @@ struct App {
 pub fn start(addr: SocketAddr, setup: Setup) -> std::io::Result<SocketAddr> {
     let token = Token::generate()?;
     let file = token.write(setup.state.path())?;
-    let bound = crate::serve::spawn(addr, router(setup, token.clone()))?;
+    let bound = http::spawn(addr, Arc::new(Web::new(setup, token)))?;
     crate::say::info(&start_line(bound, &file));
     Ok(bound)
 }
@@ -105,61 +101,205 @@ fn start_line(bound: SocketAddr, file: &std::path::Path) -> String {
     )
 }
 
-/// The page's routes over `setup`, changes guarded by `token`.
-pub fn router(setup: Setup, token: Token) -> Router {
-    let runs = runs::Runs::new(setup.exe.clone(), setup.state.path().join("runs"));
-    let app = Arc::new(App {
-        setup,
-        token,
-        runs,
-        config_lock: tokio::sync::Mutex::new(()),
-    });
-    Router::new()
-        .route("/", get(|| asset("index.html")))
-        .route("/app.js", get(|| asset("app.js")))
-        .route("/chart.js", get(|| asset("chart.js")))
-        .route("/forms.js", get(|| asset("forms.js")))
-        .route("/style.css", get(|| asset("style.css")))
-        .route("/api/status", get(status))
-        .route("/api/live", get(live))
-        .route("/api/config", get(config_view).post(config_change))
-        .route("/api/runs", get(runs_list).post(runs_start))
-        .route("/api/runs/stop", post(runs_stop))
-        .route("/api/reports", get(reports))
-        .route("/api/token", post(|| async { StatusCode::NO_CONTENT }))
-        .route("/runs/{*path}", get(run_file))
-        .route("/reports/{*path}", get(report_file))
-        .layer(middleware::from_fn_with_state(app.clone(), guard))
-        .layer(middleware::from_fn_with_state(app.clone(), host::guard))
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        .with_state(app)
+impl Web {
+    /// The page over `setup`, changes guarded by `token`.
+    pub fn new(setup: Setup, token: Token) -> Web {
+        let runs = runs::Runs::new(setup.exe.clone(), setup.state.path().join("runs"));
+        Web {
+            setup,
+            token,
+            runs,
+            config_lock: Mutex::new(()),
+        }
+    }
 }
 
-/// Changes need the token: anything but GET and HEAD without it is answered 401 unread.
-async fn guard(State(app): State<Arc<App>>, req: HttpRequest, next: Next) -> Response {
-    if matches!(*req.method(), Method::GET | Method::HEAD) {
-        return next.run(req).await;
+impl Handler for Web {
+    /// A foreign `Host` gets 421, reads too ([`host`]); a change without the token 401.
+    fn early(&self, head: &http::Request) -> Option<Response> {
+        host::refusal(head, &self.setup.hosts).or_else(|| self.unauthorized(head))
     }
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    if app.token.authorizes(given) {
-        return next.run(req).await;
+
+    fn answer(&self, req: http::Request) -> Response {
+        let read = req.is_read();
+        let path = req.path.as_str();
+        if let Some(rest) = path.strip_prefix("/runs/") {
+            return self.file(read, Some(self.runs.dir()), rest);
+        }
+        if let Some(rest) = path.strip_prefix("/reports/") {
+            return self.file(read, self.setup.reports.as_deref(), rest);
+        }
+        let asset = match path {
+            "/" => Some("index.html"),
+            "/app.js" | "/chart.js" | "/forms.js" | "/style.css" => Some(&path[1..]),
+            _ => None,
+        };
+        if let Some(name) = asset {
+            return if read {
+                self::asset(name)
+            } else {
+                not_allowed("GET, HEAD")
+            };
+        }
+        match (req.method.as_str(), path) {
+            (_, "/api/status") if read => self.status(),
+            (_, "/api/live") if read => Response::json(200, &live::read(&self.setup.state))
+                .with_header("cache-control", "no-store"),
+            (_, "/api/config") if read => Response::json(200, &config::view(&self.setup.config)),
+            ("POST", "/api/config") => self.config_change(&req),
+            (_, "/api/runs") if read => {
+                Response::json(200, &self.runs.list()).with_header("cache-control", "no-store")
+            }
+            ("POST", "/api/runs") => self.runs_start(&req),
+            ("POST", "/api/runs/stop") => match self.runs.stop() {
+                Ok(()) => Response::new(202),
+                Err(runs::NotStarted(status, why)) => error(status, why),
+            },
+            (_, "/api/reports") if read => Response::json(
+                200,
+                &self
+                    .setup
+                    .reports
+                    .as_deref()
+                    .map(files::reports)
+                    .unwrap_or_default(),
+            ),
+            ("POST", "/api/token") => Response::new(204),
+            (_, "/api/config" | "/api/runs") => not_allowed("GET, HEAD, POST"),
+            (_, "/api/runs/stop" | "/api/token") => not_allowed("POST"),
+            (_, "/api/status" | "/api/live" | "/api/reports") => not_allowed("GET, HEAD"),
+            _ => error(404, format!("no such page: {path}")),
+        }
     }
-    let why = if given.is_some() {
-        "the token is not this daemon's (a restart makes a new one)"
-    } else {
-        "changes need the token: Authorization: Bearer TOKEN"
-    };
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, "Bearer realm=\"unbloat\"")],
-        Json(ErrorBody {
-            error: format!("{why}; root can read it in the daemon's run directory (web-token; the daemon's start line says where)"),
-        }),
-    )
-        .into_response()
+}
+
+impl Web {
+    /// Changes need the token: anything but GET and HEAD without it is answered 401 unread.
+    fn unauthorized(&self, head: &http::Request) -> Option<Response> {
+        let given = head.header("authorization");
+        if head.is_read() || self.token.authorizes(given) {
+            return None;
+        }
+        let why = if given.is_some() {
+            "the token is not this daemon's (a restart makes a new one)"
+        } else {
+            "changes need the token: Authorization: Bearer TOKEN"
+        };
+        Some(
+            error(401, format!("{why}; root can read it in the daemon's run directory (web-token; the daemon's start line says where)"))
+                .with_header("www-authenticate", "Bearer realm=\"unbloat\""),
+        )
+    }
+
+    fn status(&self) -> Response {
+        let daemon = match ask_within(&self.setup.ask, Request::Status, STATUS_WAIT) {
+            Some(Answer::Status(s)) => Some(s),
+            _ => None,
+        };
+        let state = &self.setup.state;
+        let interfaces = state
+            .list()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|n| state.load(n).ok().flatten())
+            .map(|r| Shaped {
+                iface: r.iface.to_string(),
+                summary: r.plan.summary(),
+                fairness: r.fairness,
+                applied_unix: r.applied_at_unix,
+            })
+            .collect();
+        Response::json(200, &StatusView { daemon, interfaces })
+    }
+
+    fn config_change(&self, req: &http::Request) -> Response {
+        let change: config::Change = match json_body(req) {
+            Ok(c) => c,
+            Err(refused) => return refused,
+        };
+        let _one_at_a_time = self.config_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let ask = self.setup.ask.clone();
+        let (status, outcome) =
+            config::apply(&self.setup.config, &change, &move || ask(Request::Reload));
+        Response::json(status, &outcome)
+    }
+
+    fn runs_start(&self, req: &http::Request) -> Response {
+        let run: runs::RunRequest = match json_body(req) {
+            Ok(r) => r,
+            Err(refused) => return refused,
+        };
+        match self.runs.start(&run) {
+            Ok(view) => Response::json(202, &view),
+            Err(runs::NotStarted(status, why)) => error(status, why),
+        }
+    }
+
+    /// A file under `base` (`GET /runs/PATH`, `/reports/PATH`), its path percent-decoded.
+    fn file(&self, read: bool, base: Option<&std::path::Path>, rest: &str) -> Response {
+        if !read {
+            return not_allowed("GET, HEAD");
+        }
+        match percent_decoded(rest) {
+            Some(rel) => files::answer(base, &rel),
+            None => error(400, "the path is not percent-encoded UTF-8"),
+        }
+    }
+}
+
+/// Asks the keeper on a thread of its own, waiting at most `wait` (it may be applying a change);
+/// None when it does not answer in time or the daemon ends.
+fn ask_within(ask: &Ask, request: Request, wait: Duration) -> Option<Answer> {
+    let (tx, rx) = mpsc::channel();
+    let ask = ask.clone();
+    std::thread::Builder::new()
+        .name("web-ask".into())
+        .spawn(move || {
+            let _ = tx.send(ask(request));
+        })
+        .ok()?;
+    rx.recv_timeout(wait).ok().flatten()
+}
+
+/// A JSON body: 415 when it is not said to be JSON, 400 when it is not JSON, 422 when it is
+/// not what the route takes.
+fn json_body<T: DeserializeOwned>(req: &http::Request) -> Result<T, Response> {
+    let kind = req.header("content-type").unwrap_or("");
+    if !kind
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .eq_ignore_ascii_case("application/json")
+    {
+        return Err(error(
+            415,
+            "the body must be JSON (Content-Type: application/json)",
+        ));
+    }
+    serde_json::from_slice(&req.body).map_err(|e| {
+        let status = if e.is_data() { 422 } else { 400 };
+        error(status, format!("the body is not what this takes: {e}"))
+    })
+}
+
+/// `%XX` escapes decoded (`/runs/..%2Fx` is `../x`, which [`files`] refuses); None when an
+/// escape is broken or the result is not UTF-8.
+fn percent_decoded(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 #[derive(Serialize)]
@@ -168,12 +308,15 @@ struct ErrorBody {
 }
 
 fn error(status: u16, text: impl Into<String>) -> Response {
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (status, Json(ErrorBody { error: text.into() })).into_response()
+    Response::json(status, &ErrorBody { error: text.into() })
+}
+
+fn not_allowed(allow: &'static str) -> Response {
+    error(405, format!("this takes {allow}")).with_header("allow", allow)
 }
 
 /// The embedded files, with a policy that lets the page load only its own scripts and styles.
-async fn asset(name: &str) -> Response {
+fn asset(name: &str) -> Response {
     let (body, kind) = match name {
         "index.html" => (
             include_str!("assets/index.html"),
@@ -184,28 +327,15 @@ async fn asset(name: &str) -> Response {
         "forms.js" => (include_str!("assets/forms.js"), "text/javascript"),
         _ => (include_str!("assets/style.css"), "text/css; charset=utf-8"),
     };
-    (
-        [
-            (header::CONTENT_TYPE, kind),
-            (
-                header::CONTENT_SECURITY_POLICY,
-                "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
-            ),
-            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            (header::REFERRER_POLICY, "no-referrer"),
-        ],
-        body,
-    )
-        .into_response()
-}
-
-/// Runs `f` on a blocking thread (tc reads, file writes, the keeper's answers).
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, Response> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| error(500, format!("the request's thread failed: {e}")))
+    Response::new(200)
+        .with_header("content-type", kind)
+        .with_header(
+            "content-security-policy",
+            "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+        )
+        .with_header("x-content-type-options", "nosniff")
+        .with_header("referrer-policy", "no-referrer")
+        .with_body(body)
 }
 
 #[derive(Serialize)]
@@ -221,112 +351,4 @@ struct Shaped {
     summary: Vec<String>,
     fairness: Option<String>,
     applied_unix: u64,
-}
-
-async fn status(State(app): State<Arc<App>>) -> Response {
-    let ask = app.setup.ask.clone();
-    let asked = tokio::time::timeout(STATUS_WAIT, blocking(move || ask(Request::Status))).await;
-    let daemon = match asked {
-        Ok(Ok(Some(Answer::Status(s)))) => Some(s),
-        _ => None,
-    };
-    let state = app.setup.state.clone();
-    let interfaces = blocking(move || {
-        let names = state.list().unwrap_or_default();
-        names
-            .iter()
-            .filter_map(|n| state.load(n).ok().flatten())
-            .map(|r| Shaped {
-                iface: r.iface.to_string(),
-                summary: r.plan.summary(),
-                fairness: r.fairness,
-                applied_unix: r.applied_at_unix,
-            })
-            .collect()
-    })
-    .await;
-    match interfaces {
-        Ok(interfaces) => Json(StatusView { daemon, interfaces }).into_response(),
-        Err(e) => e,
-    }
-}
-
-async fn live(State(app): State<Arc<App>>) -> Response {
-    let state = app.setup.state.clone();
-    match blocking(move || live::read(&state)).await {
-        Ok(l) => ([(header::CACHE_CONTROL, "no-store")], Json(l)).into_response(),
-        Err(e) => e,
-    }
-}
-
-async fn config_view(State(app): State<Arc<App>>) -> Response {
-    let path = app.setup.config.clone();
-    match blocking(move || config::view(&path)).await {
-        Ok(v) => Json(v).into_response(),
-        Err(e) => e,
-    }
-}
-
-async fn config_change(
-    State(app): State<Arc<App>>,
-    Json(change): Json<config::Change>,
-) -> Response {
-    let _one_at_a_time = app.config_lock.lock().await;
-    let app2 = app.clone();
-    let done = blocking(move || {
-        let ask = app2.setup.ask.clone();
-        config::apply(&app2.setup.config, &change, &move || ask(Request::Reload))
-    })
-    .await;
-    match done {
-        Ok((status, outcome)) => {
-            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            (status, Json(outcome)).into_response()
-        }
-        Err(e) => e,
-    }
-}
-
-async fn runs_list(State(app): State<Arc<App>>) -> Response {
-    ([(header::CACHE_CONTROL, "no-store")], Json(app.runs.list())).into_response()
-}
-
-async fn runs_start(State(app): State<Arc<App>>, Json(req): Json<runs::RunRequest>) -> Response {
-    let app2 = app.clone();
-    match blocking(move || app2.runs.start(&req)).await {
-        Ok(Ok(view)) => (StatusCode::ACCEPTED, Json(view)).into_response(),
-        Ok(Err(runs::NotStarted(status, why))) => error(status, why),
-        Err(e) => e,
-    }
-}
-
-async fn runs_stop(State(app): State<Arc<App>>) -> Response {
-    match app.runs.stop() {
-        Ok(()) => StatusCode::ACCEPTED.into_response(),
-        Err(runs::NotStarted(status, why)) => error(status, why),
-    }
-}
-
-async fn reports(State(app): State<Arc<App>>) -> Response {
-    let Some(dir) = app.setup.reports.clone() else {
-        return Json(Vec::<files::Report>::new()).into_response();
-    };
-    match blocking(move || files::reports(&dir)).await {
-        Ok(list) => Json(list).into_response(),
-        Err(e) => e,
-    }
-}
-
-async fn run_file(State(app): State<Arc<App>>, Path(path): Path<String>) -> Response {
-    let dir = app.runs.dir().to_path_buf();
-    blocking(move || files::answer(Some(&dir), &path))
-        .await
-        .unwrap_or_else(|e| e)
-}
-
-async fn report_file(State(app): State<Arc<App>>, Path(path): Path<String>) -> Response {
-    let dir = app.setup.reports.clone();
-    blocking(move || files::answer(dir.as_deref(), &path))
-        .await
-        .unwrap_or_else(|e| e)
 }

@@ -1,25 +1,22 @@
-//! The page's HTTP surface, called through the router itself (no socket): the token guards
-//! every change, a large body is refused, files stay inside their directory, and a config
-//! error lands on its field with nothing written or reloaded.
+//! The page's HTTP surface, called through the server's own decision ([`crate::http::respond`],
+//! no socket): the token guards every change, a large body is refused, files stay inside their
+//! directory, and a config error lands on its field with nothing written or reloaded.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::http::{header, Request as HttpRequest, StatusCode};
-use axum::Router;
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
 use super::*;
+use crate::http::{Request as HttpRequest, LIMITS};
 use crate::keeper::Reloaded;
 
 const TOKEN: &str = "0123456789abcdef";
 const FILE: &str = "[interface.wan0]\ndown = \"20mbit\"\nup = \"5mbit\"\n";
 
 struct Fixture {
-    app: Router,
+    app: Web,
     /// Kept for its drop: the directory goes when the test ends.
     _dir: crate::web::scratch::Scratch,
     config: PathBuf,
@@ -59,64 +56,62 @@ fn fixture(name: &str) -> Fixture {
         hosts: vec!["router.lan".into()],
     };
     Fixture {
-        app: router(setup, Token::from_text(TOKEN)),
+        app: Web::new(setup, Token::from_text(TOKEN)),
         _dir: scratch,
         config,
         reloads,
     }
 }
 
-async fn call(app: &Router, req: HttpRequest<Body>) -> (StatusCode, String) {
-    let res = app.clone().oneshot(req).await.unwrap();
-    let status = res.status();
-    let body = axum::body::to_bytes(res.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    (status, String::from_utf8_lossy(&body).into_owned())
+fn call(app: &Web, req: HttpRequest) -> (u16, String) {
+    let res = http::respond(app, req, &LIMITS);
+    (res.status, res.body_text())
 }
 
-fn get(uri: &str) -> HttpRequest<Body> {
-    HttpRequest::get(uri).body(Body::empty()).unwrap()
+fn get(uri: &str) -> HttpRequest {
+    HttpRequest::new("GET", uri)
 }
 
-fn post(uri: &str, token: Option<&str>, body: String) -> HttpRequest<Body> {
-    let mut b = HttpRequest::post(uri).header(header::CONTENT_TYPE, "application/json");
+fn post(uri: &str, token: Option<&str>, body: String) -> HttpRequest {
+    let mut r = HttpRequest::new("POST", uri)
+        .with_header("content-type", "application/json")
+        .with_body(body);
     if let Some(t) = token {
-        b = b.header(header::AUTHORIZATION, format!("Bearer {t}"));
+        r = r.with_header("authorization", &format!("Bearer {t}"));
     }
-    b.body(Body::from(body)).unwrap()
+    r
 }
 
 fn change(down: &str) -> String {
     json!({"interface": "wan0", "values": {"down": down}}).to_string()
 }
 
-#[tokio::test]
-async fn reading_needs_no_token_and_the_page_is_embedded() {
+#[test]
+fn reading_needs_no_token_and_the_page_is_embedded() {
     let f = fixture("read");
-    let (status, html) = call(&f.app, get("/")).await;
-    assert_eq!(status, StatusCode::OK);
+    let (status, html) = call(&f.app, get("/"));
+    assert_eq!(status, 200);
     assert!(html.contains("<title>unbloat</title>"), "{html}");
     for asset in ["/app.js", "/chart.js", "/forms.js", "/style.css"] {
-        assert_eq!(call(&f.app, get(asset)).await.0, StatusCode::OK, "{asset}");
+        assert_eq!(call(&f.app, get(asset)).0, 200, "{asset}");
     }
-    let (status, body) = call(&f.app, get("/api/config")).await;
-    assert_eq!(status, StatusCode::OK);
+    let (status, body) = call(&f.app, get("/api/config"));
+    assert_eq!(status, 200);
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["interfaces"][0]["name"], "wan0");
     assert_eq!(v["interfaces"][0]["values"]["down"], "20mbit");
-    let (status, body) = call(&f.app, get("/api/live")).await;
+    let (status, body) = call(&f.app, get("/api/live"));
     assert_eq!(
         (status, body.contains("\"interfaces\":[]")),
-        (StatusCode::OK, true),
+        (200, true),
         "{body}"
     );
-    let (_, body) = call(&f.app, get("/api/reports")).await;
+    let (_, body) = call(&f.app, get("/api/reports"));
     assert!(body.contains("\"name\":\"lab1\""), "{body}");
 }
 
-#[tokio::test]
-async fn a_change_without_the_right_token_is_401_and_changes_nothing() {
+#[test]
+fn a_change_without_the_right_token_is_401_and_changes_nothing() {
     let f = fixture("token");
     for token in [None, Some("wrong"), Some(&TOKEN[1..])] {
         for (uri, body) in [
@@ -128,41 +123,37 @@ async fn a_change_without_the_right_token_is_401_and_changes_nothing() {
             ("/api/runs/stop", String::new()),
             ("/api/token", String::new()),
         ] {
-            let (status, text) = call(&f.app, post(uri, token, body)).await;
-            assert_eq!(
-                status,
-                StatusCode::UNAUTHORIZED,
-                "{uri} with {token:?}: {text}"
-            );
+            let (status, text) = call(&f.app, post(uri, token, body));
+            assert_eq!(status, 401, "{uri} with {token:?}: {text}");
             assert!(text.contains("token"), "{text}");
         }
     }
     assert_eq!(std::fs::read_to_string(&f.config).unwrap(), FILE);
     assert_eq!(f.reloads.load(Ordering::SeqCst), 0);
-    let (_, runs) = call(&f.app, get("/api/runs")).await;
+    let (_, runs) = call(&f.app, get("/api/runs"));
     assert_eq!(runs, "[]");
-    let (status, _) = call(&f.app, post("/api/token", Some(TOKEN), String::new())).await;
-    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = call(&f.app, post("/api/token", Some(TOKEN), String::new()));
+    assert_eq!(status, 204);
 }
 
-#[tokio::test]
-async fn a_body_over_the_limit_is_413() {
+#[test]
+fn a_body_over_the_limit_is_413() {
     let f = fixture("limit");
-    let huge = json!({"text": "#".repeat(MAX_BODY)}).to_string();
-    let (status, _) = call(&f.app, post("/api/config", Some(TOKEN), huge)).await;
-    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    let huge = json!({"text": "#".repeat(LIMITS.max_body)}).to_string();
+    let (status, _) = call(&f.app, post("/api/config", Some(TOKEN), huge));
+    assert_eq!(status, 413);
     assert_eq!(std::fs::read_to_string(&f.config).unwrap(), FILE);
     assert_eq!(f.reloads.load(Ordering::SeqCst), 0);
 }
 
-#[tokio::test]
-async fn files_are_served_from_their_directory_only() {
+#[test]
+fn files_are_served_from_their_directory_only() {
     let f = fixture("files");
-    let (status, body) = call(&f.app, get("/runs/1-test/index.html")).await;
-    assert_eq!((status, body.as_str()), (StatusCode::OK, "<h1>run</h1>"));
-    let res = f.app.clone().oneshot(get("/reports/lab1/")).await.unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    assert_eq!(res.headers()[header::CONTENT_SECURITY_POLICY], "sandbox");
+    let (status, body) = call(&f.app, get("/runs/1-test/index.html"));
+    assert_eq!((status, body.as_str()), (200, "<h1>run</h1>"));
+    let res = http::respond(&f.app, get("/reports/lab1/"), &LIMITS);
+    assert_eq!(res.status, 200);
+    assert_eq!(res.header("content-security-policy"), Some("sandbox"));
     for uri in [
         "/runs/..%2F..%2Fsecret",
         "/runs/%2e%2e/%2e%2e/secret",
@@ -170,25 +161,22 @@ async fn files_are_served_from_their_directory_only() {
         "/reports/lab1/out",
         "/reports/%2Fetc%2Fpasswd",
     ] {
-        let (status, body) = call(&f.app, get(uri)).await;
-        assert!(
-            matches!(status, StatusCode::FORBIDDEN | StatusCode::NOT_FOUND),
-            "{uri}: {status} {body}"
-        );
+        let (status, body) = call(&f.app, get(uri));
+        assert!(matches!(status, 403 | 404), "{uri}: {status} {body}");
         assert!(!body.contains("not for the web"), "{uri}");
     }
 }
 
-#[tokio::test]
-async fn a_bad_value_is_its_fields_error_and_nothing_is_written_or_reloaded() {
+#[test]
+fn a_bad_value_is_its_fields_error_and_nothing_is_written_or_reloaded() {
     let f = fixture("config");
     for (bad, says) in [
         ("-5mbit", "negative"),
         ("20000", "no unit"),
         ("5kbit", "8kbit"),
     ] {
-        let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), change(bad))).await;
-        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), change(bad)));
+        assert_eq!(status, 422, "{body}");
         let v: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(v["errors"][0]["iface"], "wan0", "{body}");
         assert_eq!(v["errors"][0]["key"], "down", "{body}");
@@ -200,8 +188,8 @@ async fn a_bad_value_is_its_fields_error_and_nothing_is_written_or_reloaded() {
     assert_eq!(std::fs::read_to_string(&f.config).unwrap(), FILE);
     assert_eq!(f.reloads.load(Ordering::SeqCst), 0);
 
-    let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), change("30mbit"))).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), change("30mbit")));
+    assert_eq!(status, 200, "{body}");
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
         (v["applied"].as_bool(), &v["reloaded"]["changed"][0]),
@@ -213,20 +201,20 @@ async fn a_bad_value_is_its_fields_error_and_nothing_is_written_or_reloaded() {
     assert_eq!(f.reloads.load(Ordering::SeqCst), 1);
 }
 
-#[tokio::test]
-async fn the_toml_editor_is_checked_the_same_way_and_check_writes_nothing() {
+#[test]
+fn the_toml_editor_is_checked_the_same_way_and_check_writes_nothing() {
     let f = fixture("toml");
     let bad = json!({"text": "[interface.wan0]\ndown = \"20mbit\"\nflowz = 3\n"}).to_string();
-    let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), bad)).await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), bad));
+    assert_eq!(status, 422, "{body}");
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["errors"][0]["key"], "flowz", "{body}");
     assert_eq!(v["errors"][0]["line"], 3, "{body}");
 
     let good = "[interface.wan0]\ndown = \"40mbit\"\n";
     let check = json!({"text": good, "check": true}).to_string();
-    let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), check)).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), check));
+    assert_eq!(status, 200, "{body}");
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
         (v["ok"].as_bool(), v["applied"].as_bool()),
@@ -243,23 +231,18 @@ async fn the_toml_editor_is_checked_the_same_way_and_check_writes_nothing() {
     assert_eq!(f.reloads.load(Ordering::SeqCst), 0);
 
     let apply = json!({ "text": good }).to_string();
-    let (status, _) = call(&f.app, post("/api/config", Some(TOKEN), apply)).await;
-    assert_eq!(status, StatusCode::OK);
+    let (status, _) = call(&f.app, post("/api/config", Some(TOKEN), apply));
+    assert_eq!(status, 200);
     assert_eq!(std::fs::read_to_string(&f.config).unwrap(), good);
     assert_eq!(f.reloads.load(Ordering::SeqCst), 1);
 }
 
-#[tokio::test]
-async fn a_foreign_host_name_is_refused_even_for_reads() {
+#[test]
+fn a_foreign_host_name_is_refused_even_for_reads() {
     let f = fixture("host");
-    let with_host = |host: &str| {
-        HttpRequest::get("/api/config")
-            .header(header::HOST, host)
-            .body(Body::empty())
-            .unwrap()
-    };
-    let (status, body) = call(&f.app, with_host("rebind.evil.example:8723")).await;
-    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{body}");
+    let with_host = |host: &str| get("/api/config").with_header("host", host);
+    let (status, body) = call(&f.app, with_host("rebind.evil.example:8723"));
+    assert_eq!(status, 421, "{body}");
     assert!(body.contains("--web-host rebind.evil.example"), "{body}");
     assert!(!body.contains("20mbit"), "{body}");
     for ok in [
@@ -268,14 +251,13 @@ async fn a_foreign_host_name_is_refused_even_for_reads() {
         "[::1]:8723",
         "router.lan:8723",
     ] {
-        let (status, body) = call(&f.app, with_host(ok)).await;
-        assert_eq!(status, StatusCode::OK, "{ok}: {body}");
+        let (status, body) = call(&f.app, with_host(ok));
+        assert_eq!(status, 200, "{ok}: {body}");
     }
     // A change from a foreign name is refused before the token is even looked at.
-    let mut req = post("/api/config", Some(TOKEN), change("30mbit"));
-    req.headers_mut()
-        .insert(header::HOST, "rebind.evil.example".parse().unwrap());
-    assert_eq!(call(&f.app, req).await.0, StatusCode::MISDIRECTED_REQUEST);
+    let req = post("/api/config", Some(TOKEN), change("30mbit"))
+        .with_header("host", "rebind.evil.example");
+    assert_eq!(call(&f.app, req).0, 421);
     assert_eq!(f.reloads.load(Ordering::SeqCst), 0);
     assert_eq!(std::fs::read_to_string(&f.config).unwrap(), FILE);
 }
@@ -301,8 +283,8 @@ fn the_start_line_names_the_token_file_never_the_token() {
 /// Issue 36, item 1b: the daemon runs as root, and a config posted here names the file its
 /// autorate log is written to. Only a name in the daemon's log directory is taken; anything
 /// else is refused with nothing written and no reload.
-#[tokio::test]
-async fn an_autorate_log_outside_the_log_directory_is_refused() {
+#[test]
+fn an_autorate_log_outside_the_log_directory_is_refused() {
     let f = fixture("autorate-log");
     let text = |log: &str| {
         format!("{FILE}\n[autorate.wan0]\nmin = \"2mbit\"\nmax = \"40mbit\"\nlog = \"{log}\"\n")
@@ -313,15 +295,15 @@ async fn an_autorate_log_outside_the_log_directory_is_refused() {
         "/var/log/unbloat/../../../etc/motd",
     ] {
         let body = json!({ "text": text(log) }).to_string();
-        let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), body)).await;
-        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{log}: {body}");
+        let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), body));
+        assert_eq!(status, 422, "{log}: {body}");
         assert!(body.contains("/var/log/unbloat"), "{log}: {body}");
         assert_eq!(std::fs::read_to_string(&f.config).unwrap(), FILE);
         assert_eq!(f.reloads.load(Ordering::SeqCst), 0);
     }
     for log in ["wan0.autorate.log", "/var/log/unbloat/wan0.autorate.log"] {
         let check = json!({ "text": text(log), "check": true }).to_string();
-        let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), check)).await;
-        assert_eq!(status, StatusCode::OK, "{log}: {body}");
+        let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), check));
+        assert_eq!(status, 200, "{log}: {body}");
     }
 }
