@@ -324,6 +324,7 @@ fn write_line(
 
 /// `unbloat plot LOG`: when the file is an autorate log, its plot beside it (`LOG.svg`, or in
 /// `--out DIR`); None when it is not one (a results file).
+#[cfg(feature = "plot")]
 pub fn plot_log(args: &unbloat_report::files::PlotArgs) -> Option<Result<(), Failure>> {
     let text = std::fs::read_to_string(&args.results).ok()?;
     let first: serde_json::Value = serde_json::from_str(text.lines().next()?).ok()?;

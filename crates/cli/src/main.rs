@@ -16,7 +16,10 @@ mod flags;
 #[cfg(feature = "import")]
 mod import;
 mod measure;
+#[cfg(feature = "plot")]
 mod plot;
+#[cfg(feature = "serve")]
+mod serve;
 mod shape;
 #[cfg(feature = "tune")]
 mod tune;
@@ -100,8 +103,10 @@ enum Command {
     #[cfg(feature = "autorate")]
     Autorate(autorate::AutorateArgs),
     /// Be the far end of `unbloat test`.
-    Serve(measure::ServeCmd),
+    #[cfg(feature = "serve")]
+    Serve(serve::ServeCmd),
     /// Redraw the plots of a results file (or draw an autorate log).
+    #[cfg(feature = "plot")]
     Plot(plot::PlotCmd),
     /// Print the shell completion script for bash, zsh or fish.
     #[cfg(feature = "docs")]
@@ -190,9 +195,11 @@ fn main() {
         Command::Test(a) => measure::test(&a),
         #[cfg(feature = "tune")]
         Command::Tune(a) => tune::tune(&a),
-        Command::Serve(a) => measure::serve(&a),
+        #[cfg(feature = "serve")]
+        Command::Serve(a) => serve::serve(&a),
         #[cfg(feature = "autorate")]
         Command::Autorate(a) => autorate::autorate(&a),
+        #[cfg(feature = "plot")]
         Command::Plot(a) => plot::plot(&a),
         #[cfg(feature = "docs")]
         Command::Completions(a) => docs::completions(&a, Cli::command()),

@@ -17,9 +17,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::flent::{iso_utc, write_flent_file, FlentTest};
+#[cfg(feature = "plots")]
+use crate::flent::{write_flent_file, FlentTest};
+use crate::format::iso_utc;
 use crate::model::Results;
+#[cfg(feature = "plots")]
 use crate::plot;
+#[cfg(feature = "plots")]
 use crate::summary::{render_text, Summary};
 use crate::{ReportError, FILE_MODE};
 
@@ -89,7 +93,8 @@ pub fn check_writable(dir: &Path) -> Result<(), ReportError> {
     removed.map_err(io("removing a file from", dir))
 }
 
-/// Writes the results file, the flent file (when the profile has one) and the plots.
+/// Writes the results file, the flent file (when the profile has one) and the plots (the last
+/// two with the feature `plots`).
 pub fn write_results_dir(
     results: &Results,
     dir: &Path,
@@ -101,6 +106,9 @@ pub fn write_results_dir(
     text.push('\n');
     unbloat_safefs::write(&results_json, text, FILE_MODE)
         .map_err(io("writing results file", &results_json))?;
+    // The router's small build leaves out the flent file and the plots (feature `plots`): a
+    // full build draws them from the results file (`unbloat plot`).
+    #[cfg(feature = "plots")]
     let flent = match FlentTest::for_profile(&results.metadata.profile) {
         Some(test) => {
             let path = dir.join(format!("{basename}.flent.gz"));
@@ -109,7 +117,10 @@ pub fn write_results_dir(
         }
         None => None,
     };
+    #[cfg(feature = "plots")]
     let plots = plot::write_plots_with_prefix(results, dir, &format!("{basename}-"))?;
+    #[cfg(not(feature = "plots"))]
+    let (flent, plots) = (None, vec![]);
     Ok(Written {
         results_json,
         flent,
@@ -129,6 +140,7 @@ pub fn read_results(path: &Path) -> Result<Results, ReportError> {
     Results::from_json(&text)
 }
 
+#[cfg(feature = "plots")]
 /// Redraws the plots of the results file at `results_json` into `out_dir`, named after the
 /// results file (`x.json` gives `x-timeseries.svg`, ...).
 pub fn redraw(results_json: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
@@ -141,6 +153,7 @@ pub fn redraw(results_json: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Repor
     plot::write_plots_with_prefix(&results, out_dir, &format!("{base}-"))
 }
 
+#[cfg(feature = "plots")]
 /// `unbloat plot RESULTS [--out DIR]` (the `unbloat` binary parses the command line).
 #[derive(Debug, Clone)]
 pub struct PlotArgs {
@@ -152,6 +165,7 @@ pub struct PlotArgs {
     pub summary: bool,
 }
 
+#[cfg(feature = "plots")]
 /// Runs `unbloat plot`: redraws the plots, prints the summary if asked and the files written.
 pub fn run_plot(args: &PlotArgs) -> Result<(), ReportError> {
     let out_dir = match &args.out {

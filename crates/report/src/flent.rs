@@ -29,6 +29,7 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
+pub use crate::format::iso_utc;
 use crate::model::{Direction, ProbeKind, Results};
 use crate::ReportError;
 
@@ -229,32 +230,6 @@ fn host_of(remote: &str) -> (String, u8) {
         1 => (remote.split(':').next().unwrap_or(remote).to_string(), 4),
         _ => (remote.to_string(), 6),
     }
-}
-
-/// Unix time as flent's UTC timestamp, `%Y-%m-%dT%H:%M:%S.%fZ`.
-pub fn iso_utc(unix: f64) -> String {
-    let unix = if unix.is_finite() { unix } else { 0.0 };
-    let micros_total = (unix * 1e6).round() as i64;
-    let secs = micros_total.div_euclid(1_000_000);
-    let micros = micros_total.rem_euclid(1_000_000);
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil_from_days: days since 1970-01-01 to a proleptic Gregorian date.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}Z",
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60
-    )
 }
 
 /// The flent document (before gzip) for `results` shown as flent's `test`.

@@ -30,21 +30,26 @@
 //! ```
 
 pub mod files;
+#[cfg(feature = "plots")]
 pub mod flent;
 pub mod format;
 pub mod locate;
 pub mod model;
+#[cfg(feature = "plots")]
 pub mod plot;
 pub mod rpm;
 pub mod stats;
 pub mod summary;
 pub mod synthetic;
 
-pub use files::{redraw, run_plot, write_results_dir, PlotArgs, Written};
+#[cfg(feature = "plots")]
+pub use files::{redraw, run_plot, PlotArgs};
+pub use files::{write_results_dir, Written};
 pub use model::{
     Direction, Metadata, Phase, Phases, ProbeKind, ProbeSample, ProbeSeries, Results, StreamSeries,
     ThroughputSample, RESULTS_VERSION,
 };
+#[cfg(feature = "plots")]
 pub use plot::write_plots;
 pub use stats::Grade;
 pub use summary::{render_text, Summary};
