@@ -7,8 +7,9 @@
 //! - [`autorate`]: a controller per `[autorate.NAME]` table, moving cake's rates beside the
 //!   keeper under one lock.
 //! - [`control`]: the control socket `unbloat reload` and `unbloat status` ask.
-//! - [`serve`]: the HTTP servers (metrics), over [`http`]: the accept loop with a connection cap
-//!   and idle timeouts.
+//! - [`http`]: the blocking HTTP/1.1 server under both: a thread per connection, a connection
+//!   cap, head, body and idle timeouts.
+//! - [`serve`]: the metrics server (`/metrics`).
 //! - [`web`]: the web page: status, live graphs, the config form, test and tune runs, reports.
 //! - [`metrics`]: Prometheus's text format from what tc reports (pure).
 //! - [`say`]: log lines with journald's priorities.
