@@ -61,6 +61,7 @@ pub fn daemon(args: &DaemonArgs) -> Result<(), Failure> {
         reports: args.reports.clone(),
         check_every: Duration::from_secs(args.check_every),
         web_hosts: args.web_hosts.clone(),
+        tune: cfg!(feature = "tune"),
     };
     unbloat_daemon::run::run(&opts).map_err(|e| match e {
         DaemonError::Config(_) => invalid(e),

@@ -288,7 +288,12 @@ impl Connection {
             let head_only = head.method == "HEAD";
             if let Some(early) = before_body(handler, &head, length, &self.limits) {
                 // The body, if any, is left unread: the connection cannot go on after it.
-                return self.send(early, head_only, close || length > 0);
+                let close = close || length > 0;
+                self.send(early, head_only, close)?;
+                if close {
+                    return Ok(());
+                }
+                continue;
             }
             if head
                 .header("expect")

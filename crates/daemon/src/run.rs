@@ -41,6 +41,9 @@ pub struct Options {
     pub check_every: Duration,
     /// Names besides IP addresses and `localhost` the web page answers to (`--web-host`).
     pub web_hosts: Vec<String>,
+    /// Whether this binary has `unbloat tune` (the router's small build has not): the page
+    /// offers tune runs only then.
+    pub tune: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -137,6 +140,7 @@ pub fn run(opts: &Options) -> Result<(), DaemonError> {
             exe: std::env::current_exe()
                 .map_err(io("finding this program (for test and tune runs)"))?,
             hosts: opts.web_hosts.clone(),
+            tune: opts.tune,
         };
         servers.web = Some(crate::web::start(addr, setup).map_err(io(format!(
             "serving the web page on {addr} (is the port taken? --web HOST:PORT)"

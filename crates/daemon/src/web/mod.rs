@@ -69,6 +69,8 @@ pub struct Setup {
     pub exe: PathBuf,
     /// Names besides IP addresses and `localhost` the page answers to (`--web-host`).
     pub hosts: Vec<String>,
+    /// Whether the binary has `unbloat tune` (the router's small build has not).
+    pub tune: bool,
 }
 
 /// The page: what it serves and changes, and the token that guards changes.
@@ -209,7 +211,14 @@ impl Web {
                 applied_unix: r.applied_at_unix,
             })
             .collect();
-        Response::json(200, &StatusView { daemon, interfaces })
+        Response::json(
+            200,
+            &StatusView {
+                daemon,
+                interfaces,
+                tune: self.setup.tune,
+            },
+        )
     }
 
     fn config_change(&self, req: &http::Request) -> Response {
@@ -229,6 +238,13 @@ impl Web {
             Ok(r) => r,
             Err(refused) => return refused,
         };
+        if run.kind == runs::RunKind::Tune && !self.setup.tune {
+            return error(
+                501,
+                "this build of unbloat has no tune (the router's small build): run `unbloat tune` \
+                 from a full build, on this link",
+            );
+        }
         match self.runs.start(&run) {
             Ok(view) => Response::json(202, &view),
             Err(runs::NotStarted(status, why)) => error(status, why),
@@ -343,6 +359,8 @@ struct StatusView {
     /// None while the keeper does not answer within [`STATUS_WAIT`] (it is applying a change).
     daemon: Option<DaemonStatus>,
     interfaces: Vec<Shaped>,
+    /// Whether tune runs can be started (the page hides them otherwise).
+    tune: bool,
 }
 
 #[derive(Serialize)]

@@ -54,6 +54,7 @@ fn fixture(name: &str) -> Fixture {
         ask,
         exe: PathBuf::from("/bin/false"),
         hosts: vec!["router.lan".into()],
+        tune: false,
     };
     Fixture {
         app: Web::new(setup, Token::from_text(TOKEN)),
@@ -306,4 +307,20 @@ fn an_autorate_log_outside_the_log_directory_is_refused() {
         let (status, body) = call(&f.app, post("/api/config", Some(TOKEN), check));
         assert_eq!(status, 200, "{log}: {body}");
     }
+}
+
+/// A build without `tune` (the router's small one) says so: the status tells the page to hide
+/// tune runs, and one asked for anyway is refused with why, nothing started.
+#[test]
+fn a_build_without_tune_refuses_tune_runs_and_says_so() {
+    let f = fixture("no-tune");
+    let (status, body) = call(&f.app, get("/api/status"));
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["tune"], json!(false), "{body}");
+    let run = json!({"kind": "tune", "server": "x", "iface": "wan0"}).to_string();
+    let (status, body) = call(&f.app, post("/api/runs", Some(TOKEN), run));
+    assert_eq!(status, 501, "{body}");
+    assert!(body.contains("no tune"), "{body}");
+    assert_eq!(call(&f.app, get("/api/runs")).1, "[]");
 }

@@ -108,6 +108,8 @@ async function refreshStatus() {
   const { status, json } = await api("GET", "/api/status");
   if (status === 200) {
     lastStatus = json;
+    // A build without tune (the router's small one): the run form offers test only.
+    if (json.tune === false) document.querySelector('#run-kind option[value="tune"]')?.remove();
     const d = json.daemon;
     $("#daemon").textContent = d
       ? `pid ${d.pid} · up ${ago(d.started_unix)} · ${d.config} · ${d.reapplies} re-applies, ${d.failures} failures, ${d.link_events} link events`
