@@ -96,10 +96,7 @@ impl Request {
 
     /// The first header called `name` (any case); a value that is not UTF-8 reads as empty.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        first(&self.headers, name)
     }
 
     /// GET and HEAD: the methods that change nothing.
@@ -151,15 +148,21 @@ impl Response {
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        first(&self.headers, name)
     }
 
     pub fn body_text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
+}
+
+/// The value of the first header called `name`, in any case (header names are not
+/// case-sensitive).
+fn first<'a, N: AsRef<str>>(headers: &'a [(N, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.as_ref().eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 /// What a server answers with.
