@@ -1,6 +1,7 @@
 //! The metrics server: `/metrics` for Prometheus, on [`crate::http`]'s server. The keeper's
-//! thread never waits for it, nor it for the keeper: a scrape reads the kernel itself, over rtnetlink ([`unbloat_system::tcnl`]: no process, which is what keeps a
-//! scrape a second under 1 % of a core), and the counters under their lock.
+//! thread never waits for it, nor it for the keeper: a scrape reads the kernel itself, over
+//! rtnetlink ([`unbloat_system::tcnl`]: no process, which is what keeps a scrape a second under
+//! 1 % of a core), and the counters under their lock.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
