@@ -126,10 +126,10 @@ impl Handler for Web {
         let read = req.is_read();
         let path = req.path.as_str();
         if let Some(rest) = path.strip_prefix("/runs/") {
-            return self.file(read, Some(self.runs.dir()), rest);
+            return file(read, Some(self.runs.dir()), rest);
         }
         if let Some(rest) = path.strip_prefix("/reports/") {
-            return self.file(read, self.setup.reports.as_deref(), rest);
+            return file(read, self.setup.reports.as_deref(), rest);
         }
         let asset = match path {
             "/" => Some("index.html"),
@@ -250,16 +250,16 @@ impl Web {
             Err(runs::NotStarted(status, why)) => error(status, why),
         }
     }
+}
 
-    /// A file under `base` (`GET /runs/PATH`, `/reports/PATH`), its path percent-decoded.
-    fn file(&self, read: bool, base: Option<&std::path::Path>, rest: &str) -> Response {
-        if !read {
-            return not_allowed("GET, HEAD");
-        }
-        match percent_decoded(rest) {
-            Some(rel) => files::answer(base, &rel),
-            None => error(400, "the path is not percent-encoded UTF-8"),
-        }
+/// A file under `base` (`GET /runs/PATH`, `/reports/PATH`), its path percent-decoded.
+fn file(read: bool, base: Option<&std::path::Path>, rest: &str) -> Response {
+    if !read {
+        return not_allowed("GET, HEAD");
+    }
+    match percent_decoded(rest) {
+        Some(rel) => files::answer(base, &rel),
+        None => error(400, "the path is not percent-encoded UTF-8"),
     }
 }
 
