@@ -1,8 +1,8 @@
 //! The config on the page: shown as a form per interface, changed only through the validator
 //! the CLI and the daemon use, then applied by the daemon's own reload.
 //!
-//! A change is either a form's values for one `[interface.NAME]` table (edited in place with
-//! toml_edit, so the file keeps its comments, order and every key the form did not touch) or a
+//! A change is either a form's values for one `[interface.NAME]` table (edited in place by
+//! [`splice`], so the file keeps its comments, order and every key the form did not touch) or a
 //! whole new text from the page's TOML editor. Either way, in this order:
 //!
 //! 1. the new text is checked with [`ConfigFile::parse`] and [`planned::of_config`], exactly as
@@ -20,13 +20,13 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use toml_edit::{DocumentMut, Item, Table, Value};
 use unbloat_shaper::config::{ConfigError, ConfigFile, MAX_CONFIG_BYTES};
 use unbloat_system::planned::{self, PlanError, Planned};
 use unbloat_system::runner::SystemRunner;
 
 pub use super::fields::{Field, Kind, FIELDS};
 use crate::keeper::Reloaded;
+use splice::Unsupported;
 
 /// An error placed where the page shows it: beside the key of an interface's card, on the card,
 /// or (neither known) above the form; `line` for the TOML editor.
@@ -133,23 +133,20 @@ pub fn view(path: &Path) -> View {
             return v;
         }
     }
-    match v.text.parse::<DocumentMut>() {
+    match splice::parse(&v.text) {
         Ok(doc) => {
-            if let Some(t) = doc.get("defaults").and_then(Item::as_table_like) {
-                v.defaults = values_of(t);
+            if let Some(toml::de::DeValue::Table(t)) = doc.get("defaults").map(|d| d.get_ref()) {
+                v.defaults = splice::values(&v.text, t);
             }
-            if let Some(all) = doc.get("interface").and_then(Item::as_table_like) {
-                for (name, item) in all.iter() {
-                    if let Some(t) = item.as_table_like() {
-                        v.interfaces.push(TableView {
-                            name: name.to_string(),
-                            values: values_of(t),
-                        });
-                    }
-                }
+            for (name, t) in splice::tables(&doc, "interface") {
+                let values = splice::values(&v.text, t);
+                v.interfaces.push(TableView { name, values });
             }
         }
-        Err(e) => v.error = Some(FieldError::general(format!("not TOML: {e}"))),
+        Err(Unsupported::NotToml(e)) => {
+            v.error = Some(FieldError::general(format!("not TOML: {e}")))
+        }
+        Err(Unsupported::Form) => {}
     }
     if v.error.is_none() {
         if let Err(e) = ConfigFile::parse(&v.text, path) {
@@ -159,71 +156,44 @@ pub fn view(path: &Path) -> View {
     v
 }
 
-fn values_of(t: &dyn toml_edit::TableLike) -> BTreeMap<String, String> {
-    t.iter()
-        .filter_map(|(k, item)| Some((k.to_string(), value_text(item.as_value()?))))
-        .collect()
-}
-
-/// A value as the form shows it: a string without quotes, anything else as TOML writes it.
-fn value_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.value().clone(),
-        Value::Integer(i) => i.value().to_string(),
-        Value::Boolean(b) => b.value().to_string(),
-        other => other.to_string().trim().to_string(),
-    }
-}
-
-/// The value to write for `text` typed into `key`'s field.
-fn typed(key: &str, text: &str) -> Value {
+/// The TOML text to write for `text` typed into `key`'s field.
+fn typed(key: &str, text: &str) -> String {
     let kind = FIELDS
         .iter()
         .find(|f| f.key == key)
         .map_or(Kind::Text, |f| f.kind);
     match (kind, text) {
-        (Kind::Bool | Kind::Choice, "true") => Value::from(true),
-        (Kind::Bool | Kind::Choice, "false") => Value::from(false),
+        (Kind::Bool | Kind::Choice, "true" | "false") => text.to_string(),
         (Kind::Int, t) => t
             .parse::<i64>()
-            .map_or_else(|_| Value::from(t), Value::from),
+            .map_or_else(|_| splice::string(t), |i| i.to_string()),
         // Anything else as a string: a wrong type is the validator's to name, in its words.
-        (_, t) => Value::from(t),
+        (_, t) => splice::string(t),
     }
 }
 
 /// `current` with the form's `values` written into `[interface.NAME]` (created if missing).
-/// Keys whose text is unchanged are left as they are, comment and all.
+/// Keys whose text is unchanged are left as they are, comment and all; a key with an empty
+/// value is removed.
 pub fn edit(
     current: &str,
     iface: &str,
     values: &BTreeMap<String, String>,
 ) -> Result<String, FieldError> {
-    let mut doc: DocumentMut = current.parse().map_err(|e| {
-        FieldError::general(format!(
+    let unsupported = |e| match e {
+        Unsupported::NotToml(e) => FieldError::general(format!(
             "the file is not TOML ({e}); fix it in the TOML editor"
-        ))
-    })?;
-    let not_a_table = || {
-        FieldError::general(
+        )),
+        Unsupported::Form => FieldError::general(
             "the file writes its interfaces in a form the page cannot edit; use the TOML editor",
-        )
+        ),
     };
-    let all = doc
-        .entry("interface")
-        .or_insert_with(|| {
-            let mut t = Table::new();
-            // `[interface.eth0]` headers, no empty `[interface]` table above them.
-            t.set_implicit(true);
-            Item::Table(t)
-        })
-        .as_table_like_mut()
-        .ok_or_else(not_a_table)?;
-    let table = all
-        .entry(iface)
-        .or_insert_with(|| Item::Table(Table::new()))
-        .as_table_like_mut()
-        .ok_or_else(not_a_table)?;
+    let doc = splice::parse(current).map_err(unsupported)?;
+    let old = splice::tables(&doc, "interface")
+        .into_iter()
+        .find(|(name, _)| name == iface)
+        .map(|(_, t)| splice::values(current, t))
+        .unwrap_or_default();
     // New keys go in the form's order (the example config's), not alphabetically.
     let mut ordered: Vec<(&String, &String)> = values.iter().collect();
     ordered.sort_by_key(|(k, _)| {
@@ -232,29 +202,17 @@ pub fn edit(
             .position(|f| f.key == k.as_str())
             .unwrap_or(usize::MAX)
     });
+    let mut changes = vec![];
     for (key, text) in ordered {
         let text = text.trim();
-        let old = table.get(key).and_then(Item::as_value).map(value_text);
-        if old.as_deref() == Some(text) || (old.is_none() && text.is_empty()) {
+        let was = old.get(key.as_str()).map(String::as_str);
+        if was == Some(text) || (was.is_none() && text.is_empty()) {
             continue;
         }
-        if text.is_empty() {
-            table.remove(key);
-            continue;
-        }
-        let mut new = typed(key, text);
-        match table.get_mut(key) {
-            // The value's own decoration (a comment after it on its line) stays.
-            Some(Item::Value(v)) => {
-                *new.decor_mut() = v.decor().clone();
-                *v = new;
-            }
-            _ => {
-                table.insert(key, Item::Value(new));
-            }
-        }
+        let new = (!text.is_empty()).then(|| typed(key, text));
+        changes.push((key.as_str(), new));
     }
-    Ok(doc.to_string())
+    splice::set(current, "interface", iface, &changes).map_err(unsupported)
 }
 
 /// Checks `text` as the file at `path` with the daemon's own validator.
@@ -441,6 +399,8 @@ pub fn apply(
     out.refused = Some(refused);
     (status, out)
 }
+
+mod splice;
 
 #[cfg(test)]
 #[path = "config_tests.rs"]
