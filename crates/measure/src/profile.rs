@@ -65,7 +65,7 @@ pub struct ResolvedProfile {
 
 /// Every profile of the embedded table, in table order.
 pub fn all() -> Result<Vec<Profile>, MeasureError> {
-    let table: Table = toml::from_str(PROFILES_TOML)
+    let table: Table = unbloat_shaper::tomlread::from_str(PROFILES_TOML)
         .map_err(|e| MeasureError::InvalidArgument(format!("built-in profiles.toml: {e}")))?;
     Ok(table.profile)
 }

@@ -29,29 +29,18 @@ use crate::autorate_config::{pinned, AutorateConfig, AutorateTable};
 use crate::clip::{clip, clip_quoted};
 use crate::options::ShapeOptions;
 use crate::spec::{parse_iface, Spec, SpecError};
-use serde::Deserialize;
-use std::collections::BTreeMap;
+use crate::tomlread::{self, TomlError};
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use toml::de::DeValue;
+use toml::Spanned;
 use unbloat_units::IfName;
 
 /// The largest configuration file unbloat reads: 1 MiB. One interface takes a few hundred bytes
 /// even with every key commented, so this is thousands of interfaces; anything larger is not a
 /// configuration file (a log, an image, `/dev/zero`).
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
-/// The file's shape; unknown top-level tables are errors too.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawFile {
-    #[serde(default)]
-    defaults: Option<ShapeOptions>,
-    #[serde(default)]
-    interface: BTreeMap<toml::Spanned<String>, ShapeOptions>,
-    #[serde(default)]
-    autorate: BTreeMap<toml::Spanned<String>, AutorateTable>,
-}
 
 /// A loaded and syntax-checked configuration file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,15 +150,17 @@ impl ConfigFile {
     /// Parse `text`; `path` is only used in messages and kept in the result.
     pub fn parse(text: &str, path: &Path) -> Result<ConfigFile, ConfigError> {
         let lines = LineIndex::new(text);
-        let raw: RawFile = toml::from_str(text).map_err(|e| {
-            let offset = e.span().map(|s| s.start).unwrap_or(0);
-            let at = lines.position(text, offset);
-            let key = key_at(text, offset).map(|k| clip(&k).into_owned());
-            // toml's messages may span lines ("invalid table header\nduplicate key ..."): one line,
-            // and what it quotes from the file cut to a length a message can repeat.
-            let mut message = clip_quoted(&e.message().trim().replace('\n', ": "));
+        let syntax = |e: TomlError| {
+            let at = lines.position(text, e.offset);
+            let key = e
+                .key
+                .or_else(|| key_at(text, e.offset))
+                .map(|k| clip(&k).into_owned());
+            // toml's messages may span lines: one line, and what it quotes from the file cut to
+            // a length a message can repeat.
+            let mut message = clip_quoted(&e.message.trim().replace('\n', ": "));
             // toml says "duplicate key" at a header that repeats a table: say which table.
-            let line = text[line_start(text, offset)..]
+            let line = text[line_start(text, e.offset)..]
                 .lines()
                 .next()
                 .unwrap_or("");
@@ -179,7 +170,7 @@ impl ConfigFile {
             if message.starts_with("duplicate") && line.contains("interface") {
                 message.push_str(" (each interface may have one table only)");
             }
-            // toml names unknown keys itself ("unknown field `x`"); name the key otherwise.
+            // serde names unknown keys itself ("unknown field `x`"); name the key otherwise.
             let key_note = match &key {
                 Some(k) if !message.contains(&format!("`{k}`")) => format!("key `{k}`: "),
                 _ => String::new(),
@@ -191,15 +182,34 @@ impl ConfigFile {
                 key_note,
                 message,
             }
-        })?;
-        let defaults = raw.defaults.unwrap_or_default();
+        };
+        let root = tomlread::parse(text).map_err(syntax)?;
+        let mut defaults = ShapeOptions::default();
+        let mut tables = vec![];
+        let mut autorates = vec![];
+        for (key, value) in root.iter() {
+            match key.get_ref().as_ref() {
+                "defaults" => defaults = tomlread::typed(value).map_err(syntax)?,
+                "interface" => tables = named::<ShapeOptions>(value).map_err(syntax)?,
+                "autorate" => autorates = named::<AutorateTable>(value).map_err(syntax)?,
+                other => {
+                    return Err(syntax(TomlError {
+                        offset: key.span().start,
+                        key: Some(other.to_string()),
+                        message: format!(
+                            "unknown field `{other}`, expected one of `defaults`, `interface`, `autorate`"
+                        ),
+                    }))
+                }
+            }
+        }
         let mut interfaces = Vec::new();
-        for (name, table) in raw.interface {
-            let at = lines.position(text, name.span().start);
-            let iface = parse_iface(name.get_ref()).map_err(|source| ConfigError::Interface {
+        for (name, offset, table) in tables {
+            let at = lines.position(text, offset);
+            let iface = parse_iface(name.as_str()).map_err(|source| ConfigError::Interface {
                 path: path.to_path_buf(),
                 at,
-                name: clip(name.get_ref()).into_owned(),
+                name: clip(name.as_str()).into_owned(),
                 source: Box::new(source),
             })?;
             interfaces.push(InterfaceConfig {
@@ -209,20 +219,20 @@ impl ConfigFile {
                 autorate: None,
             });
         }
-        for (name, table) in raw.autorate {
+        for (name, offset, table) in autorates {
             let refused = |message: String| ConfigError::Autorate {
                 path: path.to_path_buf(),
-                at: lines.position(text, name.span().start),
-                name: clip(name.get_ref()).into_owned(),
+                at: lines.position(text, offset),
+                name: clip(name.as_str()).into_owned(),
                 message,
             };
             let Some(i) = interfaces
                 .iter_mut()
-                .find(|i| i.name.as_str() == name.get_ref())
+                .find(|i| i.name.as_str() == name.as_str())
             else {
                 return Err(refused(format!(
                     "no [interface.{}] table: autorate moves the rates of an interface the file shapes, from its `down` and `up`",
-                    clip(name.get_ref())
+                    clip(name.as_str())
                 )));
             };
             i.autorate = Some(table.check(&i.options).map_err(refused)?);
@@ -264,6 +274,29 @@ impl ConfigFile {
             })
             .collect()
     }
+}
+
+/// The tables under `v` (`[interface.NAME]`, `[autorate.NAME]`): each name, where it is written,
+/// and its table read as a `T`.
+fn named<T: serde::de::DeserializeOwned>(
+    v: &Spanned<DeValue>,
+) -> Result<Vec<(String, usize, T)>, TomlError> {
+    let DeValue::Table(all) = v.get_ref() else {
+        return Err(TomlError {
+            offset: v.span().start,
+            key: None,
+            message: "expected tables, one per name ([interface.NAME])".to_string(),
+        });
+    };
+    all.iter()
+        .map(|(name, t)| {
+            Ok((
+                name.get_ref().to_string(),
+                name.span().start,
+                tomlread::typed(t)?,
+            ))
+        })
+        .collect()
 }
 
 /// The byte offsets where the lines of a text start, built once: a position costs a binary

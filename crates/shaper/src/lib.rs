@@ -10,7 +10,8 @@
 //!   a config file, every field optional; extra option strings parsed with cake's/fq_codel's own
 //!   grammar into the same typed options.
 //! - [`config`]: the TOML file, one table per interface, errors with file:line:column and key;
-//!   [`autorate_config`]: its `[autorate.NAME]` tables, for the daemon's autorate.
+//!   [`autorate_config`]: its `[autorate.NAME]` tables, for the daemon's autorate; [`tomlread`]:
+//!   the product's one way to read TOML (toml's parser, serde_json's deserializer), with places.
 //! - [`spec`]: every check that needs no system, and the defaults of the field
 //!   ([`spec::Spec::new`]); errors name the flag and the value.
 //! - [`linklayer`]: link-layer presets with cake's exact numbers; [`qdisc`]: one module per
@@ -45,6 +46,7 @@ pub mod script;
 pub mod spec;
 pub mod sqm_import;
 pub mod stab;
+pub mod tomlread;
 pub mod transition;
 
 // The qdisc modules under their old paths too (`unbloat_shaper::cake`, ...).

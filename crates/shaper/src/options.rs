@@ -704,14 +704,15 @@ mod tests {
             ("interval = 100", &["write 100ms"][..]),
             ("rtt = -5", &["negative"][..]),
         ] {
-            let m = toml::from_str::<ShapeOptions>(line)
+            let m = crate::tomlread::from_str::<ShapeOptions>(line)
                 .unwrap_err()
                 .to_string();
             for w in words {
                 assert!(m.contains(w), "{line}: {w:?} missing: {m}");
             }
         }
-        let o: ShapeOptions = toml::from_str("down = 0\nup = \"20 Mbit/s\"\nrtt = 0").unwrap();
+        let o: ShapeOptions =
+            crate::tomlread::from_str("down = 0\nup = \"20 Mbit/s\"\nrtt = 0").unwrap();
         assert_eq!(o.down, Some(Rate::ZERO));
         assert_eq!(o.up, Some(Rate::from_mbit(20)));
         assert_eq!(o.rtt, Some(Time::from_micros(0)));

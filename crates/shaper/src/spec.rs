@@ -550,7 +550,7 @@ mod tests {
     use crate::options::Isolation;
 
     fn toml_opts(t: &str) -> ShapeOptions {
-        toml::from_str(t).expect("test options parse")
+        crate::tomlread::from_str(t).expect("test options parse")
     }
 
     #[test]
@@ -600,11 +600,11 @@ mod tests {
 
     #[test]
     fn bad_units_are_refused_naming_the_value() {
-        let e = toml::from_str::<ShapeOptions>("down = \"78mbitz\"")
+        let e = crate::tomlread::from_str::<ShapeOptions>("down = \"78mbitz\"")
             .unwrap_err()
             .to_string();
         assert!(e.contains("invalid rate \"78mbitz\""), "{e}");
-        let e = toml::from_str::<ShapeOptions>("rtt = \"5 parsecs\"")
+        let e = crate::tomlread::from_str::<ShapeOptions>("rtt = \"5 parsecs\"")
             .unwrap_err()
             .to_string();
         assert!(e.contains("\"5 parsecs\""), "{e}");
@@ -621,7 +621,7 @@ mod tests {
 
     #[test]
     fn negative_rates_are_refused() {
-        let e = toml::from_str::<ShapeOptions>("up = -5")
+        let e = crate::tomlread::from_str::<ShapeOptions>("up = -5")
             .unwrap_err()
             .to_string();
         assert!(e.contains("may not be negative: -5"), "{e}");

@@ -14,12 +14,14 @@ use cases::{cases, CASES_TOML};
 
 #[test]
 fn the_cases_file_is_toml() {
-    let table: toml::Table = toml::from_str(CASES_TOML).expect("cases.toml is TOML");
+    let table: serde_json::Map<String, serde_json::Value> =
+        unbloat_shaper::tomlread::from_str(CASES_TOML).expect("cases.toml is TOML");
     assert_eq!(table.len(), cases().len(), "every [case] is parsed");
 }
 
 fn render(iface: &str, table: &str) -> String {
-    let opts: ShapeOptions = toml::from_str(table).unwrap_or_else(|e| panic!("{iface}: {e}"));
+    let opts: ShapeOptions =
+        unbloat_shaper::tomlread::from_str(table).unwrap_or_else(|e| panic!("{iface}: {e}"));
     let spec = Spec::new(iface.parse().expect("valid name"), &opts)
         .unwrap_or_else(|e| panic!("{iface}: {e}"));
     let plan = Plan::build(&spec);
@@ -105,7 +107,7 @@ fn every_golden_file_has_a_case() {
 fn batch_lines_are_what_tc_batch_reads() {
     // No comments, no empty lines, no leading "tc": line N of a tc error is command N.
     for (_, iface, table) in cases() {
-        let opts: ShapeOptions = toml::from_str(&table).expect("case parses");
+        let opts: ShapeOptions = unbloat_shaper::tomlread::from_str(&table).expect("case parses");
         let plan =
             Plan::build(&Spec::new(iface.parse().expect("name"), &opts).expect("case is valid"));
         let script = plan.script();

@@ -112,7 +112,8 @@ fn config_keys() -> Vec<String> {
 }
 
 fn spec_error(table: &str) -> Option<String> {
-    let opts: ShapeOptions = toml::from_str(table).unwrap_or_else(|e| panic!("{table}: {e}"));
+    let opts: ShapeOptions =
+        unbloat_shaper::tomlread::from_str(table).unwrap_or_else(|e| panic!("{table}: {e}"));
     Spec::new("eth0".parse().expect("name"), &opts)
         .err()
         .map(|e| e.to_string())
@@ -205,7 +206,7 @@ fn messages() -> Vec<String> {
         );
     }
     // A rate under 1/100 of the interface's speed.
-    let opts: ShapeOptions = toml::from_str("up = \"1mbit\"").expect("options");
+    let opts: ShapeOptions = unbloat_shaper::tomlread::from_str("up = \"1mbit\"").expect("options");
     let spec = Spec::new("eth0".parse().expect("name"), &opts).expect("valid");
     out.extend(
         spec.check_link_speed(unbloat_units::Rate::from_mbit(1000))

@@ -487,7 +487,7 @@ fn htb_with_mpu_0_or_link_raw_failed_verification_on_the_stab() {
         ("htb-raw", "link = \"raw\""),
     ] {
         let text = format!("qdisc = \"fq_codel\"\nup = \"10mbit\"\ndown = \"50mbit\"\n{link}");
-        let opts = toml::from_str(&text).expect("options");
+        let opts = unbloat_shaper::tomlread::from_str(&text).expect("options");
         let spec = unbloat_shaper::spec::Spec::new(name("wanx"), &opts).expect("valid");
         let plan = Plan::build(&spec);
         let t = texts(scenario, "ifb4wanx");
