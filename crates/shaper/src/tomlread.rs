@@ -101,7 +101,11 @@ fn to_json(v: &Spanned<DeValue>) -> Result<Value, TomlError> {
             .and_then(Number::from_f64)
             .map(Value::Number)
             .ok_or_else(|| {
-                TomlError::at(v.span(), None, "nan and inf are not values unbloat takes")
+                let what = format!(
+                    "{}: not a finite number (nan, inf, or too large)",
+                    f.as_str()
+                );
+                TomlError::at(v.span(), None, what)
             })?,
         DeValue::Datetime(d) => Value::String(d.to_string()),
         DeValue::Array(a) => Value::Array(a.iter().map(to_json).collect::<Result<_, _>>()?),
