@@ -138,7 +138,7 @@ impl Handler for Web {
         };
         if let Some(name) = asset {
             return if read {
-                self::asset(name)
+                self::asset(name, req.header("accept-encoding"))
             } else {
                 not_allowed("GET, HEAD")
             };
@@ -331,20 +331,32 @@ fn not_allowed(allow: &'static str) -> Response {
     error(405, format!("this takes {allow}")).with_header("allow", allow)
 }
 
-/// The embedded files, with a policy that lets the page load only its own scripts and styles.
-fn asset(name: &str) -> Response {
+/// An embedded file of the page, gzip-compressed at build time (build.rs) and sent as it is,
+/// with a policy that lets the page load only its own scripts and styles.
+fn asset(name: &str, accept_encoding: Option<&str>) -> Response {
+    if !takes_gzip(accept_encoding) {
+        return error(
+            406,
+            "the page is sent gzip-compressed, as every browser takes it; \
+             ask with Accept-Encoding: gzip (curl --compressed)",
+        );
+    }
+    macro_rules! gz {
+        ($name:literal) => {
+            include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".gz")).as_slice()
+        };
+    }
     let (body, kind) = match name {
-        "index.html" => (
-            include_str!("assets/index.html"),
-            "text/html; charset=utf-8",
-        ),
-        "app.js" => (include_str!("assets/app.js"), "text/javascript"),
-        "chart.js" => (include_str!("assets/chart.js"), "text/javascript"),
-        "forms.js" => (include_str!("assets/forms.js"), "text/javascript"),
-        _ => (include_str!("assets/style.css"), "text/css; charset=utf-8"),
+        "index.html" => (gz!("index.html"), "text/html; charset=utf-8"),
+        "app.js" => (gz!("app.js"), "text/javascript"),
+        "chart.js" => (gz!("chart.js"), "text/javascript"),
+        "forms.js" => (gz!("forms.js"), "text/javascript"),
+        _ => (gz!("style.css"), "text/css; charset=utf-8"),
     };
     Response::new(200)
         .with_header("content-type", kind)
+        .with_header("content-encoding", "gzip")
+        .with_header("vary", "accept-encoding")
         .with_header(
             "content-security-policy",
             "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
@@ -352,6 +364,31 @@ fn asset(name: &str) -> Response {
         .with_header("x-content-type-options", "nosniff")
         .with_header("referrer-policy", "no-referrer")
         .with_body(body)
+}
+
+/// Whether a client that sent this Accept-Encoding takes gzip: one that sent none takes any
+/// coding (RFC 9110, 12.5.3); otherwise gzip's own entry decides, else `*`'s, and `q=0` refuses.
+fn takes_gzip(accept_encoding: Option<&str>) -> bool {
+    let Some(header) = accept_encoding else {
+        return true;
+    };
+    let mut star = false;
+    for item in header.split(',') {
+        let mut parts = item.split(';');
+        let coding = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let refused = parts.any(|p| {
+            let p = p.trim().to_ascii_lowercase();
+            p.strip_prefix("q=")
+                .and_then(|q| q.trim().parse::<f32>().ok())
+                .is_some_and(|q| q == 0.0)
+        });
+        match coding.as_str() {
+            "gzip" | "x-gzip" => return !refused,
+            "*" => star = !refused,
+            _ => {}
+        }
+    }
+    star
 }
 
 #[derive(Serialize)]

@@ -69,6 +69,49 @@ fn call(app: &Web, req: HttpRequest) -> (u16, String) {
     (res.status, res.body_text())
 }
 
+fn gunzip(body: &[u8]) -> String {
+    use std::io::Read;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(body)
+        .read_to_string(&mut text)
+        .expect("a gzip stream of UTF-8 text");
+    text
+}
+
+#[test]
+fn a_client_that_refuses_gzip_is_told_how_to_ask() {
+    let f = fixture("coding");
+    for refuses in [
+        "identity",
+        "gzip;q=0, identity",
+        "br",
+        "*;q=0",
+        "deflate, *;q=0",
+    ] {
+        let res = http::respond(
+            &f.app,
+            get("/").with_header("accept-encoding", refuses),
+            &LIMITS,
+        );
+        assert_eq!(res.status, 406, "{refuses}");
+        assert!(res.body_text().contains("curl --compressed"), "{refuses}");
+    }
+    for takes in [
+        "GZIP",
+        "x-gzip",
+        "br;q=1, gzip;q=0.5",
+        "*",
+        "identity, *;q=0.1",
+    ] {
+        let res = http::respond(
+            &f.app,
+            get("/").with_header("accept-encoding", takes),
+            &LIMITS,
+        );
+        assert_eq!(res.status, 200, "{takes}");
+    }
+}
+
 fn get(uri: &str) -> HttpRequest {
     HttpRequest::new("GET", uri)
 }
@@ -90,11 +133,25 @@ fn change(down: &str) -> String {
 #[test]
 fn reading_needs_no_token_and_the_page_is_embedded() {
     let f = fixture("read");
-    let (status, html) = call(&f.app, get("/"));
-    assert_eq!(status, 200);
-    assert!(html.contains("<title>unbloat</title>"), "{html}");
-    for asset in ["/app.js", "/chart.js", "/forms.js", "/style.css"] {
-        assert_eq!(call(&f.app, get(asset)).0, 200, "{asset}");
+    // As a browser asks, and as a client that names no coding: the files compressed, and each
+    // the same bytes as its source once decompressed.
+    for (path, source) in [
+        ("/", include_str!("assets/index.html")),
+        ("/app.js", include_str!("assets/app.js")),
+        ("/chart.js", include_str!("assets/chart.js")),
+        ("/forms.js", include_str!("assets/forms.js")),
+        ("/style.css", include_str!("assets/style.css")),
+    ] {
+        for req in [
+            get(path).with_header("accept-encoding", "gzip, deflate, br"),
+            get(path),
+        ] {
+            let res = http::respond(&f.app, req, &LIMITS);
+            assert_eq!(res.status, 200, "{path}");
+            assert_eq!(res.header("content-encoding"), Some("gzip"), "{path}");
+            assert!(res.body.len() < source.len(), "{path} is sent compressed");
+            assert_eq!(gunzip(&res.body), source, "{path}");
+        }
     }
     let (status, body) = call(&f.app, get("/api/config"));
     assert_eq!(status, 200);
