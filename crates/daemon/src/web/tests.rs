@@ -81,6 +81,13 @@ fn gunzip(body: &[u8]) -> String {
 #[test]
 fn a_client_that_refuses_gzip_is_told_how_to_ask() {
     let f = fixture("coding");
+    let page = |coding| {
+        http::respond(
+            &f.app,
+            get("/").with_header("accept-encoding", coding),
+            &LIMITS,
+        )
+    };
     for refuses in [
         "identity",
         "gzip;q=0, identity",
@@ -88,11 +95,7 @@ fn a_client_that_refuses_gzip_is_told_how_to_ask() {
         "*;q=0",
         "deflate, *;q=0",
     ] {
-        let res = http::respond(
-            &f.app,
-            get("/").with_header("accept-encoding", refuses),
-            &LIMITS,
-        );
+        let res = page(refuses);
         assert_eq!(res.status, 406, "{refuses}");
         assert!(res.body_text().contains("curl --compressed"), "{refuses}");
     }
@@ -103,12 +106,7 @@ fn a_client_that_refuses_gzip_is_told_how_to_ask() {
         "*",
         "identity, *;q=0.1",
     ] {
-        let res = http::respond(
-            &f.app,
-            get("/").with_header("accept-encoding", takes),
-            &LIMITS,
-        );
-        assert_eq!(res.status, 200, "{takes}");
+        assert_eq!(page(takes).status, 200, "{takes}");
     }
 }
 
