@@ -190,8 +190,8 @@ impl ConfigFile {
         for (key, value) in root.iter() {
             match key.get_ref().as_ref() {
                 "defaults" => defaults = tomlread::typed(value).map_err(syntax)?,
-                "interface" => tables = named::<ShapeOptions>(value).map_err(syntax)?,
-                "autorate" => autorates = named::<AutorateTable>(value).map_err(syntax)?,
+                "interface" => tables = named::<ShapeOptions>("interface", value).map_err(syntax)?,
+                "autorate" => autorates = named::<AutorateTable>("autorate", value).map_err(syntax)?,
                 other => {
                     return Err(syntax(TomlError {
                         offset: key.span().start,
@@ -279,13 +279,14 @@ impl ConfigFile {
 /// The tables under `v` (`[interface.NAME]`, `[autorate.NAME]`): each name, where it is written,
 /// and its table read as a `T`.
 fn named<T: serde::de::DeserializeOwned>(
+    parent: &str,
     v: &Spanned<DeValue>,
 ) -> Result<Vec<(String, usize, T)>, TomlError> {
     let DeValue::Table(all) = v.get_ref() else {
         return Err(TomlError {
             offset: v.span().start,
             key: None,
-            message: "expected tables, one per name ([interface.NAME])".to_string(),
+            message: format!("expected tables, one per name ([{parent}.NAME])"),
         });
     };
     all.iter()
@@ -332,9 +333,8 @@ impl LineIndex {
     }
 }
 
-/// The key of a `key = value` line containing `offset`, if that is what the line is. Called once,
-/// for the error, so the scan back to the line's start is no cost.
-/// Where the line holding `offset` starts.
+/// Where the line holding `offset` starts. Called for an error only, so the scan back to the
+/// line's start is no cost.
 fn line_start(text: &str, offset: usize) -> usize {
     let offset = offset.min(text.len());
     text.get(..offset)
@@ -342,6 +342,7 @@ fn line_start(text: &str, offset: usize) -> usize {
         .map_or(0, |i| i + 1)
 }
 
+/// The key of a `key = value` line containing `offset`, if that is what the line is.
 fn key_at(text: &str, offset: usize) -> Option<String> {
     let line = text.get(line_start(text, offset)..)?.lines().next()?;
     let (key, _) = line.split_once('=')?;
@@ -418,6 +419,19 @@ mod tests {
             for w in words {
                 assert!(m.contains(w), "{line}: {w:?} missing: {m}");
             }
+        }
+    }
+
+    #[test]
+    fn a_table_of_tables_written_as_a_value_says_which_form_it_takes() {
+        for (text, want) in [
+            ("interface = 3\n", "1:13: key `interface`: expected tables, one per name ([interface.NAME])"),
+            ("autorate = \"x\"\n", "1:12: key `autorate`: expected tables, one per name ([autorate.NAME])"),
+            ("[interface]\neth0 = 3\n", "2:8: key `eth0`: expected a table"),
+            ("[interfaces.eth0]\n", "1:2: unknown field `interfaces`, expected one of `defaults`, `interface`, `autorate`"),
+        ] {
+            let m = parse(text).unwrap_err().to_string();
+            assert_eq!(m, format!("/etc/unbloat/unbloat.toml:{want}"));
         }
     }
 
