@@ -29,7 +29,7 @@ use crate::autorate_config::{pinned, AutorateConfig, AutorateTable};
 use crate::clip::{clip, clip_quoted};
 use crate::options::ShapeOptions;
 use crate::spec::{parse_iface, Spec, SpecError};
-use crate::tomlread::{self, TomlError};
+use crate::tomlread::{self, line_start, TomlError};
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -331,15 +331,6 @@ impl LineIndex {
             + 1;
         Position { line, column }
     }
-}
-
-/// Where the line holding `offset` starts. Called for an error only, so the scan back to the
-/// line's start is no cost.
-fn line_start(text: &str, offset: usize) -> usize {
-    let offset = offset.min(text.len());
-    text.get(..offset)
-        .and_then(|t| t.rfind('\n'))
-        .map_or(0, |i| i + 1)
 }
 
 /// The key of a `key = value` line containing `offset`, if that is what the line is.

@@ -85,6 +85,15 @@ pub fn typed<T: DeserializeOwned>(v: &Spanned<DeValue>) -> Result<T, TomlError> 
     Err(TomlError::at(v.span(), None, whole.to_string()))
 }
 
+/// Where the line holding byte `offset` of `text` starts (an offset past the end: the last
+/// line's start). A scan back, for an error's place or an edit, not for every key.
+pub fn line_start(text: &str, offset: usize) -> usize {
+    let offset = offset.min(text.len());
+    text.get(..offset)
+        .and_then(|t| t.rfind('\n'))
+        .map_or(0, |i| i + 1)
+}
+
 /// `v` as JSON: a string, number, boolean, array or table as itself, a date-time as its text.
 fn to_json(v: &Spanned<DeValue>) -> Result<Value, TomlError> {
     let out_of_range = || TomlError::at(v.span(), None, "a number out of range");

@@ -143,10 +143,7 @@ pub fn view(path: &Path) -> View {
                 v.interfaces.push(TableView { name, values });
             }
         }
-        Err(Unsupported::NotToml(e)) => {
-            v.error = Some(FieldError::general(format!("not TOML: {e}")))
-        }
-        Err(Unsupported::Form) => {}
+        Err(e) => v.error = Some(FieldError::general(format!("not TOML: {e}"))),
     }
     if v.error.is_none() {
         if let Err(e) = ConfigFile::parse(&v.text, path) {
@@ -180,15 +177,11 @@ pub fn edit(
     iface: &str,
     values: &BTreeMap<String, String>,
 ) -> Result<String, FieldError> {
-    let unsupported = |e| match e {
-        Unsupported::NotToml(e) => FieldError::general(format!(
+    let doc = splice::parse(current).map_err(|e| {
+        FieldError::general(format!(
             "the file is not TOML ({e}); fix it in the TOML editor"
-        )),
-        Unsupported::Form => FieldError::general(
-            "the file writes its interfaces in a form the page cannot edit; use the TOML editor",
-        ),
-    };
-    let doc = splice::parse(current).map_err(unsupported)?;
+        ))
+    })?;
     let old = splice::tables(&doc, "interface")
         .into_iter()
         .find(|(name, _)| name == iface)
@@ -212,7 +205,11 @@ pub fn edit(
         let new = (!text.is_empty()).then(|| typed(key, text));
         changes.push((key.as_str(), new));
     }
-    splice::set(current, "interface", iface, &changes).map_err(unsupported)
+    splice::set(current, &doc, "interface", iface, &changes).map_err(|Unsupported| {
+        FieldError::general(
+            "the file writes its interfaces in a form the page cannot edit; use the TOML editor",
+        )
+    })
 }
 
 /// Checks `text` as the file at `path` with the daemon's own validator.

@@ -12,22 +12,19 @@ use std::ops::Range;
 
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
+use unbloat_shaper::tomlread::line_start;
 
-/// Why a table cannot be edited in place.
+/// A table that cannot be edited in place: written in a form other than `[parent.name]` with
+/// `key = value` lines (an inline table, dotted keys), or under a parent that is not a table.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Unsupported {
-    /// The text is not TOML; the parser's message.
-    NotToml(String),
-    /// The table is written in a form other than `[parent.name]` with `key = value` lines (an
-    /// inline table, dotted keys), or the parent is not a table.
-    Form,
-}
+pub struct Unsupported;
 
-/// The file's tables with the spans of their keys and values.
-pub fn parse(text: &str) -> Result<DeTable<'_>, Unsupported> {
+/// The file's tables with the spans of their keys and values; refused, the parser's message
+/// (with the line it quotes).
+pub fn parse(text: &str) -> Result<DeTable<'_>, String> {
     DeTable::parse(text)
         .map(Spanned::into_inner)
-        .map_err(|e| Unsupported::NotToml(e.to_string().trim().to_string()))
+        .map_err(|e| e.to_string().trim().to_string())
 }
 
 /// A value as the form shows it: a string without its quotes, anything else as the file writes
@@ -63,27 +60,27 @@ pub fn tables<'d, 't>(root: &'d DeTable<'t>, parent: &str) -> Vec<(String, &'d D
     found.into_iter().map(|(_, name, t)| (name, t)).collect()
 }
 
-/// `text` with the table `[parent.name]` changed: each `(key, Some(value))` set to `value` (TOML
-/// text, as [`string`] writes a string), each `(key, None)` removed. New keys go in the order
-/// given; a missing table is created at the end of the file.
+/// `text` (parsed as `root`) with the table `[parent.name]` changed: each `(key, Some(value))`
+/// set to `value` (TOML text, as [`string`] writes a string), each `(key, None)` removed. New
+/// keys go in the order given; a missing table is created at the end of the file.
 pub fn set(
     text: &str,
+    root: &DeTable,
     parent: &str,
     name: &str,
     changes: &[(&str, Option<String>)],
 ) -> Result<String, Unsupported> {
-    let root = parse(text)?;
     let mut splices: Vec<(Range<usize>, String)> = vec![];
     let mut added = String::new();
     let existing = match root.get(parent) {
         None => None,
         Some(all) => {
             let DeValue::Table(all) = all.get_ref() else {
-                return Err(Unsupported::Form);
+                return Err(Unsupported);
             };
             // A new `[parent.name]` at the end only adds to a parent written as headers.
             if !all.values().all(|t| is_header_table(text, t)) {
-                return Err(Unsupported::Form);
+                return Err(Unsupported);
             }
             all.get(name)
         }
@@ -105,7 +102,7 @@ pub fn set(
         return checked(new, parent, name, changes);
     };
     let DeValue::Table(entries) = table.get_ref() else {
-        return Err(Unsupported::Form);
+        return Err(Unsupported);
     };
     // New keys follow the table's last `key = value` line (its header's if it has none); a
     // `[parent.name.sub]` table below it is another table's text.
@@ -119,7 +116,7 @@ pub fn set(
     for (key, value) in changes {
         match (entries.get_key_value(*key), value) {
             (Some((_, v)), _) if matches!(v.get_ref(), DeValue::Table(_)) => {
-                return Err(Unsupported::Form)
+                return Err(Unsupported)
             }
             (Some((_, v)), Some(new)) => splices.push((v.span(), new.clone())),
             (Some((k, v)), None) => splices.push((
@@ -152,13 +149,13 @@ fn checked(
     name: &str,
     changes: &[(&str, Option<String>)],
 ) -> Result<String, Unsupported> {
-    let root = parse(&new).map_err(|_| Unsupported::Form)?;
+    let root = parse(&new).map_err(|_| Unsupported)?;
     let table = match root.get(parent).map(Spanned::get_ref) {
         Some(DeValue::Table(all)) => match all.get(name).map(Spanned::get_ref) {
             Some(DeValue::Table(t)) => t,
-            _ => return Err(Unsupported::Form),
+            _ => return Err(Unsupported),
         },
-        _ => return Err(Unsupported::Form),
+        _ => return Err(Unsupported),
     };
     let holds = changes.iter().all(|(key, value)| {
         let found = table.get(*key).and_then(|v| new.get(v.span()));
@@ -167,7 +164,7 @@ fn checked(
     if holds {
         Ok(new)
     } else {
-        Err(Unsupported::Form)
+        Err(Unsupported)
     }
 }
 
@@ -204,10 +201,6 @@ fn key_text(key: &str) -> String {
 fn is_header_table(text: &str, v: &Spanned<DeValue>) -> bool {
     matches!(v.get_ref(), DeValue::Table(_))
         && text.get(v.span()).is_some_and(|t| t.starts_with('['))
-}
-
-fn line_start(text: &str, at: usize) -> usize {
-    text[..at].rfind('\n').map_or(0, |i| i + 1)
 }
 
 fn line_end(text: &str, at: usize) -> usize {
