@@ -314,6 +314,11 @@ impl LinkPreset {
         self.row().6
     }
 
+    /// Every preset, in the order the docs and the forms list them.
+    pub fn all() -> Vec<LinkPreset> {
+        TABLE.iter().map(|r| r.0).collect()
+    }
+
     /// Every accepted name, for error messages.
     pub fn names() -> String {
         TABLE.iter().map(|r| r.1).collect::<Vec<_>>().join(", ")

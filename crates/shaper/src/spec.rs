@@ -20,7 +20,7 @@
 use crate::clip::clip;
 use crate::linklayer::{LinkError, LinkLayer};
 use crate::model::{CakeParams, Diffserv, Direction, FlowMode, FqCodelParams};
-use crate::options::{option_name, parse_extra, ExtraError, Qdisc, ShapeOptions};
+use crate::options::{option_name, parse_extra, Dir, ExtraError, Qdisc, ShapeOptions, OPTIONS};
 use crate::{cake, fq_codel, ifb};
 use unbloat_units::{IfName, Rate, UnitError};
 
@@ -309,15 +309,14 @@ impl Spec {
                 Direction::Egress => (&opts.extra_egress, "extra-egress"),
                 Direction::Ingress => (&opts.extra_ingress, "extra-ingress"),
             };
-            // `ack-filter` is an upload option (the download's ACKs go up); the download qdisc
-            // filters only when extra-ingress says so.
-            let base = match dir {
-                Direction::Egress => opts.clone(),
-                Direction::Ingress => ShapeOptions {
-                    ack_filter: None,
-                    ..opts.clone()
-                },
-            };
+            // An upload key (cake's ACK filter: the download's ACKs go up) does not reach the
+            // download qdisc; extra-ingress's words can ask for it there.
+            let mut base = opts.clone();
+            if dir == Direction::Ingress {
+                for opt in OPTIONS.iter().filter(|d| d.dir == Dir::UploadKey) {
+                    opt.field.clear(&mut base);
+                }
+            }
             let merged = match extra {
                 Some(text) => {
                     ShapeOptions::merge(&base, &parse_extra(text, qdisc, dir, &option_name(key))?)
@@ -469,75 +468,24 @@ fn check_qdisc_fit(qdisc: Qdisc, o: &ShapeOptions) -> Result<(), SpecError> {
         if t != 1 && t != 3 {
             return Err(SpecError::Tiers(t));
         }
-    }
-    match qdisc {
-        Qdisc::FqCodel => {
-            let cake_only: [(&'static str, Option<String>); 8] = [
-                ("ack-filter", o.ack_filter.map(|a| a.keyword().to_string())),
-                ("diffserv", o.diffserv.map(|d| d.keyword().to_string())),
-                ("isolation", o.isolation.map(|i| i.name().to_string())),
-                ("nat", o.nat.map(|b| b.to_string())),
-                ("wash", o.wash.map(|b| b.to_string())),
-                ("rtt", o.rtt.map(|t| t.to_string())),
-                ("split-gso", o.split_gso.map(|b| b.to_string())),
-                ("memlimit", o.memlimit.map(|m| m.to_string())),
-            ];
-            if let Some((option, Some(value))) = cake_only.into_iter().find(|(_, v)| v.is_some()) {
-                return Err(SpecError::CakeOnly { option, value });
-            }
-            if let Some(v) = o.ingress_keyword {
-                return Err(SpecError::CakeOnly {
-                    option: "ingress-keyword",
-                    value: v.to_string(),
-                });
-            }
+        if qdisc == Qdisc::Cake {
+            return Err(SpecError::TiersWithCake(t));
         }
-        Qdisc::Cake => {
-            if let Some(t) = o.tiers {
-                return Err(SpecError::TiersWithCake(t));
-            }
-            let aqm = "cake tunes its AQM from --rtt";
-            let memory = "cake bounds its queue by memory: the config key memlimit, or the word \
-                          memlimit in --egress-options/--ingress-options";
-            let fq_only: [(&'static str, Option<String>, &'static str); 8] = [
-                ("target", o.target.map(|t| t.to_string()), aqm),
-                ("interval", o.interval.map(|t| t.to_string()), aqm),
-                (
-                    "quantum",
-                    o.quantum.map(|q| q.to_string()),
-                    "cake sizes its quantum from the rate",
-                ),
-                ("limit", o.limit.map(|l| l.to_string()), memory),
-                (
-                    "flows",
-                    o.flows.map(|f| f.to_string()),
-                    "cake hashes into 1024 set-associative queues",
-                ),
-                (
-                    "memory-limit",
-                    o.memory_limit.map(|m| m.to_string()),
-                    memory,
-                ),
-                (
-                    "ecn-egress",
-                    o.ecn_egress.map(|b| b.to_string()),
-                    "cake always uses ECN when a flow has it",
-                ),
-                (
-                    "ecn-ingress",
-                    o.ecn_ingress.map(|b| b.to_string()),
-                    "cake always uses ECN when a flow has it",
-                ),
-            ];
-            if let Some((option, Some(value), hint)) =
-                fq_only.into_iter().find(|(_, v, _)| v.is_some())
-            {
-                return Err(SpecError::FqCodelOnly {
-                    option,
+    }
+    // The options the other strategy takes (their declarations say which, and why).
+    for opt in OPTIONS.iter().filter(|d| d.qdisc.is_some_and(|q| q != qdisc)) {
+        if let Some(value) = opt.shown(o) {
+            return Err(match qdisc {
+                Qdisc::FqCodel => SpecError::CakeOnly {
+                    option: opt.key,
                     value,
-                    hint,
-                });
-            }
+                },
+                Qdisc::Cake => SpecError::FqCodelOnly {
+                    option: opt.key,
+                    value,
+                    hint: opt.refusal,
+                },
+            });
         }
     }
     Ok(())

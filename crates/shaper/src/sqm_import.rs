@@ -34,23 +34,20 @@
 //!
 //! The steps, each a module, data flowing one way: [`parse`] (the two formats into
 //! [`SqmQueue`]s), [`map`], [`recipe`] and [`aqm`] (a queue into typed options per direction, with
-//! [`words`] for the option strings: [`cake_words`], [`fq_words`], [`tc_units`]), [`factor`] (two
+//! [`words`] for the option strings, through the options' own grammar), [`factor`] (two
 //! directions into one table), [`render`] (TOML and notes). [`model`] holds the types they all
 //! share and imports none of them; [`dir`] the per-direction state and [`ctx`] the queue being
 //! mapped.
 
 pub mod aqm;
-pub mod cake_words;
 pub mod ctx;
 pub mod dir;
 pub mod factor;
-pub mod fq_words;
 pub mod map;
 pub mod model;
 pub mod parse;
 pub mod recipe;
 pub mod render;
-pub mod tc_units;
 pub mod words;
 
 pub use model::{

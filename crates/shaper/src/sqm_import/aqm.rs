@@ -6,7 +6,7 @@
 use super::ctx::Ctx;
 use super::dir::DirWords;
 use super::model::{ImportError, Key, NoteKind, Script};
-use super::tc_units;
+use crate::options::tc_units;
 use crate::model::Direction;
 use unbloat_units::Time;
 

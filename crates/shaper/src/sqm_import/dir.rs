@@ -1,12 +1,11 @@
 //! One direction's options as sqm's words leave them ([`DirWords`]), cake's link-layer state
 //! while it reads them ([`LinkState`]), and why a word is left out ([`Problem`]). Shared by the
-//! readers of cake's and fq_codel's words ([`super::cake_words`], [`super::fq_words`]) and by the
-//! mapping; it imports none of them.
+//! reader of the option strings ([`super::words`]) and by the mapping; it imports neither.
 
 use super::model::NoteKind;
 use crate::linklayer::Framing;
 use crate::model::Direction;
-use crate::options::{Qdisc, ShapeOptions, REFUSED_WORDS};
+use crate::options::ShapeOptions;
 use std::collections::BTreeMap;
 
 /// cake's link-layer state as q_cake.c keeps it while it reads words.
@@ -87,15 +86,4 @@ pub fn tc_refuses(used: usize, dir: Direction, why: String) -> Problem {
              sqm-scripts shaped nothing that way; left out"
         ),
     }
-}
-
-pub fn refused(qdisc: Qdisc, w: &str, used: usize) -> Option<Problem> {
-    REFUSED_WORDS
-        .iter()
-        .find(|(q, word, _)| *q == qdisc && *word == w)
-        .map(|(_, _, why)| Problem {
-            used,
-            kind: NoteKind::NotMapped,
-            text: format!("not taken by unbloat: {why}"),
-        })
 }

@@ -1,27 +1,28 @@
 //! sqm's option strings (`eqdisc_opts`, `iqdisc_opts`, and the words its recipes add), read word
 //! by word as tc would read them, into unbloat's typed options.
 //!
-//! Heads up! The grammars are iproute2's `tc/q_cake.c` (`cake_parse_opt`) and
-//! `tc/q_fq_codel.c` (`fq_codel_parse_opt`), and the values are read with tc's own units
-//! (`tc/tc_util.c`: `get_rate64`, `get_time`, `get_size`), because sqm-scripts hands these strings
-//! to tc unchanged: here `rtt 100` *is* 100 us and `bandwidth 20000` *is* 20 kbit/s. The typed
-//! result is written with explicit units, so nothing reaches unbloat's TOML that it would read
-//! another way, and nothing is passed through as text.
+//! Heads up! The grammar is the options' own ([`crate::options::words`]: iproute2's
+//! `tc/q_cake.c` and `tc/q_fq_codel.c`), the one `--egress-options` is read with, but the values
+//! are read with tc's own units (`tc/tc_util.c`: `get_rate64`, `get_time`, `get_size`), because
+//! sqm-scripts hands these strings to tc unchanged: here `rtt 100` *is* 100 us and `bandwidth
+//! 20000` *is* 20 kbit/s. The typed result is written with explicit units, so nothing reaches
+//! unbloat's TOML that it would read another way, and nothing is passed through as text.
 //!
 //! cake keeps the last of competing words, and its link-layer keywords *add* to the overhead said
 //! before them (`overhead 44 pppoe-llcsnap` is 84; `ethernet` also sets mpu 84, `docsis` mpu 64):
-//! [`LinkState`](super::dir::LinkState) follows q_cake.c line by line ([`super::cake_words`],
-//! [`super::fq_words`]). A word tc would refuse ("What is ...?") made
-//! sqm-scripts' whole tc command fail, so that direction was not shaped at all; such words, and
-//! the ones unbloat refuses on purpose (`autorate-ingress`, `fwmark`, ...; see
+//! [`LinkState`] follows q_cake.c line by line ([`link_word`]). A word tc would refuse ("What is
+//! ...?") made sqm-scripts' whole tc command fail, so that direction was not shaped at all; such
+//! words, and the ones unbloat refuses on purpose (`autorate-ingress`, `fwmark`, ...; see
 //! [`REFUSED_WORDS`](crate::options::REFUSED_WORDS)), are left out with a note naming the word.
 
-use super::cake_words::cake_word;
-use super::dir::DirWords;
-use super::fq_words::fq_codel_word;
+use super::dir::{tc_refuses, DirWords, LinkState, Problem};
 use super::model::{Note, NoteKind};
+use crate::linklayer::{Framing, LinkPreset};
 use crate::model::Direction;
-use crate::options::Qdisc;
+use crate::options::words::{self as grammar, Said, Units};
+use crate::options::value::Kind;
+use crate::options::{Opt, Qdisc};
+use crate::qdisc::cake::words::adds_overhead;
 
 /// The words of one option string or recipe, with the name notes give their origin.
 pub struct Words<'a> {
@@ -45,41 +46,170 @@ pub fn apply(
     while i < list.len() {
         let w = list[i];
         let value = list.get(i + 1).copied();
-        let step = match qdisc {
-            Qdisc::Cake => cake_word(dir, w, value, direction, words.origin),
-            Qdisc::FqCodel => fq_codel_word(dir, w, value, direction, words.origin),
+        let step = grammar::read(qdisc, direction, Units::Tc, &list[i..], &mut dir.opts);
+        let shown = |used: usize| match (used, value) {
+            (2, Some(v)) => format!("{w} {v}"),
+            _ => w.to_string(),
         };
-        let (used, problem) = match step {
-            Ok(used) => (used, None),
-            Err(p) => (p.used, Some(p)),
+        let problem = match step.said {
+            Said::Set { opt, reading } => {
+                if let Some(reading) = &reading {
+                    notes.push(Note {
+                        queue: queue.to_string(),
+                        option: Some(words.origin.to_string()),
+                        value: Some(shown(step.used)),
+                        kind: NoteKind::Warning,
+                        text: format!(
+                            "no unit: tc reads it as {reading}, and so did sqm-scripts; carried \
+                             as {reading} (unbloat would have refused the bare number): check it \
+                             is meant"
+                        ),
+                    });
+                }
+                took(dir, opt, &shown(step.used), direction, words.origin).err()
+            }
+            Said::Nothing => None,
+            Said::Refused(why) => Some(Problem {
+                used: step.used,
+                kind: NoteKind::NotMapped,
+                text: format!("not taken by unbloat: {why}"),
+            }),
+            Said::Ignored(why) => Some(Problem {
+                used: step.used,
+                kind: NoteKind::Ignored,
+                text: why.to_string(),
+            }),
+            Said::MissingValue(noun) => Some(tc_refuses(
+                1,
+                direction,
+                format!("`{w}` needs a {noun} after it"),
+            )),
+            Said::BadValue(why) => Some(tc_refuses(2, direction, why)),
+            Said::Unknown => {
+                let what = match qdisc {
+                    Qdisc::Cake => "not a cake word",
+                    Qdisc::FqCodel if grammar::is_word(Qdisc::Cake, w) => {
+                        "a cake word, which fq_codel does not take"
+                    }
+                    Qdisc::FqCodel => "not an fq_codel word",
+                };
+                Some(tc_refuses(
+                    1,
+                    direction,
+                    format!(
+                        "{what} (tc: \"What is \\\"{}\\\"?\")",
+                        crate::clip::clip(w)
+                    ),
+                ))
+            }
         };
-        for (shown, reading) in std::mem::take(&mut dir.bare) {
-            notes.push(Note {
-                queue: queue.to_string(),
-                option: Some(words.origin.to_string()),
-                value: Some(shown),
-                kind: NoteKind::Warning,
-                text: format!(
-                    "no unit: tc reads it as {reading}, and so did sqm-scripts; carried as \
-                     {reading} (unbloat would have refused the bare number): check it is meant"
-                ),
-            });
-        }
+        let used = problem.as_ref().map_or(step.used, |p| p.used);
         if let Some(p) = problem {
-            let shown = match (p.used, value) {
-                (2, Some(v)) => format!("{w} {v}"),
-                _ => w.to_string(),
-            };
             notes.push(Note {
                 queue: queue.to_string(),
                 option: Some(words.origin.to_string()),
-                value: Some(shown),
+                value: Some(shown(p.used)),
                 kind: p.kind,
                 text: p.text,
             });
         }
         i += used.max(1);
     }
+}
+
+/// What follows from `opt` taking `shown`: cake's link-layer words go into the direction's
+/// [`LinkState`] as q_cake.c adds them up (not into the options), everything else is recorded as
+/// the source of its key.
+fn took(
+    d: &mut DirWords,
+    opt: &Opt,
+    shown: &str,
+    dir: Direction,
+    origin: &str,
+) -> Result<(), Problem> {
+    let o = &mut d.opts;
+    let key = match opt.key {
+        "link" => {
+            let preset = o.link.take();
+            preset.map_or("overhead", |p| link_word(&mut d.link, p))
+        }
+        "vlan" => {
+            o.vlan = None;
+            d.link.overhead += 4;
+            d.link.overhead_set = true;
+            "overhead"
+        }
+        "overhead" | "mpu" => {
+            let (n, (lo, hi)) = match opt.key {
+                "overhead" => (o.overhead.take(), (-64, 256)),
+                _ => (o.mpu.take(), (0, 256)),
+            };
+            let n = n
+                .filter(|n| (lo..=hi).contains(n))
+                .ok_or_else(|| tc_refuses(2, dir, format!("`{shown}`: tc takes whole numbers {lo}..{hi}")))?;
+            if opt.key == "overhead" {
+                d.link.overhead = n;
+                d.link.overhead_set = true;
+            } else {
+                d.link.mpu = n;
+            }
+            opt.key
+        }
+        "framing" => {
+            d.link.framing = o.framing.take();
+            "framing"
+        }
+        key => {
+            // A value written otherwise than unbloat writes it is shown with what tc read
+            // (`rtt 50 = 50us`); whole numbers read as written.
+            let value = opt.field.show(o).unwrap_or_default();
+            let text = match shown.split_once(' ') {
+                Some((_, v)) if v != value && opt.field.kind() != Kind::Int => {
+                    format!("{shown} = {value}")
+                }
+                _ => shown.to_string(),
+            };
+            d.source(key, format!("{origin}: {text}"));
+            return Ok(());
+        }
+    };
+    d.link.touched = true;
+    d.source(key, format!("{origin}: {shown}"));
+    Ok(())
+}
+
+/// One of cake's link-layer keywords as q_cake.c applies it; the key its source is noted under.
+fn link_word(l: &mut LinkState, p: LinkPreset) -> &'static str {
+    match p {
+        LinkPreset::Raw => {
+            l.framing = Some(Framing::None);
+            l.overhead = 0;
+            l.overhead_set = true;
+            l.raw = true;
+            return "link";
+        }
+        LinkPreset::Conservative => {
+            l.framing = Some(Framing::Atm);
+            l.overhead = 48;
+        }
+        LinkPreset::Ethernet => {
+            l.overhead += 38;
+            l.mpu = 84;
+        }
+        LinkPreset::Docsis => {
+            l.framing = Some(Framing::None);
+            l.overhead += 18;
+            l.mpu = 64;
+        }
+        p => {
+            if let Some((bytes, framing)) = adds_overhead(p.name()) {
+                l.framing = Some(framing);
+                l.overhead += bytes;
+            }
+        }
+    }
+    l.overhead_set = true;
+    "overhead"
 }
 
 #[cfg(test)]
