@@ -5,16 +5,21 @@
 //! with cake's or fq_codel's grammar, over the keys). So: a value both directions share, or the
 //! only shaped direction has, becomes a key; values that differ go into each direction's extra
 //! string as the words that mean them, generated here from typed values (never the file's text).
-//! `ack-filter` is an upload key in unbloat, so the download's goes into `extra-ingress`;
-//! dual-srchost up with dual-dsthost down is `isolation = "dual-host"`.
+//! An upload key (the options' declarations say which) takes the upload's value, and the
+//! download's goes into `extra-ingress`; dual-srchost up with dual-dsthost down is
+//! `isolation = "dual-host"`.
 
 use super::dir::{DirWords, Link};
 use super::recipe::Mapped;
-use crate::linklayer::{Framing, LinkPreset};
-use crate::model::AckFilter;
-use crate::options::{Isolation, ShapeOptions};
+use crate::linklayer::LinkPreset;
+use crate::model::Direction;
+use crate::options::{Dir, Isolation, Opt, Qdisc, ShapeOptions, Words, OPTIONS};
 use std::collections::BTreeMap;
 use unbloat_units::Rate;
+
+/// The link layer's keys: cake's words for them add up ([`super::dir::LinkState`]), and they
+/// are placed together.
+const LINK_KEYS: &[&str] = &["link", "overhead", "mpu", "framing", "vlan"];
 
 /// The table's options and, per TOML key, where its value came from.
 pub fn table(m: &Mapped) -> (ShapeOptions, BTreeMap<String, Vec<String>>) {
@@ -75,154 +80,38 @@ pub fn table(m: &Mapped) -> (ShapeOptions, BTreeMap<String, Vec<String>>) {
         t.o.isolation = Some(Isolation::DualHost);
         t.from("isolation", e, "isolation");
         t.from("isolation", i, "isolation");
-    } else {
-        field(
-            &mut t,
-            on,
-            e,
-            i,
-            "isolation",
-            |o| o.isolation,
-            |o, v| o.isolation = v,
-            |v| vec![v.name().to_string()],
-        );
     }
-    field(
-        &mut t,
-        on,
-        e,
-        i,
-        "nat",
-        |o| o.nat,
-        |o, v| o.nat = v,
-        |v| vec![if v { "nat" } else { "nonat" }.into()],
-    );
-    field(
-        &mut t,
-        on,
-        e,
-        i,
-        "diffserv",
-        |o| o.diffserv,
-        |o, v| o.diffserv = v,
-        |v| vec![v.keyword().into()],
-    );
-    field(
-        &mut t,
-        on,
-        e,
-        i,
-        "wash",
-        |o| o.wash,
-        |o, v| o.wash = v,
-        |v| vec![if v { "wash" } else { "nowash" }.into()],
-    );
-    field(
-        &mut t,
-        on,
-        e,
-        i,
-        "rtt",
-        |o| o.rtt,
-        |o, v| o.rtt = v,
-        |v| vec!["rtt".into(), v.to_string()],
-    );
-    field(
-        &mut t,
-        on,
-        e,
-        i,
-        "split-gso",
-        |o| o.split_gso,
-        |o, v| o.split_gso = v,
-        |v| vec![if v { "split-gso" } else { "no-split-gso" }.into()],
-    );
-    field(
-        &mut t,
-        on,
-        e,
-        i,
-        "memlimit",
-        |o| o.memlimit,
-        |o, v| o.memlimit = v,
-        |v| vec!["memlimit".into(), v.to_string()],
-    );
-    field(
-        &mut t,
-        on,
-        e,
-        i,
-        "target",
-        |o| o.target,
-        |o, v| o.target = v,
-        |v| vec!["target".into(), v.to_string()],
-    );
-    field(
-        &mut t,
-        on,
-        e,
-        i,
-        "interval",
-        |o| o.interval,
-        |o, v| o.interval = v,
-        |v| vec!["interval".into(), v.to_string()],
-    );
-    field(
-        &mut t,
-        on,
-        e,
-        i,
-        "quantum",
-        |o| o.quantum,
-        |o, v| o.quantum = v,
-        |v| vec!["quantum".into(), v.to_string()],
-    );
-    field(
-        &mut t,
-        on,
-        e,
-        i,
-        "limit",
-        |o| o.limit,
-        |o, v| o.limit = v,
-        |v| vec!["limit".into(), v.to_string()],
-    );
-    field(
-        &mut t,
-        on,
-        e,
-        i,
-        "flows",
-        |o| o.flows,
-        |o, v| o.flows = v,
-        |v| vec!["flows".into(), v.to_string()],
-    );
-    field(
-        &mut t,
-        on,
-        e,
-        i,
-        "memory-limit",
-        |o| o.memory_limit,
-        |o, v| o.memory_limit = v,
-        |v| vec!["memory_limit".into(), v.to_string()],
-    );
-
-    // Keys of one direction only.
-    if on.0 {
-        t.o.ack_filter = e.opts.ack_filter;
-        t.from("ack-filter", e, "ack-filter");
-        t.o.ecn_egress = e.opts.ecn_egress;
-        t.from("ecn-egress", e, "ecn-egress");
+    // The other keys both directions may hold, in table order; then the keys of one direction.
+    let own = |opt: &&Opt| {
+        !matches!(opt.words, Words::None)
+            && !LINK_KEYS.contains(&opt.key)
+            && !opt.field.is_set(&t.o)
+    };
+    let (both, one): (Vec<&Opt>, Vec<&Opt>) = OPTIONS
+        .iter()
+        .filter(own)
+        .partition(|opt| opt.dir == Dir::Both);
+    for opt in both {
+        field(&mut t, on, e, i, opt, m.qdisc);
     }
-    if on.1 {
-        if let Some(a) = i.opts.ack_filter {
-            t.extra(false, Some(vec![ack_word(a).into()]), i, &["ack-filter"]);
+    for opt in one {
+        let take = |t: &mut Table, d: &DirWords| {
+            opt.field.copy(&mut t.o, &d.opts);
+            t.from(opt.key, d, opt.key);
+        };
+        match opt.dir {
+            Dir::Only(Direction::Egress) if on.0 => take(&mut t, e),
+            Dir::Only(Direction::Ingress) if on.1 => take(&mut t, i),
+            Dir::UploadKey => {
+                if on.0 {
+                    take(&mut t, e);
+                }
+                if on.1 {
+                    t.extra(false, opt.words_for(m.qdisc, &i.opts), i, &[opt.key]);
+                }
+            }
+            _ => {}
         }
-        t.o.ingress_keyword = i.opts.ingress_keyword;
-        t.from("ingress-keyword", i, "ingress-keyword");
-        t.o.ecn_ingress = i.opts.ecn_ingress;
-        t.from("ecn-ingress", i, "ecn-ingress");
     }
     let join = |w: &Vec<String>| (!w.is_empty()).then(|| w.join(" "));
     t.o.extra_egress = join(&t.extra_e);
@@ -286,32 +175,22 @@ fn split<T: Clone + PartialEq>(e: &Option<T>, i: &Option<T>, on: (bool, bool)) -
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn field<T: Clone + PartialEq>(
-    t: &mut Table,
-    on: (bool, bool),
-    e: &DirWords,
-    i: &DirWords,
-    key: &str,
-    get: impl Fn(&ShapeOptions) -> Option<T>,
-    set: impl Fn(&mut ShapeOptions, Option<T>),
-    words: impl Fn(T) -> Vec<String>,
-) {
-    match split(&get(&e.opts), &get(&i.opts), on) {
-        Split::Main(v) => {
-            set(&mut t.o, Some(v));
-            t.from(key, e, key);
-            t.from(key, i, key);
-        }
-        Split::Dirs(a, b) => {
-            t.extra(true, a.map(&words), e, &[key]);
-            t.extra(false, b.map(&words), i, &[key]);
-        }
+/// A key both directions may hold: the key when they agree (or one is shaped), else each
+/// direction's value in its extra string, as the qdisc's words.
+fn field(t: &mut Table, on: (bool, bool), e: &DirWords, i: &DirWords, opt: &Opt, q: Qdisc) {
+    let (a, b) = match on {
+        (true, false) => (&e.opts, &e.opts),
+        (false, true) => (&i.opts, &i.opts),
+        _ => (&e.opts, &i.opts),
+    };
+    if opt.field.is_set(a) && opt.field.same(a, b) {
+        opt.field.copy(&mut t.o, a);
+        t.from(opt.key, e, opt.key);
+        t.from(opt.key, i, opt.key);
+    } else {
+        t.extra(true, opt.words_for(q, a), e, &[opt.key]);
+        t.extra(false, opt.words_for(q, b), i, &[opt.key]);
     }
-}
-
-fn ack_word(a: AckFilter) -> &'static str {
-    a.keyword()
 }
 
 /// cake's words for a direction's own link layer.
@@ -325,12 +204,7 @@ fn link_words(l: Link) -> Vec<String> {
         l.overhead.to_string(),
         "mpu".to_string(),
         l.mpu.to_string(),
-        match l.framing {
-            Framing::Atm => "atm",
-            Framing::Ptm => "ptm",
-            Framing::None => "noatm",
-        }
-        .to_string(),
+        l.framing.cake_keyword().to_string(),
     ]);
     w
 }

@@ -6,41 +6,8 @@
 //! and a disabled table, uncommented, to its options too.
 
 use super::model::{Import, Imported, NoteKind};
-use crate::options::ShapeOptions;
-use unbloat_units::Rate;
-
-/// The keys in the order a table is written (the order of the shipped example's).
-const ORDER: &[&str] = &[
-    "down",
-    "up",
-    "qdisc",
-    "tiers",
-    "link",
-    "overhead",
-    "mpu",
-    "framing",
-    "vlan",
-    "isolation",
-    "nat",
-    "diffserv",
-    "wash",
-    "ack-filter",
-    "rtt",
-    "ingress-keyword",
-    "split-gso",
-    "memlimit",
-    "target",
-    "interval",
-    "quantum",
-    "limit",
-    "flows",
-    "memory-limit",
-    "ecn-egress",
-    "ecn-ingress",
-    "extra-egress",
-    "extra-ingress",
-    "i-mean-it",
-];
+use crate::options::value::toml_string;
+use crate::options::{ShapeOptions, OPTIONS};
 
 /// The TOML for `import`, read from `source` (a path, for the header).
 pub fn toml(import: &Import, source: &str) -> String {
@@ -103,74 +70,12 @@ pub fn notes(import: &Import) -> String {
         .collect()
 }
 
-/// (key, TOML value) for every option the table sets, in [`ORDER`].
+/// (key, TOML value) for every option the table sets, in the order the options are declared.
 pub fn values(o: &ShapeOptions) -> Vec<(&'static str, String)> {
-    let s = |t: &str| toml_string(t);
-    let b = |v: bool| v.to_string();
-    let rate = |r: Rate| match r.bits_per_sec() {
-        0 => "0".to_string(),
-        bps if bps % 1000 == 0 => s(&format!("{}kbit", bps / 1000)),
-        _ => s(&r.to_string()),
-    };
-    let mut out: Vec<(&'static str, String)> = Vec::new();
-    let mut put = |k: &'static str, v: Option<String>| {
-        if let Some(v) = v {
-            out.push((k, v));
-        }
-    };
-    put("down", o.down.map(rate));
-    put("up", o.up.map(rate));
-    put("qdisc", o.qdisc.map(|q| s(&q.to_string())));
-    put("tiers", o.tiers.map(|t| t.to_string()));
-    put("link", o.link.map(|l| s(l.name())));
-    put("overhead", o.overhead.map(|v| v.to_string()));
-    put("mpu", o.mpu.map(|v| v.to_string()));
-    put("framing", o.framing.map(|f| s(&f.to_string())));
-    put("vlan", o.vlan.map(|v| v.to_string()));
-    put("isolation", o.isolation.map(|v| s(v.name())));
-    put("nat", o.nat.map(b));
-    put("diffserv", o.diffserv.map(|d| s(d.keyword())));
-    put("wash", o.wash.map(b));
-    put(
-        "ack-filter",
-        o.ack_filter.map(|a| match a {
-            crate::model::AckFilter::Enabled => "true".to_string(),
-            crate::model::AckFilter::Disabled => "false".to_string(),
-            crate::model::AckFilter::Aggressive => s("aggressive"),
-        }),
-    );
-    put("rtt", o.rtt.map(|t| s(&t.to_string())));
-    put("ingress-keyword", o.ingress_keyword.map(b));
-    put("split-gso", o.split_gso.map(b));
-    put("memlimit", o.memlimit.map(|m| s(&m.to_string())));
-    put("target", o.target.map(|t| s(&t.to_string())));
-    put("interval", o.interval.map(|t| s(&t.to_string())));
-    put("quantum", o.quantum.map(|v| v.to_string()));
-    put("limit", o.limit.map(|v| v.to_string()));
-    put("flows", o.flows.map(|v| v.to_string()));
-    put("memory-limit", o.memory_limit.map(|m| s(&m.to_string())));
-    put("ecn-egress", o.ecn_egress.map(b));
-    put("ecn-ingress", o.ecn_ingress.map(b));
-    put("extra-egress", o.extra_egress.as_deref().map(s));
-    put("extra-ingress", o.extra_ingress.as_deref().map(s));
-    put("i-mean-it", o.i_mean_it.map(b));
-    out.sort_by_key(|(k, _)| ORDER.iter().position(|o| o == k).unwrap_or(ORDER.len()));
-    out
-}
-
-/// A TOML basic string.
-fn toml_string(t: &str) -> String {
-    let mut out = String::from("\"");
-    for c in t.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    OPTIONS
+        .iter()
+        .filter_map(|opt| opt.field.toml(o).map(|v| (opt.key, v)))
+        .collect()
 }
 
 /// A table name part: bare when TOML allows it, quoted otherwise (`"eth0.2"`).
@@ -205,7 +110,6 @@ mod tests {
     fn sqm_render_quotes_what_toml_needs() {
         assert_eq!(toml_key("eth0"), "eth0");
         assert_eq!(toml_key("eth0.2"), "\"eth0.2\"");
-        assert_eq!(toml_string("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
         assert_eq!(comment_text("a\nb"), "a b");
     }
 }
