@@ -1,209 +1,186 @@
-//! The shaping flags of `unbloat plan` and `unbloat start`, and their translation into the same
-//! [`ShapeOptions`] a config file's `[interface.NAME]` table produces: two ways to say it, one
-//! meaning. Every value is parsed by its own type here, so a bad value is reported by clap with
-//! the flag's name (`invalid value '78mbitz' for '--down <RATE>': invalid rate ...`).
+//! The shaping flags of `unbloat plan`, `unbloat start` (and the lab's copies of them), made
+//! from the option declarations ([`OPTIONS`]): one flag per option the declaration gives a flag,
+//! with its help, section, value name and form, and the value read by the same parser as the
+//! config file's key. Two ways to say it, one meaning: the flags fill the same [`ShapeOptions`]
+//! a config file's `[interface.NAME]` table does, and an option added to the declarations is
+//! a flag here without a line of this file.
 //!
-//! Units are never guessed (the units crate's rule, issue 19): a rate needs its unit (`--down
-//! 20000` is refused with "write 20000kbit (SQM's unit) or 20mbit"), `mbps` and its kin are
-//! refused as bits-or-bytes, and a qdisc time needs its unit (`--rtt 100`: "write 100ms"). `0`
-//! still turns a direction off.
+//! Every value is checked while clap parses, so a bad value is reported with the flag's name
+//! (`invalid value '78mbitz' for '--down <RATE>': invalid rate ...`, exit status 2). Units are
+//! never guessed (the units crate's rule, issue 19): a rate needs its unit (`--down 20000` is
+//! refused with "write 20000kbit (SQM's unit) or 20mbit"), `mbps` and its kin are refused as
+//! bits-or-bytes, and a qdisc time needs its unit (`--rtt 100`: "write 100ms"). `0` still turns
+//! a direction off.
 
-use clap::Args;
-use unbloat_shaper::linklayer::{Framing, LinkPreset};
-use unbloat_shaper::options::{parse_rtt, Isolation, Qdisc, ShapeOptions};
-use unbloat_shaper::plan::{AckFilter, Diffserv};
-use unbloat_units::{Rate, Size, Time};
+use clap::builder::ValueParser;
+use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
+use unbloat_shaper::options::{Cli, Opt, ShapeOptions, OPTIONS};
 
 /// The config file `start --config` and the daemon read when none is named.
 pub const DEFAULT_CONFIG: &str = "/etc/unbloat/unbloat.toml";
 
-#[derive(Debug, Clone, Default, Args)]
-#[command(
-    next_help_heading = "Rates (in bits, with a unit: 78mbit, 19950kbit, 20M, 20Mbit/s; no unit \
-                         or mbps is refused, not guessed; 0 turns a direction off)"
-)]
+/// What the shaping flags said: unset flags are `None`, so they do not override a file.
+#[derive(Debug, Clone, Default)]
 pub struct ShapeFlags {
-    /// Download shaper rate (ingress, through an IFB). Set it to ~95 % of a measured speed test,
-    /// or ~85 % of the advertised rate. SQM's 20000 (kbit/s) is 20000kbit or 20mbit here.
-    #[arg(long, value_name = "RATE")]
-    pub down: Option<Rate>,
-    /// Upload shaper rate (egress, on the interface itself).
-    #[arg(long, value_name = "RATE")]
-    pub up: Option<Rate>,
-    /// Confirm rates that could cut you off from a remote box: below 64kbit, or one direction
-    /// over 1000 times the other (config key i-mean-it = true).
-    #[arg(long)]
-    pub i_mean_it: bool,
-
-    /// Queueing: cake (default), or fq_codel (HTB + fq_codel, where cake is missing).
-    #[arg(long, value_name = "QDISC", help_heading = "Queueing")]
-    pub qdisc: Option<Qdisc>,
-    /// fq_codel only: 1 class, or 3 classes by DSCP (priority, best effort, bulk) like simple.qos.
-    #[arg(long, value_name = "1|3", help_heading = "Queueing")]
-    pub tiers: Option<u8>,
-    /// cake's DSCP tins: besteffort (default: one tin), diffserv3, diffserv4, diffserv8, precedence.
-    #[arg(long, value_name = "MODE", help_heading = "Queueing")]
-    pub diffserv: Option<Diffserv>,
-    /// Flow isolation: dual-host (fair per LAN host: dual-srchost up, dual-dsthost down; the
-    /// default on a machine that forwards), triple-isolate (the default on one that does not),
-    /// hosts, flows, srchost, dsthost, dual-srchost, dual-dsthost, flowblind.
-    #[arg(long, value_name = "MODE", help_heading = "Queueing")]
-    pub isolation: Option<Isolation>,
-    /// Look up NAT to find the real LAN hosts. The default: on when this machine masquerades or
-    /// source-NATs out of the interface (nftables or iptables), off otherwise.
-    #[arg(long, help_heading = "Queueing", conflicts_with = "no_nat")]
-    pub nat: bool,
-    /// Never look up NAT, even where this machine masquerades.
-    #[arg(long, help_heading = "Queueing")]
-    pub no_nat: bool,
-    /// Put traffic in tins, both ways: a preset (gaming, video-calls) or a rule, TIN (voice,
-    /// video, besteffort, bulk) then what it matches: udp|tcp, port P[-Q][,...] and addr
-    /// PREFIX[,...] (the far end's), lan-host PREFIX[,...]. Repeat it; the first rule that matches
-    /// a connection wins; where none does, a LAN host's own mark (EF, CS1, ...) is kept and its
-    /// tin restored on the download. `auto` adds automatic classes for the rest: past 500
-    /// packets/s one way for 5 s to bulk, at most 500 bytes a packet on average to video (`auto
-    /// bulk-pps N bulk-after Ns small-bytes N`). Needs nftables and tc's ctinfo action; sets
-    /// --diffserv diffserv4 (or --tiers 3) unless chosen.
-    #[arg(long, value_name = "RULE", help_heading = "Queueing")]
-    pub classify: Vec<String>,
-    /// Clear DSCP marks of incoming traffic (the ISP's marks mean nothing on your LAN).
-    #[arg(long, help_heading = "Queueing")]
-    pub wash: bool,
-    /// Drop redundant TCP ACKs on egress (more upload on very asymmetric links, burstier
-    /// downloads); `--ack-filter=aggressive`.
-    #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "enabled", help_heading = "Queueing")]
-    pub ack_filter: Option<String>,
-    /// cake's rtt: a time with its unit (100ms) or internet, regional, metro, lan, oceanic,
-    /// satellite...
-    #[arg(long, value_name = "TIME", value_parser = parse_rtt, help_heading = "Queueing")]
-    pub rtt: Option<Time>,
-    /// Do not set cake's `ingress` mode on the download side (on by default from 4 Mbit/s).
-    #[arg(long, help_heading = "Queueing")]
-    pub no_ingress_keyword: bool,
-
-    /// Link layer: ethernet, ether-vlan, docsis, vdsl2, bridged-ptm, pppoe-ptm, the ADSL presets
-    /// (pppoa-vcmux, pppoa-llc, pppoe-vcmux, pppoe-llcsnap, bridged-vcmux, bridged-llcsnap,
-    /// ipoa-vcmux, ipoa-llcsnap), conservative, raw. See `unbloat plan --help`.
-    #[arg(long, value_name = "PRESET", help_heading = "Link layer")]
-    pub link: Option<LinkPreset>,
-    /// Per-packet overhead in bytes on top of the IP packet (-64..256); overrides the preset.
-    #[arg(
-        long,
-        value_name = "BYTES",
-        allow_hyphen_values = true,
-        help_heading = "Link layer"
-    )]
-    pub overhead: Option<i64>,
-    /// Minimum packet unit in bytes (0..256); overrides the preset.
-    #[arg(long, value_name = "BYTES", help_heading = "Link layer")]
-    pub mpu: Option<i64>,
-    /// Cell framing: atm (ADSL), ptm (VDSL2), none.
-    #[arg(long, value_name = "FRAMING", help_heading = "Link layer")]
-    pub framing: Option<Framing>,
-    /// Extra 802.1Q VLAN tags (4 bytes each) on top of the preset.
-    #[arg(long, value_name = "N", help_heading = "Link layer")]
-    pub vlan: Option<u32>,
-
-    /// fq_codel target delay, with its unit (default max(5ms, 1.5 packet times at the rate)).
-    #[arg(long, value_name = "TIME", help_heading = "fq_codel")]
-    pub target: Option<Time>,
-    /// fq_codel interval, with its unit (default 100ms + target - 5ms).
-    #[arg(long, value_name = "TIME", help_heading = "fq_codel")]
-    pub interval: Option<Time>,
-    /// fq_codel quantum in bytes (300 at low rates).
-    #[arg(long, value_name = "BYTES", help_heading = "fq_codel")]
-    pub quantum: Option<u32>,
-    /// fq_codel queue limit in packets.
-    #[arg(long, value_name = "PACKETS", help_heading = "fq_codel")]
-    pub limit: Option<u32>,
-    /// fq_codel memory limit.
-    #[arg(long, value_name = "SIZE", help_heading = "fq_codel")]
-    pub memory_limit: Option<Size>,
-    /// ECN on the upload side: on or off (default off at low rates).
-    #[arg(long, value_name = "on|off", value_parser = parse_on_off, help_heading = "fq_codel")]
-    pub ecn_egress: Option<bool>,
-    /// ECN on the download side: on or off (default on).
-    #[arg(long, value_name = "on|off", value_parser = parse_on_off, help_heading = "fq_codel")]
-    pub ecn_ingress: Option<bool>,
-
-    /// More options for the upload qdisc in its own words ("nat dual-srchost ack-filter");
-    /// each word is validated like a flag.
-    #[arg(long, value_name = "WORDS", help_heading = "Advanced")]
-    pub egress_options: Option<String>,
-    /// More options for the download qdisc in its own words ("nat dual-dsthost ingress").
-    #[arg(long, value_name = "WORDS", help_heading = "Advanced")]
-    pub ingress_options: Option<String>,
-}
-
-fn parse_on_off(s: &str) -> Result<bool, String> {
-    match s {
-        "on" | "yes" | "true" | "1" => Ok(true),
-        "off" | "no" | "false" | "0" => Ok(false),
-        _ => Err(format!("{s:?}: use on or off")),
-    }
-}
-
-fn parse_ack_filter(s: &str) -> Result<AckFilter, String> {
-    match s {
-        "enabled" | "on" | "true" | "yes" => Ok(AckFilter::Enabled),
-        "aggressive" => Ok(AckFilter::Aggressive),
-        "disabled" | "off" | "false" | "no" => Ok(AckFilter::Disabled),
-        _ => Err(format!("invalid value {s:?} for --ack-filter: use --ack-filter, --ack-filter=aggressive or --ack-filter=off")),
-    }
+    options: ShapeOptions,
 }
 
 impl ShapeFlags {
-    /// The options these flags say; unset flags are `None`, so they do not override a file.
-    pub fn to_options(&self) -> Result<ShapeOptions, String> {
-        let on = |b: bool| if b { Some(true) } else { None };
-        Ok(ShapeOptions {
-            down: self.down,
-            up: self.up,
-            qdisc: self.qdisc,
-            tiers: self.tiers,
-            link: self.link,
-            overhead: self.overhead,
-            mpu: self.mpu,
-            framing: self.framing,
-            vlan: self.vlan,
-            isolation: self.isolation,
-            nat: if self.no_nat {
-                Some(false)
-            } else {
-                on(self.nat)
-            },
-            diffserv: self.diffserv,
-            wash: on(self.wash),
-            ack_filter: self
-                .ack_filter
-                .as_deref()
-                .map(parse_ack_filter)
-                .transpose()?,
-            rtt: self.rtt,
-            ingress_keyword: if self.no_ingress_keyword {
-                Some(false)
-            } else {
-                None
-            },
-            target: self.target,
-            interval: self.interval,
-            quantum: self.quantum,
-            limit: self.limit,
-            memory_limit: self.memory_limit,
-            ecn_egress: self.ecn_egress,
-            ecn_ingress: self.ecn_ingress,
-            extra_egress: self.egress_options.clone(),
-            extra_ingress: self.ingress_options.clone(),
-            i_mean_it: on(self.i_mean_it),
-            classify: (!self.classify.is_empty()).then(|| self.classify.clone()),
-            ..ShapeOptions::default()
-        })
+    /// The options these flags say.
+    pub fn to_options(&self) -> ShapeOptions {
+        self.options.clone()
     }
 
     /// Whether any shaping flag was given (they make no sense with a whole config file).
     pub fn any(&self) -> bool {
-        self.to_options()
-            .map(|o| o != ShapeOptions::default())
-            .unwrap_or(true)
+        self.options != ShapeOptions::default()
+    }
+}
+
+/// A value parser that reads the text as `opt`'s field does, and keeps the text: the field is
+/// set from it once the whole command line has been read.
+fn checked(opt: &'static Opt) -> ValueParser {
+    ValueParser::new(move |text: &str| -> Result<String, String> {
+        opt.field
+            .set(&mut ShapeOptions::default(), text)
+            .map(|()| text.to_string())
+    })
+}
+
+/// The flags of one option.
+fn args(opt: &'static Opt) -> Vec<Arg> {
+    let flag = |name: &'static str| {
+        Arg::new(name)
+            .long(name)
+            .help(opt.help)
+            .help_heading(opt.heading.title())
+    };
+    let valued = |name: &'static str, value_name: &'static str| {
+        flag(name)
+            .value_name(value_name)
+            .value_parser(checked(opt))
+            .allow_negative_numbers(true)
+    };
+    match opt.cli {
+        Cli::None => vec![],
+        Cli::Value(value_name) => vec![valued(opt.key, value_name)],
+        Cli::Named(name, value_name) => vec![valued(name, value_name)],
+        Cli::Repeated(value_name) => vec![valued(opt.key, value_name).action(ArgAction::Append)],
+        Cli::Optional(value_name, missing) => vec![valued(opt.key, value_name)
+            .num_args(0..=1)
+            .default_missing_value(missing)],
+        Cli::Switch => vec![flag(opt.key).action(ArgAction::SetTrue)],
+        Cli::Off(off) => vec![flag(off).action(ArgAction::SetTrue)],
+        Cli::Pair(off, off_help) => vec![
+            flag(opt.key).action(ArgAction::SetTrue).conflicts_with(off),
+            flag(off).action(ArgAction::SetTrue).help(off_help),
+        ],
+    }
+}
+
+impl Args for ShapeFlags {
+    fn augment_args(cmd: Command) -> Command {
+        OPTIONS.iter().flat_map(args).fold(cmd, Command::arg)
+    }
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for ShapeFlags {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut flags = ShapeFlags::default();
+        flags.update_from_arg_matches(m)?;
+        Ok(flags)
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        let o = &mut self.options;
+        let invalid = |e: String| clap::Error::raw(clap::error::ErrorKind::ValueValidation, e);
+        for opt in OPTIONS {
+            let many = |id: &str| -> Vec<&str> {
+                m.get_many::<String>(id)
+                    .into_iter()
+                    .flatten()
+                    .map(String::as_str)
+                    .collect()
+            };
+            let said: Vec<&str> = match opt.cli {
+                Cli::None => vec![],
+                Cli::Switch if m.get_flag(opt.key) => vec!["true"],
+                Cli::Off(off) if m.get_flag(off) => vec!["false"],
+                Cli::Pair(off, _) if m.get_flag(off) => vec!["false"],
+                Cli::Pair(..) if m.get_flag(opt.key) => vec!["true"],
+                Cli::Switch | Cli::Off(_) | Cli::Pair(..) => vec![],
+                Cli::Named(name, _) => many(name),
+                Cli::Value(_) | Cli::Optional(..) | Cli::Repeated(_) => many(opt.key),
+            };
+            for text in said {
+                opt.field.set(o, text).map_err(invalid)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use unbloat_shaper::model::AckFilter;
+    use unbloat_units::Rate;
+
+    #[derive(Parser, Debug)]
+    struct Test {
+        #[command(flatten)]
+        flags: ShapeFlags,
+    }
+
+    fn parse(args: &[&str]) -> Result<ShapeOptions, String> {
+        Test::try_parse_from(std::iter::once("unbloat").chain(args.iter().copied()))
+            .map(|t| t.flags.to_options())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn every_declared_flag_is_on_the_command_line() {
+        let cmd = <Test as clap::CommandFactory>::command();
+        let longs: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
+        for opt in OPTIONS {
+            for f in opt.flags() {
+                assert!(longs.contains(&f), "--{f} ({}) is missing", opt.key);
+            }
+        }
+    }
+
+    #[test]
+    fn flags_fill_the_options_a_file_would() {
+        let o = parse(&[
+            "--down", "78mbit", "--up", "19950kbit", "--no-nat", "--wash", "--ack-filter",
+            "--overhead", "-4", "--classify", "gaming", "--classify", "bulk lan-host 10.0.0.5",
+            "--no-ingress-keyword", "--egress-options", "mpu 64",
+        ])
+        .expect("valid");
+        let file: ShapeOptions = unbloat_shaper::tomlread::from_str(
+            "down = \"78mbit\"\nup = \"19950kbit\"\nnat = false\nwash = true\nack-filter = true\n\
+             overhead = -4\nclassify = [\"gaming\", \"bulk lan-host 10.0.0.5\"]\n\
+             ingress-keyword = false\nextra-egress = \"mpu 64\"",
+        )
+        .expect("valid");
+        assert_eq!(o, file);
+        assert_eq!(o.down, Some(Rate::from_mbit(78)));
+        let o = parse(&["--ack-filter=aggressive"]).expect("valid");
+        assert_eq!(o.ack_filter, Some(AckFilter::Aggressive));
+        assert_eq!(parse(&[]).expect("valid"), ShapeOptions::default());
+    }
+
+    #[test]
+    fn a_bad_value_names_its_flag() {
+        let e = parse(&["--down", "78mbitz"]).unwrap_err();
+        assert!(e.contains("'--down <RATE>'") && e.contains("78mbitz"), "{e}");
+        let e = parse(&["--ack-filter=sometimes"]).unwrap_err();
+        assert!(e.contains("--ack-filter") && e.contains("aggressive"), "{e}");
+        let e = parse(&["--nat", "--no-nat"]).unwrap_err();
+        assert!(e.contains("cannot be used with"), "{e}");
     }
 }

@@ -174,7 +174,7 @@ fn checked(spec: Spec) -> Result<Spec, Failure> {
 /// The plans asked for: one per interface, from flags over the config file, over the fairness
 /// defaults of this machine.
 fn plans(args: &PlanArgs) -> Result<Vec<Planned>, Failure> {
-    let flag_opts = args.flags.to_options().map_err(|e| invalid(anyhow!(e)))?;
+    let flag_opts = args.flags.to_options();
     let explicit = args.config.is_some();
     let path = args
         .config

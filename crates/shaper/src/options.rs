@@ -264,7 +264,7 @@ pub fn option_name(key: &str) -> String {
 pub fn config_only() -> Vec<&'static str> {
     OPTIONS
         .iter()
-        .filter(|o| matches!(o.cli, Cli::None | Cli::Off))
+        .filter(|o| matches!(o.cli, Cli::None | Cli::Off(_)))
         .map(|o| o.key)
         .collect()
 }

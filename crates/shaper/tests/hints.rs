@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use unbloat_shaper::config::ConfigFile;
 use unbloat_shaper::model::Direction;
 use unbloat_shaper::options::{
-    config_only, option_name, parse_extra, Qdisc, ShapeOptions, REFUSED_WORDS,
+    config_only, option_name, parse_extra, Qdisc, ShapeOptions, OPTIONS, REFUSED_WORDS,
 };
 use unbloat_shaper::spec::Spec;
 
@@ -29,7 +29,8 @@ fn cli_source(file: &str) -> String {
     })
 }
 
-/// `--name` of every field with a `#[arg(... long ...)]` attribute in the binary's sources.
+/// `--name` of every field with a `#[arg(... long ...)]` attribute in the binary's sources, and
+/// every flag the option declarations give.
 fn cli_flags() -> BTreeSet<String> {
     let mut flags = BTreeSet::new();
     for file in ["flags.rs", "shape.rs"] {
@@ -64,6 +65,9 @@ fn cli_flags() -> BTreeSet<String> {
             }
         }
     }
+    // The shaping flags are made from the option declarations (crates/cli/src/flags.rs, whose
+    // own test checks that each declared flag is on its command line).
+    flags.extend(OPTIONS.iter().flat_map(|o| o.flags()).map(|f| format!("--{f}")));
     assert!(
         flags.contains("--down") && flags.contains("--egress-options"),
         "{flags:?}"

@@ -38,11 +38,12 @@ pub enum Cli {
     Value(&'static str),
     /// `--KEY` alone means true (`--wash`).
     Switch,
-    /// `--KEY` (true) and `--no-KEY` (false), which exclude each other (`--nat`, `--no-nat`);
-    /// the help of `--no-KEY`.
-    Pair(&'static str),
-    /// Only `--no-KEY`, which turns off what is otherwise on by default (`--no-ingress-keyword`).
-    Off,
+    /// `--KEY` (true) and a flag for false, which exclude each other (`--nat`, `--no-nat`): the
+    /// second flag and its help.
+    Pair(&'static str, &'static str),
+    /// Only a flag for false, which turns off what is otherwise on by default
+    /// (`--no-ingress-keyword`).
+    Off(&'static str),
     /// `--KEY` alone means the second value, `--KEY=VALUE` names one (`--ack-filter=aggressive`).
     Optional(&'static str, &'static str),
     /// A flag of another name, with a value (`--egress-options WORDS` for `extra-egress`).
@@ -139,13 +140,15 @@ pub enum Web {
 }
 
 impl Opt {
-    /// The command line's flag (`nat` for `--nat`; `no-ingress-keyword`; `egress-options`).
-    pub fn flag(&self) -> Option<String> {
+    /// The command line's flags for it: `nat` and `no-nat` for `--nat`/`--no-nat`,
+    /// `no-ingress-keyword`, `egress-options`; none for a key of the config file only.
+    pub fn flags(&self) -> Vec<&'static str> {
         match self.cli {
-            Cli::None => None,
-            Cli::Off => Some(format!("no-{}", self.key)),
-            Cli::Named(flag, _) => Some(flag.to_string()),
-            _ => Some(self.key.to_string()),
+            Cli::None => vec![],
+            Cli::Off(off) => vec![off],
+            Cli::Pair(off, _) => vec![self.key, off],
+            Cli::Named(flag, _) => vec![flag],
+            _ => vec![self.key],
         }
     }
 
@@ -154,7 +157,7 @@ impl Opt {
     /// (`--egress-options/extra-egress`).
     pub fn name(&self) -> String {
         match self.cli {
-            Cli::None | Cli::Off => self.key.to_string(),
+            Cli::None | Cli::Off(_) => self.key.to_string(),
             Cli::Named(flag, _) => format!("--{flag}/{}", self.key),
             _ => format!("--{}", self.key),
         }

@@ -156,7 +156,7 @@ options! {
                masquerades or source-NATs out of the interface (nftables or iptables), off \
                otherwise.",
         short: "look up NAT to see LAN hosts",
-        cli: Cli::Pair("Never look up NAT, even where this machine masquerades."), heading: Heading::Queueing, qdisc: Some(Qdisc::Cake), refusal: "",
+        cli: Cli::Pair("no-nat", "Never look up NAT, even where this machine masquerades."), heading: Heading::Queueing, qdisc: Some(Qdisc::Cake), refusal: "",
         dir: Dir::Both,
         words: Words::Cake(&[Word::Means("nat", "true"), Word::Means("nonat", "false")]),
         web: Web::Card,
@@ -221,7 +221,7 @@ options! {
         help: "Do not set cake's `ingress` mode on the download side (on by default from \
                4 Mbit/s).",
         short: "cake's ingress mode on the IFB",
-        cli: Cli::Off, heading: Heading::Queueing, qdisc: Some(Qdisc::Cake), refusal: "",
+        cli: Cli::Off("no-ingress-keyword"), heading: Heading::Queueing, qdisc: Some(Qdisc::Cake), refusal: "",
         dir: Dir::Only(Direction::Ingress),
         words: Words::Cake(&[Word::Means("ingress", "true"), Word::Means("egress", "false")]),
         web: Web::More,
