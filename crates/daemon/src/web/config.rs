@@ -24,7 +24,7 @@ use unbloat_shaper::config::{ConfigError, ConfigFile, MAX_CONFIG_BYTES};
 use unbloat_system::planned::{self, PlanError, Planned};
 use unbloat_system::runner::SystemRunner;
 
-pub use super::fields::{Field, Kind, FIELDS};
+pub use super::fields::{fields, Field, Kind};
 use crate::keeper::Reloaded;
 use splice::Unsupported;
 
@@ -54,7 +54,7 @@ impl FieldError {
 pub struct View {
     pub path: String,
     pub text: String,
-    pub fields: &'static [Field],
+    pub fields: Vec<Field>,
     /// Each `[interface.NAME]` table's keys as written (strings without their quotes).
     pub interfaces: Vec<TableView>,
     pub defaults: BTreeMap<String, String>,
@@ -121,7 +121,7 @@ pub fn view(path: &Path) -> View {
     let mut v = View {
         path: path.display().to_string(),
         text: String::new(),
-        fields: FIELDS,
+        fields: fields(),
         interfaces: vec![],
         defaults: BTreeMap::new(),
         error: None,
@@ -155,11 +155,7 @@ pub fn view(path: &Path) -> View {
 
 /// The TOML text to write for `text` typed into `key`'s field.
 fn typed(key: &str, text: &str) -> String {
-    let kind = FIELDS
-        .iter()
-        .find(|f| f.key == key)
-        .map_or(Kind::Text, |f| f.kind);
-    match (kind, text) {
+    match (super::fields::kind(key), text) {
         (Kind::Bool | Kind::Choice, "true" | "false") => text.to_string(),
         (Kind::Int, t) => t
             .parse::<i64>()
@@ -189,8 +185,9 @@ pub fn edit(
         .unwrap_or_default();
     // New keys go in the form's order (the example config's), not alphabetically.
     let mut ordered: Vec<(&String, &String)> = values.iter().collect();
+    let order = fields();
     ordered.sort_by_key(|(k, _)| {
-        FIELDS
+        order
             .iter()
             .position(|f| f.key == k.as_str())
             .unwrap_or(usize::MAX)

@@ -90,7 +90,7 @@ fn errors_land_on_their_interface_and_key() {
 
 #[test]
 fn every_field_and_choice_is_one_the_validator_takes() {
-    let mut keys: Vec<&str> = FIELDS.iter().map(|f| f.key).collect();
+    let mut keys: Vec<&str> = fields().iter().map(|f| f.key).collect();
     keys.sort();
     let all = serde_json::to_value(unbloat_shaper::options::ShapeOptions::default()).unwrap();
     let mut want: Vec<&str> = all
@@ -101,8 +101,8 @@ fn every_field_and_choice_is_one_the_validator_takes() {
         .collect();
     want.sort();
     assert_eq!(keys, want, "the form must offer every key of ShapeOptions");
-    for field in FIELDS {
-        for c in field.choices {
+    for field in fields() {
+        for c in &field.choices {
             let text = edit("", "eth0", &values(&[(field.key, c)])).unwrap();
             let parsed = ConfigFile::parse(&text, Path::new("x.toml"));
             assert!(
