@@ -53,6 +53,7 @@ pub mod transition;
 pub use qdisc::{cake, fq_codel, htb, ingress};
 
 pub mod goodput;
+pub mod human;
 pub mod status;
 pub mod tcjson;
 pub mod verify;

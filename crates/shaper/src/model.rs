@@ -24,7 +24,6 @@
 //! live with its builder, which knows the kernel's grammar; this module only says what the values
 //! are.
 
-use crate::linklayer::LinkLayer;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -126,28 +125,6 @@ pub enum AckFilter {
     Disabled,
     Enabled,
     Aggressive,
-}
-
-/// Every cake parameter unbloat sets, as cake will report it (`tc -j qdisc` `options`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CakeParams {
-    /// `bandwidth` (tc -j: bytes per second... see tcjson; here bits per second).
-    pub bandwidth: Rate,
-    /// `rtt`; cake's default is 100 ms ("internet"), always written explicitly.
-    pub rtt: Time,
-    pub diffserv: Diffserv,
-    pub flow_mode: FlowMode,
-    pub nat: bool,
-    pub wash: bool,
-    /// cake's `ingress` mode (count dropped packets against the rate): on for the IFB side.
-    pub ingress: bool,
-    pub ack_filter: AckFilter,
-    /// `split-gso` (cake's default, true) or `no-split-gso`.
-    pub split_gso: bool,
-    /// `memlimit`, if the user set one; otherwise cake sizes it from rate and rtt.
-    pub memlimit: Option<Size>,
-    /// `overhead`, `mpu`, `atm`/`ptm`/`noatm`, `raw`.
-    pub link: LinkLayer,
 }
 
 /// The HTB tree of the fq_codel strategy: root `handle 1:`, a parent class 1:1 at the full rate,

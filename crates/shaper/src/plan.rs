@@ -12,8 +12,9 @@
 //! re-exported here so `unbloat_shaper::plan::CakeParams` keeps naming them. Callers can rely on
 //! the shape of these types staying stable (fields may be added).
 
+pub use crate::qdisc::cake::CakeParams;
 pub use crate::model::{
-    AckFilter, CakeParams, Diffserv, Direction, DscpFilter, FilterProtocol, FlowMode, FqCodelLeaf,
+    AckFilter, Diffserv, Direction, DscpFilter, FilterProtocol, FlowMode, FqCodelLeaf,
     FqCodelParams, Handle, HtbClass, HtbTree, Redirect, Stab, StabLinkLayer,
 };
 

@@ -18,3 +18,4 @@ pub mod fq_codel;
 pub mod htb;
 pub mod ingress;
 pub mod netlink;
+pub mod tc_values;

@@ -203,18 +203,13 @@ impl Plan {
         let mut out = Vec::new();
         let describe = |root: &RootQdisc| match root {
             RootQdisc::Cake(p) => format!(
-                "cake {} {} {}{}{} {}link {}",
+                "cake {} {} link {}",
                 p.bandwidth,
-                p.diffserv.keyword(),
-                p.flow_mode.keyword(),
-                if p.nat { " nat" } else { "" },
-                // Whether drops count against the rate: the default differs by rate (cake.rs).
-                if p.ingress { " ingress" } else { "" },
-                if p.ack_filter != crate::model::AckFilter::Disabled {
-                    "ack-filter "
-                } else {
-                    ""
-                },
+                crate::cake::params::PARAMS
+                    .iter()
+                    .filter_map(|param| (param.summary)(p))
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 link_text(&p.link),
             ),
             RootQdisc::Htb(t) => format!(

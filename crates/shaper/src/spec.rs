@@ -19,7 +19,8 @@
 
 use crate::clip::clip;
 use crate::linklayer::{LinkError, LinkLayer};
-use crate::model::{CakeParams, Diffserv, Direction, FlowMode, FqCodelParams};
+use crate::cake::CakeParams;
+use crate::model::{Diffserv, Direction, FlowMode, FqCodelParams};
 use crate::options::{option_name, parse_extra, Dir, ExtraError, Qdisc, ShapeOptions, OPTIONS};
 use crate::{cake, fq_codel, ifb};
 use unbloat_units::{IfName, Rate, UnitError};

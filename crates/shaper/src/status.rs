@@ -17,6 +17,7 @@ mod render;
 
 pub use render::{human_rate, human_size, human_time, render_text};
 
+use crate::cake::params::{self, Line, Settings};
 use crate::model::Diffserv;
 use crate::plan::Plan;
 use crate::tcjson::{DeviceState, LiveState, Qdisc, QdiscKind};
@@ -80,18 +81,16 @@ pub enum Shaper {
 pub struct CakeStatus {
     /// None: `unlimited`.
     pub bandwidth_bps: Option<u64>,
-    pub overhead: i32,
-    pub mpu: u32,
-    /// `noatm`, `atm` or `ptm`.
-    pub framing: String,
-    pub raw: bool,
-    pub diffserv: String,
-    pub isolation: String,
-    pub nat: bool,
-    pub wash: bool,
-    pub ingress_mode: bool,
-    pub ack_filter: String,
-    pub rtt_us: u64,
+    /// cake's parameters as the kernel holds them, keyed as their declarations say
+    /// ([`crate::cake::params::PARAMS`]: `rtt_us`, `diffserv`, `isolation`, `nat`,
+    /// `ack_filter`, `overhead`, `framing`, ...).
+    #[serde(flatten)]
+    pub settings: Settings,
+    /// The same, as `unbloat status` writes them: the shaping line and the link-layer line.
+    #[serde(skip)]
+    pub shaping_text: Vec<String>,
+    #[serde(skip)]
+    pub link_text: Vec<String>,
     pub memory_used_bytes: Option<u64>,
     pub memory_limit_bytes: Option<u64>,
     pub tins: Vec<TinStatus>,
@@ -225,29 +224,14 @@ fn side_rate(s: &Side) -> String {
     }
 }
 
-fn word<T: Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => "?".to_string(),
-    }
-}
-
 fn side(direction: &str, dev: &DeviceState, q: &Qdisc) -> Side {
     let st = q.stats.unwrap_or_default();
     let shaper = match &q.details {
         QdiscKind::Cake { options: o, stats } => Shaper::Cake(CakeStatus {
             bandwidth_bps: o.bandwidth.map(|r| r.bits_per_sec()),
-            overhead: o.overhead,
-            mpu: o.mpu,
-            framing: o.framing().cake_keyword().to_string(),
-            raw: o.raw,
-            diffserv: word(&o.diffserv),
-            isolation: word(&o.flowmode),
-            nat: o.nat,
-            wash: o.wash,
-            ingress_mode: o.ingress,
-            ack_filter: word(&o.ack_filter),
-            rtt_us: o.rtt.micros(),
+            settings: Settings::of(o),
+            shaping_text: params::text(o, Line::Shaping),
+            link_text: params::text(o, Line::Link),
             memory_used_bytes: stats.as_ref().map(|s| s.memory_used),
             memory_limit_bytes: stats.as_ref().map(|s| s.memory_limit),
             tins: stats.as_ref().map_or_else(Vec::new, |s| {

@@ -33,11 +33,11 @@ pub use class::{
 pub use filter::{parse_filters, Action, Filter, FilterKind, Mirred, U32Key, U32Match};
 pub use live::{DeviceState, IfbTexts, LiveState, LiveTexts};
 
-use crate::linklayer::Framing;
-use crate::model::{AckFilter, Diffserv, FlowMode, Handle};
-use serde::de::{self, Deserializer};
+use crate::model::Handle;
 use serde::Deserialize;
 use serde_json::Value;
+pub(crate) use crate::qdisc::tc_values::parse_c_number;
+use crate::qdisc::tc_values::{bytes_per_sec, micros, number_or_text, opt_micros};
 use unbloat_units::{Rate, Time};
 
 /// Why a piece of tc output could not be read.
@@ -130,43 +130,7 @@ pub enum QdiscKind {
     },
 }
 
-/// cake's options as `tc -j` reports them (iproute2 tc/q_cake.c `cake_print_opt`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct CakeOptions {
-    /// None when cake runs `unlimited` (no shaper).
-    #[serde(deserialize_with = "bandwidth_or_unlimited")]
-    pub bandwidth: Option<Rate>,
-    pub diffserv: Diffserv,
-    pub flowmode: FlowMode,
-    pub nat: bool,
-    pub wash: bool,
-    pub ingress: bool,
-    #[serde(rename = "ack-filter")]
-    pub ack_filter: AckFilter,
-    pub split_gso: bool,
-    #[serde(deserialize_with = "micros")]
-    pub rtt: Time,
-    pub raw: bool,
-    /// `noatm`/`atm`/`ptm`; tc leaves the key out in `raw` mode, which means no framing.
-    #[serde(default, deserialize_with = "framing")]
-    pub atm: Option<Framing>,
-    #[serde(default)]
-    pub overhead: i32,
-    #[serde(default)]
-    pub mpu: u32,
-    #[serde(default, deserialize_with = "number_or_text")]
-    pub fwmark: u64,
-    /// Bytes, only when `memlimit` was set.
-    #[serde(default)]
-    pub memlimit: Option<u64>,
-}
-
-impl CakeOptions {
-    /// The framing cake applies (none in raw mode, where tc omits `atm`).
-    pub fn framing(&self) -> Framing {
-        self.atm.unwrap_or(Framing::None)
-    }
-}
+pub use crate::qdisc::cake::CakeOptions;
 
 /// cake's statistics (`tc -s`), sch_cake.c `cake_dump_stats`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -445,70 +409,6 @@ fn kind_details(kind: &str, options: &Value, whole: &Value, has_stats: bool) -> 
         options: options.clone(),
         error: Some(e.to_string()),
     })
-}
-
-/// A rate in bytes per second as tc -j prints it.
-fn bytes_per_sec<'de, D: Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
-    u64::deserialize(d).map(Rate::from_bytes_per_sec)
-}
-
-/// A time in microseconds as tc -j prints it. Not `Time`'s own serde, which reads what a user
-/// typed and refuses a bare number (issue 19).
-fn micros<'de, D: Deserializer<'de>>(d: D) -> Result<Time, D::Error> {
-    u64::deserialize(d).map(Time::from_micros)
-}
-
-fn opt_micros<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Time>, D::Error> {
-    Option::<u64>::deserialize(d).map(|t| t.map(Time::from_micros))
-}
-
-/// cake's `bandwidth`: bytes per second, or `"unlimited"`.
-fn bandwidth_or_unlimited<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Rate>, D::Error> {
-    match Value::deserialize(d)? {
-        Value::Number(n) => n
-            .as_u64()
-            .map(|b| Some(Rate::from_bytes_per_sec(b)))
-            .ok_or_else(|| de::Error::custom(format!("bandwidth {n} is not a byte rate"))),
-        Value::String(s) if s == "unlimited" => Ok(None),
-        other => Err(de::Error::custom(format!(
-            "bandwidth {other} is neither bytes/s nor \"unlimited\""
-        ))),
-    }
-}
-
-/// cake's `atm` key: "noatm" | "atm" | "ptm".
-fn framing<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Framing>, D::Error> {
-    let s = String::deserialize(d)?;
-    match s.as_str() {
-        "noatm" => Ok(Some(Framing::None)),
-        "atm" => Ok(Some(Framing::Atm)),
-        "ptm" => Ok(Some(Framing::Ptm)),
-        _ => Err(de::Error::custom(format!(
-            "atm {s:?} is not noatm, atm or ptm"
-        ))),
-    }
-}
-
-/// A number tc prints as a string (`"0x12"`, `"0"`) or, in other versions, as a number.
-fn number_or_text<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    match Value::deserialize(d)? {
-        Value::Number(n) => n
-            .as_u64()
-            .ok_or_else(|| de::Error::custom(format!("{n} is not a whole number"))),
-        Value::String(s) => {
-            parse_c_number(&s).ok_or_else(|| de::Error::custom(format!("{s:?} is not a number")))
-        }
-        other => Err(de::Error::custom(format!("{other} is not a number"))),
-    }
-}
-
-/// `0x12` (hex), `12` (decimal), as C's strtoul with base 0 reads what tc printed.
-pub(crate) fn parse_c_number(s: &str) -> Option<u64> {
-    let s = s.trim();
-    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
-        None => s.parse().ok(),
-    }
 }
 
 #[cfg(test)]

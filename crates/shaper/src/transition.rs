@@ -203,8 +203,7 @@ fn in_place(p: &Shaping, n: &Shaping) -> Option<Vec<Vec<String>>> {
     }
     match (&p.root, &n.root) {
         (RootQdisc::Cake(a), RootQdisc::Cake(b)) => {
-            if (a.memlimit.is_some() && b.memlimit.is_none()) || (a.link.mpu > 0 && b.link.mpu == 0)
-            {
+            if a.sticks_in(b) {
                 return None;
             }
             let add = Plan {

@@ -21,9 +21,9 @@
 //! and tc prints them back rounded, e.g. 1600 as 1598b), counters, and cake's `fwmark` (unbloat
 //! does not set it).
 
-use crate::linklayer::Framing;
+use crate::cake::{self, CakeParams};
 use crate::model::{
-    CakeParams, DscpFilter, FilterProtocol, FqCodelLeaf, Handle, HtbClass, HtbTree, Redirect, Stab,
+    DscpFilter, FilterProtocol, FqCodelLeaf, Handle, HtbClass, HtbTree, Redirect, Stab,
     StabLinkLayer,
 };
 use crate::plan::{Plan, RootQdisc, Shaping};
@@ -93,21 +93,8 @@ pub fn verify(plan: &Plan, live: &LiveState) -> Vec<Mismatch> {
 
 struct Mismatches(Vec<Mismatch>);
 
-/// A plan enum's tc spelling (the serde names are tc's keywords).
-fn word<T: Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => "?".to_string(),
-    }
-}
-
 fn on_off(b: bool) -> String {
     if b { "on" } else { "off" }.to_string()
-}
-
-fn framing_word(f: Framing) -> String {
-    f.cake_keyword().to_string()
 }
 
 fn stab_linklayer(l: StabLinkLayer) -> &'static str {
@@ -186,8 +173,10 @@ impl Mismatches {
         }
     }
 
+    /// Every cake parameter ([`cake::params::PARAMS`]) as the kernel reports it, against what
+    /// the kernel should report for the plan.
     fn cake(&mut self, place: &str, p: &CakeParams, q: &Qdisc) {
-        let Some((o, _)) = q.cake() else {
+        let Some((live, _)) = q.cake() else {
             self.differs(
                 place,
                 "options",
@@ -196,39 +185,11 @@ impl Mismatches {
             );
             return;
         };
-        // The kernel keeps whole bytes per second.
-        let want = Some(Rate::from_bytes_per_sec(p.bandwidth.bytes_per_sec()));
-        self.check(place, "bandwidth", o.bandwidth, want, |r| match r {
-            Some(r) => r.to_string(),
-            None => "unlimited".to_string(),
-        });
-        self.check(place, "rtt", o.rtt, p.rtt, |t| t.to_string());
-        self.check(place, "diffserv mode", o.diffserv, p.diffserv, word);
-        self.check(place, "isolation", o.flowmode, p.flow_mode, word);
-        self.check(place, "nat", o.nat, p.nat, |b| on_off(*b));
-        self.check(place, "wash", o.wash, p.wash, |b| on_off(*b));
-        self.check(place, "ingress mode", o.ingress, p.ingress, |b| on_off(*b));
-        self.check(place, "ack-filter", o.ack_filter, p.ack_filter, word);
-        self.check(place, "split-gso", o.split_gso, p.split_gso, |b| on_off(*b));
-        self.check(place, "raw", o.raw, p.link.raw, |b| on_off(*b));
-        self.check(place, "overhead", o.overhead, p.link.overhead, |v| {
-            v.to_string()
-        });
-        self.check(place, "mpu", o.mpu, p.link.mpu, |v| v.to_string());
-        self.check(place, "framing", o.framing(), p.link.framing, |f| {
-            framing_word(*f)
-        });
-        if let Some(m) = p.memlimit {
-            self.check(
-                place,
-                "memlimit",
-                o.memlimit,
-                Some(m.bytes()),
-                |m| match m {
-                    Some(b) => format!("{b} bytes"),
-                    None => "unset".to_string(),
-                },
-            );
+        let want = cake::params::expected(p);
+        for param in cake::params::PARAMS.iter().filter(|param| (param.checked)(p)) {
+            self.check(place, param.what, (param.read)(live), (param.read)(&want), |v| {
+                v.clone()
+            });
         }
     }
 

@@ -212,7 +212,7 @@ fn only(name: &str) -> (Import, Spec) {
     (imp, s)
 }
 
-fn cake(d: &Option<unbloat_shaper::spec::DirectionSpec>) -> &unbloat_shaper::model::CakeParams {
+fn cake(d: &Option<unbloat_shaper::spec::DirectionSpec>) -> &unbloat_shaper::cake::CakeParams {
     match d.as_ref().map(|d| &d.shaper) {
         Some(ShaperSpec::Cake(c)) => c,
         other => panic!("cake expected, got {other:?}"),

@@ -24,28 +24,22 @@
 //!   9 ms against 21 ms without). Below it TCP runs on windows of a few packets and needs drops
 //!   of several percent, and charging them cost dsl-2002 a quarter of its download (70 % of the
 //!   theoretical goodput against 93 %); `egress` on the WAN device.
-//! - `no-ack-filter` (cake's default). On adsl (9:1) the egress filter raised rrul's upload from
-//!   79 % to 91 % of the theoretical goodput, but the stretch ACKs it leaves make the server send
-//!   bursts, and those queue in the modem's FIFO, upstream of the download shaper: in five runs
-//!   with and five without, the start-up peak went from 110-330 ms to 170-480 ms and the p99
-//!   after the first 3 s from 43-51 ms to 54-120 ms. At docsis rates it changed nothing
-//!   measurable. `--ack-filter` applies to the upload only; `--ingress-options`
-//!   (`extra-ingress`) can ask for it on the download.
+//! - `no-ack-filter` (cake's default): why, with the measurements, beside its default in
+//!   [`params::params`].
 //! - `nowash`, `split-gso`, `rtt 100ms` (cake's "internet"): cake's defaults, changed only when
 //!   the user says so.
 
 pub mod attr;
+pub mod params;
 pub mod words;
 
-use crate::linklayer::LinkLayer;
-use crate::model::{AckFilter, CakeParams, Diffserv, Direction, FlowMode};
-use crate::options::{option_name, Isolation, ShapeOptions};
+pub use params::{params, CakeOptions, CakeParams, CAKE_DEFAULT_RTT};
+
+use crate::model::{AckFilter, Diffserv, Direction, FlowMode};
+use crate::options::{option_name, Isolation};
 use std::fmt;
 use std::str::FromStr;
 use unbloat_units::{Rate, Time};
-
-/// cake's default rtt, "internet" (tc/q_cake.c presets; sch_cake.c `q->interval = 100000`).
-pub const CAKE_DEFAULT_RTT: Time = Time::from_millis(100);
 /// The shortest rtt: tc sends no rtt at all for 0 (q_cake.c `if (interval) addattr_l(...
 /// TCA_CAKE_RTT ...)`), so the kernel would keep the one it had (100 ms on a new qdisc) and the
 /// plan would not be what runs. (sch_cake.c itself raises a 0 it is sent to 1 us.)
@@ -171,86 +165,11 @@ impl AckFilter {
     }
 }
 
-/// cake's parameters for one direction from the merged options; `rate` is the direction's rate
-/// (already checked by the spec), `link` its resolved compensation. Refuses an rtt or memlimit
-/// the kernel cannot hold as written ([`RTT_MIN`], [`RTT_MAX`], [`MEMLIMIT_MAX`]).
-pub fn params(
-    rate: Rate,
-    opts: &ShapeOptions,
-    dir: Direction,
-    link: LinkLayer,
-) -> Result<CakeParams, CakeError> {
-    let rtt = opts.rtt.unwrap_or(CAKE_DEFAULT_RTT);
-    if !(RTT_MIN..=RTT_MAX).contains(&rtt) {
-        return Err(CakeError::Range {
-            option: "rtt",
-            value: rtt.to_string(),
-            range: format!("{RTT_MIN}..{RTT_MAX}"),
-            why: "cake holds rtt as a 32-bit count of microseconds, and tc does not send 0",
-        });
-    }
-    if let Some(m) = opts.memlimit {
-        if !(1..=MEMLIMIT_MAX).contains(&m.bytes()) {
-            return Err(CakeError::Range {
-                option: "memlimit",
-                value: m.to_string(),
-                range: format!("1..{MEMLIMIT_MAX} bytes"),
-                why: "cake holds memlimit as a 32-bit byte count, and tc does not send 0",
-            });
-        }
-    }
-    Ok(CakeParams {
-        bandwidth: rate,
-        rtt,
-        diffserv: opts.diffserv.unwrap_or(Diffserv::Besteffort),
-        flow_mode: FlowMode::for_direction(opts.isolation.unwrap_or(Isolation::TripleIsolate), dir),
-        nat: opts.nat.unwrap_or(false),
-        wash: opts.wash.unwrap_or(false),
-        ingress: dir == Direction::Ingress
-            && opts.ingress_keyword.unwrap_or(rate >= INGRESS_MODE_FROM),
-        ack_filter: opts.ack_filter.unwrap_or(AckFilter::Disabled),
-        split_gso: opts.split_gso.unwrap_or(true),
-        memlimit: opts.memlimit,
-        link,
-    })
-}
-
-impl CakeParams {
-    /// The words after `cake` on the tc line, every parameter explicit:
-    /// `bandwidth 19950kbit rtt 100ms diffserv3 dual-srchost nat nowash egress no-ack-filter
-    /// split-gso overhead 26 mpu 64 ptm`.
-    pub fn words(&self) -> Vec<String> {
-        let mut w: Vec<String> = vec![
-            "bandwidth".into(),
-            self.bandwidth.to_string(),
-            "rtt".into(),
-            self.rtt.to_string(),
-            self.diffserv.keyword().into(),
-            self.flow_mode.keyword().into(),
-            if self.nat { "nat" } else { "nonat" }.into(),
-            if self.wash { "wash" } else { "nowash" }.into(),
-            if self.ingress { "ingress" } else { "egress" }.into(),
-            self.ack_filter.keyword().into(),
-            if self.split_gso {
-                "split-gso"
-            } else {
-                "no-split-gso"
-            }
-            .into(),
-        ];
-        w.extend(self.link.cake_words());
-        if let Some(m) = self.memlimit {
-            w.push("memlimit".into());
-            w.push(m.bytes().to_string());
-        }
-        w
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::linklayer::LinkPreset;
+    use crate::options::ShapeOptions;
 
     #[test]
     fn defaults_follow_the_field() {

@@ -40,3 +40,15 @@ pub const TCA_STATS_BASIC: u16 = 1;
 pub const TCA_STATS_QUEUE: u16 = 3;
 pub const TCA_STATS_APP: u16 = 4;
 pub const TCA_STATS_PKT64: u16 = 8;
+
+/// A qdisc's options as the kernel sent them (`TCA_OPTIONS`' nested attributes), by number: the
+/// system crate's reader implements it, and each kind's module decodes its own numbers with it
+/// (`CakeOptions::from_attrs`, ...), so the meaning of an attribute is written where the
+/// option is declared and the wire format where it is read.
+pub trait OptionAttrs {
+    fn u32(&self, kind: u16) -> Option<u32>;
+    fn u64(&self, kind: u16) -> Option<u64>;
+    fn i32(&self, kind: u16) -> Option<i32>;
+    /// Whether the attribute is there at all (cake's `TCA_CAKE_RAW` says so by being there).
+    fn has(&self, kind: u16) -> bool;
+}

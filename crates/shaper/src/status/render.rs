@@ -2,49 +2,8 @@
 //! table in human units, columns aligned like `tc -s qdisc` but labelled in words.
 
 use super::{CakeStatus, HtbStatus, Shaper, Side, Status};
+pub use crate::human::{human_rate, human_size, human_time};
 use std::fmt::Write;
-
-/// `19.95 Mbit/s`, `78 Mbit/s`, `1.247 Mbit/s`, `640 kbit/s`, `1.5 Gbit/s`: up to three
-/// decimals, trailing zeros dropped.
-pub fn human_rate(bps: u64) -> String {
-    let (v, unit) = match bps {
-        b if b >= 1_000_000_000 => (b as f64 / 1e9, "Gbit/s"),
-        b if b >= 1_000_000 => (b as f64 / 1e6, "Mbit/s"),
-        b if b >= 1_000 => (b as f64 / 1e3, "kbit/s"),
-        b => (b as f64, "bit/s"),
-    };
-    format!("{} {unit}", trim(format!("{v:.3}")))
-}
-
-/// `0 us`, `850 us`, `14.57 ms`, `5 ms`, `1.2 s`.
-pub fn human_time(us: u64) -> String {
-    match us {
-        u if u < 1_000 => format!("{u} us"),
-        u if u < 1_000_000 => format!("{} ms", trim(format!("{:.2}", u as f64 / 1e3))),
-        u => format!("{} s", trim(format!("{:.2}", u as f64 / 1e6))),
-    }
-}
-
-/// `0 B`, `1000 B`, `209.3 KiB`, `4 MiB`, `1.1 GiB`.
-pub fn human_size(bytes: u64) -> String {
-    const K: f64 = 1024.0;
-    match bytes {
-        b if b < 1024 => format!("{b} B"),
-        b if b < 1024 * 1024 => format!("{} KiB", trim(format!("{:.1}", b as f64 / K))),
-        b if b < 1024 * 1024 * 1024 => {
-            format!("{} MiB", trim(format!("{:.1}", b as f64 / (K * K))))
-        }
-        b => format!("{} GiB", trim(format!("{:.1}", b as f64 / (K * K * K)))),
-    }
-}
-
-fn trim(s: String) -> String {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
 
 /// The whole status as text.
 pub fn render_text(s: &Status) -> String {
@@ -88,31 +47,10 @@ fn render_side(out: &mut String, s: &Side) {
 
 fn render_cake(out: &mut String, c: &CakeStatus) {
     let rate = c.bandwidth_bps.map_or("unlimited".to_string(), human_rate);
-    let mut flags = vec![c.diffserv.clone(), c.isolation.clone()];
-    for (on, name) in [
-        (c.nat, "nat"),
-        (c.wash, "wash"),
-        (c.ingress_mode, "ingress"),
-    ] {
-        if on {
-            flags.push(name.to_string());
-        }
-    }
-    if c.ack_filter != "disabled" {
-        flags.push(format!("ack-filter {}", c.ack_filter));
-    }
-    let _ = writeln!(
-        out,
-        "  shaped at {rate}, rtt {}, {}",
-        human_time(c.rtt_us),
-        flags.join(", ")
-    );
-    let raw = if c.raw { "raw, " } else { "" };
-    let _ = writeln!(
-        out,
-        "  link layer: {raw}overhead {} bytes, mpu {}, {}",
-        c.overhead, c.mpu, c.framing
-    );
+    let mut shaping = vec![format!("shaped at {rate}")];
+    shaping.extend(c.shaping_text.iter().cloned());
+    let _ = writeln!(out, "  {}", shaping.join(", "));
+    let _ = writeln!(out, "  link layer: {}", c.link_text.join(", "));
     if let (Some(used), Some(limit)) = (c.memory_used_bytes, c.memory_limit_bytes) {
         let _ = writeln!(
             out,

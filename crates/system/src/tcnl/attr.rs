@@ -59,6 +59,22 @@ impl<'a> Attrs<'a> {
     }
 }
 
+/// What the shaper's per-qdisc decoders read options with (`CakeOptions::from_attrs`).
+impl unbloat_shaper::qdisc::netlink::OptionAttrs for Attrs<'_> {
+    fn u32(&self, kind: u16) -> Option<u32> {
+        Attrs::u32(self, kind)
+    }
+    fn u64(&self, kind: u16) -> Option<u64> {
+        Attrs::u64(self, kind)
+    }
+    fn i32(&self, kind: u16) -> Option<i32> {
+        self.get(kind).and_then(|v| i32_at(v, 0))
+    }
+    fn has(&self, kind: u16) -> bool {
+        Attrs::has(self, kind)
+    }
+}
+
 pub(crate) fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }

@@ -10,7 +10,6 @@
 
 use super::attr::{i32_at, u32_at, u64_at, Attrs};
 use super::Header;
-use unbloat_shaper::linklayer::Framing;
 use unbloat_shaper::model::Handle;
 use unbloat_shaper::tcjson::{
     CakeOptions, CakeStats, CakeTin, FqCodelOptions, FqCodelStats, HtbOptions, Qdisc, QdiscKind,
@@ -103,7 +102,7 @@ fn details(kind: &str, options: &[u8], xstats: Option<&[u8]>) -> Result<QdiscKin
     let opts = || Attrs::parse(options, "TCA_OPTIONS");
     Ok(match kind {
         "cake" => QdiscKind::Cake {
-            options: cake_options(&opts()?)?,
+            options: CakeOptions::from_attrs(&opts()?)?,
             stats: xstats.map(cake_stats).transpose()?,
         },
         "fq_codel" => QdiscKind::FqCodel {
@@ -117,41 +116,6 @@ fn details(kind: &str, options: &[u8], xstats: Option<&[u8]>) -> Result<QdiscKin
             options: serde_json::Value::Null,
             error: None,
         },
-    })
-}
-
-/// `TCA_CAKE_*` (pkt_sched.h), read as `cake_print_opt` reads them.
-fn cake_options(a: &Attrs) -> Result<CakeOptions, String> {
-    use cake::attr::*;
-    let flag = |k| a.u32(k).unwrap_or(0) != 0;
-    let diffserv = cake::attr::diffserv(a.u32(DIFFSERV_MODE).unwrap_or(0))?;
-    let flowmode = cake::attr::flow_mode(a.u32(FLOW_MODE).unwrap_or(0))?;
-    let ack_filter = cake::attr::ack_filter(a.u32(ACK_FILTER).unwrap_or(0))?;
-    // TCA_CAKE_RAW is there (value 0) exactly when cake counts no overhead at all.
-    let raw = a.has(RAW);
-    let atm = match a.u32(ATM).unwrap_or(0) {
-        ATM_ATM => Some(Framing::Atm),
-        ATM_PTM => Some(Framing::Ptm),
-        _ if raw => None,
-        _ => Some(Framing::None),
-    };
-    let bandwidth = a.u64(BASE_RATE64).ok_or("no TCA_CAKE_BASE_RATE64")?;
-    Ok(CakeOptions {
-        bandwidth: (bandwidth != 0).then(|| Rate::from_bytes_per_sec(bandwidth)),
-        diffserv,
-        flowmode,
-        nat: flag(NAT),
-        wash: flag(WASH),
-        ingress: flag(INGRESS),
-        ack_filter,
-        split_gso: flag(SPLIT_GSO),
-        rtt: Time::from_micros(u64::from(a.u32(RTT).unwrap_or(0))),
-        raw,
-        atm,
-        overhead: a.get(OVERHEAD).and_then(|v| i32_at(v, 0)).unwrap_or(0),
-        mpu: a.u32(MPU).unwrap_or(0),
-        fwmark: u64::from(a.u32(FWMARK).unwrap_or(0)),
-        memlimit: a.u32(MEMORY).filter(|&m| m != 0).map(u64::from),
     })
 }
 
