@@ -37,7 +37,7 @@ use crate::model::Handle;
 use serde::Deserialize;
 use serde_json::Value;
 pub(crate) use crate::qdisc::tc_values::parse_c_number;
-use crate::qdisc::tc_values::{bytes_per_sec, micros, number_or_text, opt_micros};
+use crate::qdisc::tc_values::{bytes_per_sec, micros, number_or_text};
 use unbloat_units::{Rate, Time};
 
 /// Why a piece of tc output could not be read.
@@ -190,27 +190,7 @@ pub struct CakeTin {
     pub flow_quantum: u64,
 }
 
-/// fq_codel's options (iproute2 tc/q_fq_codel.c).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct FqCodelOptions {
-    pub limit: u32,
-    pub flows: u32,
-    pub quantum: u32,
-    /// As the kernel holds it: see [`codel_time_readback`].
-    #[serde(deserialize_with = "micros")]
-    pub target: Time,
-    #[serde(deserialize_with = "micros")]
-    pub interval: Time,
-    #[serde(default)]
-    pub memory_limit: Option<u64>,
-    /// tc prints `"ecn": true` only when ECN is on.
-    #[serde(default)]
-    pub ecn: bool,
-    #[serde(default)]
-    pub drop_batch: Option<u32>,
-    #[serde(default, deserialize_with = "opt_micros")]
-    pub ce_threshold: Option<Time>,
-}
+pub use crate::qdisc::fq_codel::FqCodelOptions;
 
 /// fq_codel's statistics (`tc -s`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -236,16 +216,7 @@ pub struct HtbOptions {
     pub direct_qlen: Option<u64>,
 }
 
-/// What fq_codel reports for a time that was set to `us` microseconds: the kernel stores codel
-/// times as `ns >> 10` (net/sched/sch_fq_codel.c, `codel_time_t`), tc prints them back as
-/// `(t << 10) / 1000` microseconds, so 5 ms reads 4999 and 100 ms reads 99999.
-pub fn codel_time_readback(t: Time) -> Time {
-    let ns = u128::from(t.micros()) * 1_000;
-    let codel = ns >> 10;
-    // codel_time_t is 32 bits: anything above about 73 minutes wraps in the kernel; saturate here.
-    let codel = codel.min(u128::from(u32::MAX));
-    Time::from_micros(((codel << 10) / 1_000) as u64)
-}
+pub use crate::qdisc::fq_codel::codel_time_readback;
 
 impl Qdisc {
     /// The `ingress` or `clsact` qdisc of a device.

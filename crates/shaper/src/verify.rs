@@ -27,7 +27,8 @@ use crate::model::{
     StabLinkLayer,
 };
 use crate::plan::{Plan, RootQdisc, Shaping};
-use crate::tcjson::{codel_time_readback, tc_text_rate, DeviceState, LiveState, Qdisc, Source};
+use crate::fq_codel;
+use crate::tcjson::{tc_text_rate, DeviceState, LiveState, Qdisc, Source};
 use serde::Serialize;
 use std::fmt;
 use unbloat_units::Rate;
@@ -92,10 +93,6 @@ pub fn verify(plan: &Plan, live: &LiveState) -> Vec<Mismatch> {
 }
 
 struct Mismatches(Vec<Mismatch>);
-
-fn on_off(b: bool) -> String {
-    if b { "on" } else { "off" }.to_string()
-}
 
 fn stab_linklayer(l: StabLinkLayer) -> &'static str {
     match l {
@@ -344,33 +341,14 @@ impl Mismatches {
             self.differs(&place, "kind", unreadable(q), "fq_codel".to_string());
             return;
         };
-        let p = &leaf.params;
-        self.check(&place, "limit", o.limit, p.limit, |v| v.to_string());
-        self.check(&place, "flows", o.flows, p.flows, |v| v.to_string());
-        self.check(&place, "quantum", o.quantum, p.quantum, |v| v.to_string());
-        self.check(
-            &place,
-            "target",
-            o.target,
-            codel_time_readback(p.target),
-            |t| t.to_string(),
-        );
-        self.check(
-            &place,
-            "interval",
-            o.interval,
-            codel_time_readback(p.interval),
-            |t| t.to_string(),
-        );
-        self.check(&place, "ecn", o.ecn, p.ecn, |b| on_off(*b));
-        if let Some(m) = p.memory_limit {
-            self.check(
-                &place,
-                "memory_limit",
-                o.memory_limit,
-                Some(m.bytes()),
-                |m| m.map_or("unset".into(), |b| format!("{b} bytes")),
-            );
+        let want = fq_codel::params::expected(&leaf.params);
+        for param in fq_codel::params::PARAMS
+            .iter()
+            .filter(|param| (param.checked)(&leaf.params))
+        {
+            self.check(&place, param.what, (param.read)(o), (param.read)(&want), |v| {
+                v.clone()
+            });
         }
     }
 

@@ -23,6 +23,9 @@
 //! - `flows` 1024 (the kernel's), `memory_limit` the kernel's 32 MB unless told.
 
 pub mod attr;
+pub mod params;
+
+pub use params::FqCodelOptions;
 
 use crate::linklayer::LinkLayer;
 use crate::model::{Direction, FqCodelParams};
@@ -178,36 +181,13 @@ fn range(
 /// What the kernel reports back (`tc -j` `target`/`interval`, µs) for a time written to it:
 /// sch_fq_codel.c keeps CoDel times in units of 1024 ns (`(us * NSEC_PER_USEC) >> CODEL_SHIFT`)
 /// and dumps `codel_time_to_us()`, so 29983us reads back as 29982 and 5ms as 4999. Verification
-/// must compare `kernel_reported(planned)` with the live value, not `planned`.
-pub fn kernel_reported(t: Time) -> Time {
+/// compares this of the planned time with the live value, not the planned time.
+pub fn codel_time_readback(t: Time) -> Time {
     const CODEL_SHIFT: u32 = 10;
-    let units = t.micros().saturating_mul(1000) >> CODEL_SHIFT;
-    Time::from_micros((units << CODEL_SHIFT) / 1000)
-}
-
-impl FqCodelParams {
-    /// The words after `fq_codel`: `limit 1001 flows 1024 quantum 300 target 5ms interval 100ms
-    /// noecn`. Times are written in µs-exact units, as `Time` displays them.
-    pub fn words(&self) -> Vec<String> {
-        let mut w: Vec<String> = vec![
-            "limit".into(),
-            self.limit.to_string(),
-            "flows".into(),
-            self.flows.to_string(),
-            "quantum".into(),
-            self.quantum.to_string(),
-            "target".into(),
-            self.target.to_string(),
-            "interval".into(),
-            self.interval.to_string(),
-        ];
-        if let Some(m) = self.memory_limit {
-            w.push("memory_limit".into());
-            w.push(m.bytes().to_string());
-        }
-        w.push(if self.ecn { "ecn" } else { "noecn" }.into());
-        w
-    }
+    let ns = u128::from(t.micros()) * 1_000;
+    // codel_time_t is 32 bits: anything above about 73 minutes wraps in the kernel; saturate.
+    let units = (ns >> CODEL_SHIFT).min(u128::from(u32::MAX));
+    Time::from_micros(((units << CODEL_SHIFT) / 1_000) as u64)
 }
 
 #[cfg(test)]
@@ -254,15 +234,15 @@ mod tests {
     fn kernel_times_are_1024ns_units() {
         // Seen in UML 6.1: target 29983us planned, 29982 in `tc -j qdisc`.
         assert_eq!(
-            kernel_reported(Time::from_micros(29_983)),
+            codel_time_readback(Time::from_micros(29_983)),
             Time::from_micros(29_982)
         );
         assert_eq!(
-            kernel_reported(Time::from_micros(124_983)),
+            codel_time_readback(Time::from_micros(124_983)),
             Time::from_micros(124_982)
         );
         assert_eq!(
-            kernel_reported(Time::from_millis(5)),
+            codel_time_readback(Time::from_millis(5)),
             Time::from_micros(4_999)
         );
     }

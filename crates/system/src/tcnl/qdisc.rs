@@ -106,7 +106,7 @@ fn details(kind: &str, options: &[u8], xstats: Option<&[u8]>) -> Result<QdiscKin
             stats: xstats.map(cake_stats).transpose()?,
         },
         "fq_codel" => QdiscKind::FqCodel {
-            options: fq_codel_options(&opts()?)?,
+            options: FqCodelOptions::from_attrs(&opts()?)?,
             stats: xstats.and_then(fq_codel_stats),
         },
         "htb" => QdiscKind::Htb(htb_options(&opts()?)?),
@@ -172,24 +172,6 @@ fn cake_tin(t: &Attrs) -> CakeTin {
         max_pkt_len: n(MAX_SKBLEN),
         flow_quantum: n(FLOW_QUANTUM),
     }
-}
-
-/// `TCA_FQ_CODEL_*`; times are the kernel's microseconds, as tc prints them.
-fn fq_codel_options(a: &Attrs) -> Result<FqCodelOptions, String> {
-    use fq_codel::attr::*;
-    let need = |k, name| a.u32(k).ok_or(format!("no TCA_FQ_CODEL_{name}"));
-    let us = |v: u32| Time::from_micros(u64::from(v));
-    Ok(FqCodelOptions {
-        limit: need(LIMIT, "LIMIT")?,
-        flows: need(FLOWS, "FLOWS")?,
-        quantum: need(QUANTUM, "QUANTUM")?,
-        target: us(need(TARGET, "TARGET")?),
-        interval: us(need(INTERVAL, "INTERVAL")?),
-        memory_limit: a.u32(MEMORY_LIMIT).map(u64::from),
-        ecn: a.u32(ECN).unwrap_or(0) != 0,
-        drop_batch: a.u32(DROP_BATCH_SIZE),
-        ce_threshold: a.u32(CE_THRESHOLD).map(us),
-    })
 }
 
 /// `struct tc_fq_codel_xstats` of type `TCA_FQ_CODEL_XSTATS_QDISC` (0): maxpacket,
