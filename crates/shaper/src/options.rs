@@ -2,8 +2,8 @@
 //! once in [`table`] ([`OPTIONS`]): its key, flag, help, type, words and strategy.
 //!
 //! The same struct is filled from command-line flags (by the binary, from [`OPTIONS`]), from a
-//! `[interface.NAME]` table of the config file (serde, keys spelled like the flags: `ack-filter`,
-//! `ecn-egress`, ...), and from an extra option string (`extra-egress = "nat dual-srchost ack-filter mpu 64"`), which
+//! `[interface.NAME]` table of the config file (serde, keys spelled like the flags: `isolation`,
+//! `ecn-egress`, ...), and from an extra option string (`extra-egress = "nat dual-srchost wash mpu 64"`), which
 //! [`parse_extra`] reads word by word with cake's or fq_codel's own grammar (iproute2
 //! tc/q_cake.c, tc/q_fq_codel.c). A word the chosen qdisc does not take is an error naming the
 //! word: nothing is passed through to tc unvalidated, unlike sqm-scripts' "advanced option

@@ -7,16 +7,14 @@
 //! qdisc. [`Plan::steps`] flattens it into the ordered typed operations ([`Step`]) that
 //! [`script`](crate::script) renders as `ip` argv and `tc -batch` text.
 //!
-//! The pieces a plan is made of (handles, [`CakeParams`], [`HtbTree`], [`Stab`], ...) are defined
-//! in [`model`](crate::model), which the builders share without importing this module; they are
-//! re-exported here so `unbloat_shaper::plan::CakeParams` keeps naming them. Callers can rely on
+//! The pieces a plan is made of (handles, [`HtbTree`], [`Stab`], ...) are defined in
+//! [`model`](crate::model), which the builders share without importing this module, and cake's
+//! [`CakeParams`] with cake's other parameters ([`crate::cake::params`]); they are re-exported
+//! here so `unbloat_shaper::plan::CakeParams` keeps naming them. Callers can rely on
 //! the shape of these types staying stable (fields may be added).
 
+pub use crate::model::*;
 pub use crate::qdisc::cake::CakeParams;
-pub use crate::model::{
-    AckFilter, Diffserv, Direction, DscpFilter, FilterProtocol, FlowMode, FqCodelLeaf,
-    FqCodelParams, Handle, HtbClass, HtbTree, Redirect, Stab, StabLinkLayer,
-};
 
 use crate::classify::Classifier;
 use crate::spec::{DirectionSpec, ShaperSpec, Spec};

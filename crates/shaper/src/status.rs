@@ -83,7 +83,7 @@ pub struct CakeStatus {
     pub bandwidth_bps: Option<u64>,
     /// cake's parameters as the kernel holds them, keyed as their declarations say
     /// ([`crate::cake::params::PARAMS`]: `rtt_us`, `diffserv`, `isolation`, `nat`,
-    /// `ack_filter`, `overhead`, `framing`, ...).
+    /// `overhead`, `framing`, ...).
     #[serde(flatten)]
     pub settings: Settings,
     /// The same, as `unbloat status` writes them: the shaping line and the link-layer line.

@@ -10,7 +10,7 @@ use crate::model::Direction;
 /// One option: everything any reader needs to know of it. See [`super::table`].
 #[derive(Debug)]
 pub struct Opt {
-    /// The config key (`ack-filter`): TOML, the web page's form, UCI, messages.
+    /// The config key (`ecn-egress`): TOML, the web page's form, UCI, messages.
     pub key: &'static str,
     pub field: &'static dyn Field,
     /// The command line's help (and the man page's), a sentence or more.
@@ -44,7 +44,7 @@ pub enum Cli {
     /// Only a flag for false, which turns off what is otherwise on by default
     /// (`--no-ingress-keyword`).
     Off(&'static str),
-    /// `--KEY` alone means the second value, `--KEY=VALUE` names one (`--ack-filter=aggressive`).
+    /// `--KEY` alone means the second value, `--KEY=VALUE` names one (`--KEY=aggressive`).
     Optional(&'static str, &'static str),
     /// A flag of another name, with a value (`--egress-options WORDS` for `extra-egress`).
     Named(&'static str, &'static str),
@@ -85,7 +85,7 @@ pub enum Dir {
     /// upload, `down` on the download).
     Only(Direction),
     /// The key sets the upload only; the download's comes from `extra-ingress`, where the same
-    /// words set it (cake's `ack-filter`: the download's ACKs travel up).
+    /// words set it (cake's ACK filter: the download's ACKs travel up).
     UploadKey,
 }
 

@@ -1,7 +1,7 @@
 //! The value types of the options, and the one way each is read and written: from what a user
 //! types (flags, forms, option strings; a unit is required), from what tc reads (sqm-scripts'
 //! option strings: a bare number is in tc's unit), as a TOML value, and as the qdisc's own keyword
-//! where the value is one (`diffserv4`, `dual-srchost`, `ack-filter`, `ptm`).
+//! where the value is one (`diffserv4`, `dual-srchost`, `ptm`).
 //!
 //! Each option of [`super::table`] names its type, and everything that lists options (the
 //! command line, the config file's writer, the forms, the option strings) goes through this trait,

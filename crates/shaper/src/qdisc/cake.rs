@@ -24,7 +24,7 @@
 //!   9 ms against 21 ms without). Below it TCP runs on windows of a few packets and needs drops
 //!   of several percent, and charging them cost dsl-2002 a quarter of its download (70 % of the
 //!   theoretical goodput against 93 %); `egress` on the WAN device.
-//! - `no-ack-filter` (cake's default): why, with the measurements, beside its default in
+//! - cake's default of its ACK filter (off): why, with the measurements, beside that default in
 //!   [`params::params`].
 //! - `nowash`, `split-gso`, `rtt 100ms` (cake's "internet"): cake's defaults, changed only when
 //!   the user says so.
@@ -35,7 +35,7 @@ pub mod words;
 
 pub use params::{params, CakeOptions, CakeParams, CAKE_DEFAULT_RTT};
 
-use crate::model::{AckFilter, Diffserv, Direction, FlowMode};
+use crate::model::{Diffserv, Direction, FlowMode};
 use crate::options::{option_name, Isolation};
 use std::fmt;
 use std::str::FromStr;
@@ -143,25 +143,6 @@ impl FlowMode {
     /// Modes where fairness is between hosts, which behind NAT needs cake's `nat`.
     pub fn is_per_host(self) -> bool {
         !matches!(self, FlowMode::Flowblind | FlowMode::Flows)
-    }
-}
-
-impl AckFilter {
-    /// cake's keyword.
-    pub fn keyword(self) -> &'static str {
-        match self {
-            AckFilter::Disabled => "no-ack-filter",
-            AckFilter::Enabled => "ack-filter",
-            AckFilter::Aggressive => "ack-filter-aggressive",
-        }
-    }
-    /// The value of `ack-filter` in `tc -j` (tc/q_cake.c `cake_print_opt`).
-    pub fn json_value(self) -> &'static str {
-        match self {
-            AckFilter::Disabled => "disabled",
-            AckFilter::Enabled => "enabled",
-            AckFilter::Aggressive => "aggressive",
-        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! iproute2's `cake_print_opt` reads them. The system crate's `tcnl` decodes cake's options and
 //! statistics with these, and `rtnl` changes cake's rate with [`BASE_RATE64`].
 
-use crate::model::{AckFilter, Diffserv, FlowMode};
+use crate::model::{Diffserv, FlowMode};
 
 /// `enum { TCA_CAKE_UNSPEC, TCA_CAKE_PAD, TCA_CAKE_BASE_RATE64, ... }`: the qdisc's options.
 /// `BASE_RATE64` is cake's rate, a u64 in bytes per second.
@@ -92,15 +92,5 @@ pub fn flow_mode(n: u32) -> Result<FlowMode, String> {
         6 => FlowMode::DualDsthost,
         7 => FlowMode::TripleIsolate,
         n => return Err(format!("flow mode {n} unknown to this unbloat")),
-    })
-}
-
-/// `TCA_CAKE_ACK_FILTER` (`enum { CAKE_ACK_NONE, CAKE_ACK_FILTER, CAKE_ACK_AGGRESSIVE }`).
-pub fn ack_filter(n: u32) -> Result<AckFilter, String> {
-    Ok(match n {
-        0 => AckFilter::Disabled,
-        1 => AckFilter::Enabled,
-        2 => AckFilter::Aggressive,
-        n => return Err(format!("ack-filter {n} unknown to this unbloat")),
     })
 }

@@ -102,7 +102,7 @@ impl CakeOptions {
             nat: flag(NAT),
             wash: flag(WASH),
             ingress: flag(INGRESS),
-            ack_filter: attr::ack_filter(a.u32(ACK_FILTER).unwrap_or(0))?,
+            ack_filter: AckFilter::from_attr(a.u32(ACK_FILTER).unwrap_or(0))?,
             split_gso: flag(SPLIT_GSO),
             rtt: Time::from_micros(u64::from(a.u32(RTT).unwrap_or(0))),
             raw,
@@ -185,6 +185,36 @@ pub fn expected(p: &CakeParams) -> CakeOptions {
         mpu: p.link.mpu,
         fwmark: 0,
         memlimit: p.memlimit.map(|m| m.bytes()),
+    }
+}
+
+/// cake's ACK filter in its words, its `tc -j` value and its netlink value.
+impl AckFilter {
+    /// cake's keyword.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            AckFilter::Disabled => "no-ack-filter",
+            AckFilter::Enabled => "ack-filter",
+            AckFilter::Aggressive => "ack-filter-aggressive",
+        }
+    }
+    /// The value of `ack-filter` in `tc -j` (tc/q_cake.c `cake_print_opt`).
+    pub fn json_value(self) -> &'static str {
+        match self {
+            AckFilter::Disabled => "disabled",
+            AckFilter::Enabled => "enabled",
+            AckFilter::Aggressive => "aggressive",
+        }
+    }
+    /// `TCA_CAKE_ACK_FILTER`'s value (`enum { CAKE_ACK_NONE, CAKE_ACK_FILTER,
+    /// CAKE_ACK_AGGRESSIVE }`).
+    pub fn from_attr(n: u32) -> Result<AckFilter, String> {
+        Ok(match n {
+            0 => AckFilter::Disabled,
+            1 => AckFilter::Enabled,
+            2 => AckFilter::Aggressive,
+            n => return Err(format!("ack-filter {n} unknown to this unbloat")),
+        })
     }
 }
 

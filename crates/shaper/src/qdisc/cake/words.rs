@@ -1,8 +1,8 @@
 //! cake's keyword lists: its tin modes and flow modes in the order the docs and the forms list
 //! them, and the link-layer keywords whose overheads q_cake.c adds up. The words themselves are
 //! read by the options' one grammar ([`crate::options::words`]) through each value's
-//! `keyword()` ([`Diffserv::keyword`], [`FlowMode::keyword`], [`AckFilter::keyword`](crate::model::AckFilter),
-//! [`Framing::cake_keyword`]), so a word printed is a word read back.
+//! `keyword()` ([`Diffserv::keyword`], [`FlowMode::keyword`], [`Framing::cake_keyword`], ...),
+//! so a word printed is a word read back.
 //!
 //! Source: iproute2's tc/q_cake.c `cake_parse_opt`.
 
