@@ -133,8 +133,6 @@ impl SpecError {
     /// that shows each error beside its field; `None` when it is about the interface as a whole
     /// (its name, no rate at all). A lopsided pair names the slower rate, the usual typo.
     pub fn key(&self) -> Option<&'static str> {
-        use crate::cake::CakeError;
-        use crate::fq_codel::FqCodelError;
         Some(match self {
             SpecError::Interface(_)
             | SpecError::InterfaceChar { .. }
@@ -161,9 +159,8 @@ impl SpecError {
                     "extra-ingress"
                 }
             }
-            SpecError::Cake(CakeError::Range { option, .. })
-            | SpecError::FqCodel(FqCodelError::Range { option, .. }) => option,
-            SpecError::FqCodel(FqCodelError::IntervalBelowTarget { .. }) => "interval",
+            SpecError::Cake(e) => e.option(),
+            SpecError::FqCodel(e) => e.option(),
             SpecError::Rule(_) | SpecError::ClassifyNeeds { .. } => "classify",
         })
     }

@@ -65,6 +65,15 @@ pub enum CakeError {
         why: &'static str,
     },
 }
+impl CakeError {
+    /// The config key the error is about.
+    pub fn option(&self) -> &'static str {
+        match self {
+            CakeError::Range { option, .. } => option,
+        }
+    }
+}
+
 /// From this download rate up, cake's `ingress` mode is on by default.
 pub const INGRESS_MODE_FROM: Rate = Rate::from_mbit(4);
 

@@ -80,6 +80,16 @@ pub enum FqCodelError {
     IntervalBelowTarget { interval: Time, target: Time },
 }
 
+impl FqCodelError {
+    /// The config key the error is about.
+    pub fn option(&self) -> &'static str {
+        match self {
+            FqCodelError::Range { option, .. } => option,
+            FqCodelError::IntervalBelowTarget { .. } => "interval",
+        }
+    }
+}
+
 /// fq_codel's parameters for one direction.
 pub fn params(
     rate: Rate,
