@@ -156,9 +156,22 @@ mod tests {
     #[test]
     fn flags_fill_the_options_a_file_would() {
         let o = parse(&[
-            "--down", "78mbit", "--up", "19950kbit", "--no-nat", "--wash", "--ack-filter",
-            "--overhead", "-4", "--classify", "gaming", "--classify", "bulk lan-host 10.0.0.5",
-            "--no-ingress-keyword", "--egress-options", "mpu 64",
+            "--down",
+            "78mbit",
+            "--up",
+            "19950kbit",
+            "--no-nat",
+            "--wash",
+            "--ack-filter",
+            "--overhead",
+            "-4",
+            "--classify",
+            "gaming",
+            "--classify",
+            "bulk lan-host 10.0.0.5",
+            "--no-ingress-keyword",
+            "--egress-options",
+            "mpu 64",
         ])
         .expect("valid");
         let file: ShapeOptions = unbloat_shaper::tomlread::from_str(
@@ -177,9 +190,15 @@ mod tests {
     #[test]
     fn a_bad_value_names_its_flag() {
         let e = parse(&["--down", "78mbitz"]).unwrap_err();
-        assert!(e.contains("'--down <RATE>'") && e.contains("78mbitz"), "{e}");
+        assert!(
+            e.contains("'--down <RATE>'") && e.contains("78mbitz"),
+            "{e}"
+        );
         let e = parse(&["--ack-filter=sometimes"]).unwrap_err();
-        assert!(e.contains("--ack-filter") && e.contains("aggressive"), "{e}");
+        assert!(
+            e.contains("--ack-filter") && e.contains("aggressive"),
+            "{e}"
+        );
         let e = parse(&["--nat", "--no-nat"]).unwrap_err();
         assert!(e.contains("cannot be used with"), "{e}");
     }

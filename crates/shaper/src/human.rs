@@ -43,4 +43,3 @@ fn trim(s: String) -> String {
         s
     }
 }
-

@@ -274,8 +274,8 @@ mod tests {
     use super::*;
     use crate::linklayer::LinkPreset;
     use crate::model::AckFilter;
-    use unbloat_units::Rate;
     use crate::model::Direction::*;
+    use unbloat_units::Rate;
 
     #[test]
     fn cake_words_become_typed_options() {

@@ -17,9 +17,9 @@
 //! would silently change. An option is named as [`option_name`] says: `--KEY` when there is such
 //! a flag, the config key otherwise.
 
+use crate::cake::CakeParams;
 use crate::clip::clip;
 use crate::linklayer::{LinkError, LinkLayer};
-use crate::cake::CakeParams;
 use crate::model::{Diffserv, Direction, FlowMode, FqCodelParams};
 use crate::options::{option_name, parse_extra, Dir, ExtraError, Qdisc, ShapeOptions, OPTIONS};
 use crate::{cake, fq_codel, ifb};
@@ -471,7 +471,10 @@ fn check_qdisc_fit(qdisc: Qdisc, o: &ShapeOptions) -> Result<(), SpecError> {
         }
     }
     // The options the other strategy takes (their declarations say which, and why).
-    for opt in OPTIONS.iter().filter(|d| d.qdisc.is_some_and(|q| q != qdisc)) {
+    for opt in OPTIONS
+        .iter()
+        .filter(|d| d.qdisc.is_some_and(|q| q != qdisc))
+    {
         if let Some(value) = opt.shown(o) {
             return Err(match qdisc {
                 Qdisc::FqCodel => SpecError::CakeOnly {

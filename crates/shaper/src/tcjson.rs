@@ -34,10 +34,10 @@ pub use filter::{parse_filters, Action, Filter, FilterKind, Mirred, U32Key, U32M
 pub use live::{DeviceState, IfbTexts, LiveState, LiveTexts};
 
 use crate::model::Handle;
-use serde::Deserialize;
-use serde_json::Value;
 pub(crate) use crate::qdisc::tc_values::parse_c_number;
 use crate::qdisc::tc_values::{bytes_per_sec, micros, number_or_text};
+use serde::Deserialize;
+use serde_json::Value;
 use unbloat_units::{Rate, Time};
 
 /// Why a piece of tc output could not be read.

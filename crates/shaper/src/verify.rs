@@ -22,12 +22,12 @@
 //! does not set it).
 
 use crate::cake::{self, CakeParams};
+use crate::fq_codel;
 use crate::model::{
     DscpFilter, FilterProtocol, FqCodelLeaf, Handle, HtbClass, HtbTree, Redirect, Stab,
     StabLinkLayer,
 };
 use crate::plan::{Plan, RootQdisc, Shaping};
-use crate::fq_codel;
 use crate::tcjson::{tc_text_rate, DeviceState, LiveState, Qdisc, Source};
 use serde::Serialize;
 use std::fmt;
@@ -183,10 +183,17 @@ impl Mismatches {
             return;
         };
         let want = cake::params::expected(p);
-        for param in cake::params::PARAMS.iter().filter(|param| (param.checked)(p)) {
-            self.check(place, param.what, (param.read)(live), (param.read)(&want), |v| {
-                v.clone()
-            });
+        for param in cake::params::PARAMS
+            .iter()
+            .filter(|param| (param.checked)(p))
+        {
+            self.check(
+                place,
+                param.what,
+                (param.read)(live),
+                (param.read)(&want),
+                |v| v.clone(),
+            );
         }
     }
 
@@ -346,9 +353,13 @@ impl Mismatches {
             .iter()
             .filter(|param| (param.checked)(&leaf.params))
         {
-            self.check(&place, param.what, (param.read)(o), (param.read)(&want), |v| {
-                v.clone()
-            });
+            self.check(
+                &place,
+                param.what,
+                (param.read)(o),
+                (param.read)(&want),
+                |v| v.clone(),
+            );
         }
     }
 

@@ -67,7 +67,12 @@ fn cli_flags() -> BTreeSet<String> {
     }
     // The shaping flags are made from the option declarations (crates/cli/src/flags.rs, whose
     // own test checks that each declared flag is on its command line).
-    flags.extend(OPTIONS.iter().flat_map(|o| o.flags()).map(|f| format!("--{f}")));
+    flags.extend(
+        OPTIONS
+            .iter()
+            .flat_map(|o| o.flags())
+            .map(|f| format!("--{f}")),
+    );
     assert!(
         flags.contains("--down") && flags.contains("--egress-options"),
         "{flags:?}"

@@ -237,7 +237,10 @@ impl OptValue for Qdisc {
 impl OptValue for LinkPreset {
     const KIND: Kind = Kind::Choice;
     fn choices() -> Vec<&'static str> {
-        LinkPreset::all().into_iter().map(LinkPreset::name).collect()
+        LinkPreset::all()
+            .into_iter()
+            .map(LinkPreset::name)
+            .collect()
     }
     fn parse(text: &str) -> Result<LinkPreset, String> {
         text.parse()
@@ -254,9 +257,7 @@ impl OptValue for LinkPreset {
         }
     }
     fn from_word(w: &str) -> Option<LinkPreset> {
-        w.parse::<LinkPreset>()
-            .ok()
-            .filter(|p| p.word().is_some())
+        w.parse::<LinkPreset>().ok().filter(|p| p.word().is_some())
     }
 }
 
@@ -388,7 +389,11 @@ mod tests {
 
     #[test]
     fn every_value_reads_back_from_what_it_shows() {
-        round_trip(&[Rate::from_kbit(19_950), Rate::ZERO, Rate::from_bits_per_sec(1)]);
+        round_trip(&[
+            Rate::from_kbit(19_950),
+            Rate::ZERO,
+            Rate::from_bits_per_sec(1),
+        ]);
         round_trip(&[Time::from_micros(14_570), Time::from_secs(3600)]);
         round_trip(&[Size::from_bytes(4 << 20)]);
         round_trip(&[0u8, 3]);
@@ -437,7 +442,10 @@ mod tests {
             Ok((Time::from_micros(50), Some("50us".into())))
         );
         assert_eq!(u32::parse_tc("0x10"), Ok((16, None)));
-        assert!(Rate::parse("20000").is_err(), "a user's bare number is refused");
+        assert!(
+            Rate::parse("20000").is_err(),
+            "a user's bare number is refused"
+        );
     }
 
     #[test]

@@ -93,7 +93,12 @@ pub const REFUSED_WORDS: &[(Qdisc, &str, &str)] = &[
 ];
 
 /// The refused words that take a value after them (tc reads both as one option).
-const REFUSED_WITH_VALUE: &[&str] = &["fwmark", "ce_threshold", "ce_threshold_selector", "drop_batch"];
+const REFUSED_WITH_VALUE: &[&str] = &[
+    "fwmark",
+    "ce_threshold",
+    "ce_threshold_selector",
+    "drop_batch",
+];
 
 /// Refused words that are not tc's at all (unbloat's `--link` names): tc refuses them, so they
 /// read as [`Said::Unknown`], and the refusal's reason is only a hint.
@@ -158,12 +163,19 @@ pub fn read(
     if qdisc == Qdisc::Cake && side == Direction::Egress && w == "egress" {
         return step(1, Said::Nothing);
     }
-    if let Some((_, _, why)) = IGNORED.iter().find(|(q, word, _)| *q == qdisc && *word == w) {
+    if let Some((_, _, why)) = IGNORED
+        .iter()
+        .find(|(q, word, _)| *q == qdisc && *word == w)
+    {
         return step(1, Said::Ignored(why));
     }
     match refused(qdisc, w).filter(|_| !NOT_TC_WORDS.contains(&w)) {
         Some(why) => step(
-            if REFUSED_WITH_VALUE.contains(&w) { 2 } else { 1 },
+            if REFUSED_WITH_VALUE.contains(&w) {
+                2
+            } else {
+                1
+            },
             Said::Refused(why),
         ),
         None => step(1, Said::Unknown),
@@ -180,14 +192,16 @@ pub fn refused(qdisc: Qdisc, w: &str) -> Option<&'static str> {
 
 /// Whether `w` is one of `qdisc`'s words for an option (on either side).
 pub fn is_word(qdisc: Qdisc, w: &str) -> bool {
-    [Direction::Egress, Direction::Ingress].into_iter().any(|side| {
-        let mut scratch = ShapeOptions::default();
-        let said = read(qdisc, side, Units::Tc, &[w, "1"], &mut scratch).said;
-        matches!(
-            said,
-            Said::Set { .. } | Said::BadValue(_) | Said::Ignored(_) | Said::Nothing
-        )
-    })
+    [Direction::Egress, Direction::Ingress]
+        .into_iter()
+        .any(|side| {
+            let mut scratch = ShapeOptions::default();
+            let said = read(qdisc, side, Units::Tc, &[w, "1"], &mut scratch).said;
+            matches!(
+                said,
+                Said::Set { .. } | Said::BadValue(_) | Said::Ignored(_) | Said::Nothing
+            )
+        })
 }
 
 /// The words `qdisc` takes, for a hint: `limit, flows, ..., ecn, noecn`.

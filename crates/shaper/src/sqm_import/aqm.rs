@@ -6,8 +6,8 @@
 use super::ctx::Ctx;
 use super::dir::DirWords;
 use super::model::{ImportError, Key, NoteKind, Script};
-use crate::options::tc_units;
 use crate::model::Direction;
+use crate::options::tc_units;
 use unbloat_units::Time;
 
 pub fn fq_tiers(

@@ -19,8 +19,8 @@ use super::dir::{tc_refuses, DirWords, LinkState, Problem};
 use super::model::{Note, NoteKind};
 use crate::linklayer::{Framing, LinkPreset};
 use crate::model::Direction;
-use crate::options::words::{self as grammar, Said, Units};
 use crate::options::value::Kind;
+use crate::options::words::{self as grammar, Said, Units};
 use crate::options::{Opt, Qdisc};
 use crate::qdisc::cake::words::adds_overhead;
 
@@ -96,10 +96,7 @@ pub fn apply(
                 Some(tc_refuses(
                     1,
                     direction,
-                    format!(
-                        "{what} (tc: \"What is \\\"{}\\\"?\")",
-                        crate::clip::clip(w)
-                    ),
+                    format!("{what} (tc: \"What is \\\"{}\\\"?\")", crate::clip::clip(w)),
                 ))
             }
         };
@@ -144,9 +141,13 @@ fn took(
                 "overhead" => (o.overhead.take(), (-64, 256)),
                 _ => (o.mpu.take(), (0, 256)),
             };
-            let n = n
-                .filter(|n| (lo..=hi).contains(n))
-                .ok_or_else(|| tc_refuses(2, dir, format!("`{shown}`: tc takes whole numbers {lo}..{hi}")))?;
+            let n = n.filter(|n| (lo..=hi).contains(n)).ok_or_else(|| {
+                tc_refuses(
+                    2,
+                    dir,
+                    format!("`{shown}`: tc takes whole numbers {lo}..{hi}"),
+                )
+            })?;
             if opt.key == "overhead" {
                 d.link.overhead = n;
                 d.link.overhead_set = true;

@@ -291,7 +291,9 @@ pub static PARAMS: &[Param] = &[
         checked: ALWAYS,
         summary: NO_SUMMARY,
         status: Some(("rtt_us", |o| Setting::Int(o.rtt.micros() as i64))),
-        text: Some((Line::Shaping, |o| Some(format!("rtt {}", human_time(o.rtt.micros()))))),
+        text: Some((Line::Shaping, |o| {
+            Some(format!("rtt {}", human_time(o.rtt.micros())))
+        })),
         sticky: NEVER,
     },
     Param {
@@ -351,7 +353,9 @@ pub static PARAMS: &[Param] = &[
         read: |o| o.ack_filter.json_value().into(),
         checked: ALWAYS,
         summary: |p| (p.ack_filter != AckFilter::Disabled).then_some("ack-filter"),
-        status: Some(("ack_filter", |o| Setting::Word(o.ack_filter.json_value().into()))),
+        status: Some(("ack_filter", |o| {
+            Setting::Word(o.ack_filter.json_value().into())
+        })),
         text: Some((Line::Shaping, |o| {
             (o.ack_filter != AckFilter::Disabled)
                 .then(|| format!("ack-filter {}", o.ack_filter.json_value()))
@@ -370,7 +374,13 @@ pub static PARAMS: &[Param] = &[
     },
     Param {
         what: "raw",
-        words: |p| if p.link.raw { vec!["raw".into()] } else { vec![] },
+        words: |p| {
+            if p.link.raw {
+                vec!["raw".into()]
+            } else {
+                vec![]
+            }
+        },
         read: |o| on_off(o.raw),
         checked: ALWAYS,
         summary: NO_SUMMARY,
@@ -385,7 +395,9 @@ pub static PARAMS: &[Param] = &[
         checked: ALWAYS,
         summary: NO_SUMMARY,
         status: Some(("overhead", |o| Setting::Int(i64::from(o.overhead)))),
-        text: Some((Line::Link, |o| Some(format!("overhead {} bytes", o.overhead)))),
+        text: Some((Line::Link, |o| {
+            Some(format!("overhead {} bytes", o.overhead))
+        })),
         sticky: NEVER,
     },
     Param {
@@ -405,7 +417,9 @@ pub static PARAMS: &[Param] = &[
         read: |o| o.framing().cake_keyword().into(),
         checked: ALWAYS,
         summary: NO_SUMMARY,
-        status: Some(("framing", |o| Setting::Word(o.framing().cake_keyword().into()))),
+        status: Some(("framing", |o| {
+            Setting::Word(o.framing().cake_keyword().into())
+        })),
         text: Some((Line::Link, |o| Some(o.framing().cake_keyword().into()))),
         sticky: NEVER,
     },

@@ -127,7 +127,10 @@ pub static PARAMS: &[Param] = &[
             Some(m) => vec!["memory_limit".into(), m.bytes().to_string()],
             None => vec![],
         },
-        read: |o| o.memory_limit.map_or("unset".into(), |b| format!("{b} bytes")),
+        read: |o| {
+            o.memory_limit
+                .map_or("unset".into(), |b| format!("{b} bytes"))
+        },
         // The kernel's 32 MB unless the user set one.
         checked: |p| p.memory_limit.is_some(),
     },
