@@ -83,6 +83,7 @@ fn cake_plan() -> Plan {
                 split_gso: true,
                 memlimit: None,
                 link: vdsl2_link(72),
+                fwmark: 0,
             }),
         }),
         ingress: Some(IngressShaping {
@@ -102,6 +103,7 @@ fn cake_plan() -> Plan {
                     split_gso: true,
                     memlimit: None,
                     link: vdsl2_link(0),
+                    fwmark: 0,
                 }),
             },
         }),

@@ -55,6 +55,12 @@ fn quantum(text: &str) -> Result<u32, String> {
     u32::try_from(s.bytes()).map_err(|_| format!("{s}: too large"))
 }
 
+/// cake's fwmark: a mask, in hex (`0xff`) as firewalls write marks, or decimal.
+fn mark_mask(text: &str) -> Result<u32, String> {
+    super::tc_units::tc_unsigned(text)
+        .ok_or_else(|| format!("{:?}: not a 32-bit mask (0xff)", crate::clip::clip(text)))
+}
+
 const FQ_AQM: &str = "cake tunes its AQM from --rtt";
 const FQ_MEMORY: &str = "cake bounds its queue by memory: the config key memlimit, or the word \
                          memlimit in --egress-options/--ingress-options";
@@ -245,6 +251,18 @@ options! {
         short: "cake's memory limit, e.g. 32mb",
         cli: Cli::None, heading: Heading::Queueing, qdisc: Some(Qdisc::Cake), refusal: "",
         dir: Dir::Both, words: Words::Cake(&[Word::Value("memlimit")]), web: Web::More,
+    }
+    /// A mask of the packets' firewall mark that picks their tin; 0: off.
+    fwmark: u32 [parse = mark_mask] => {
+        key: "fwmark",
+        help: "Put packets in cake's tins by firewall mark: a mask (0xff) of the packet's mark; \
+               where (mark & mask), shifted right past the mask's low zero bits, is N from 1 to \
+               the number of tins, the packet goes to tin N (the first is bulk in diffserv4), \
+               whatever its DSCP. Set the marks in your firewall (nftables `meta mark set`); needs \
+               tins (--diffserv diffserv3, diffserv4 or diffserv8); 0 turns it off.",
+        short: "cake's tin by firewall mark: a mask, e.g. 0xff",
+        cli: Cli::Value("MASK"), heading: Heading::Queueing, qdisc: Some(Qdisc::Cake), refusal: "",
+        dir: Dir::Both, words: Words::Cake(&[Word::Value("fwmark")]), web: Web::More,
     }
     target: Time => {
         key: "target",

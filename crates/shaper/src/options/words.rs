@@ -69,11 +69,6 @@ pub const REFUSED_WORDS: &[(Qdisc, &str, &str)] = &[
     ),
     (
         Qdisc::Cake,
-        "fwmark",
-        "firewall-mark tin selection is not supported; use DSCP marks",
-    ),
-    (
-        Qdisc::Cake,
         "ingress",
         "cake's ingress mode belongs on the ingress (IFB) side",
     ),
@@ -93,12 +88,7 @@ pub const REFUSED_WORDS: &[(Qdisc, &str, &str)] = &[
 ];
 
 /// The refused words that take a value after them (tc reads both as one option).
-const REFUSED_WITH_VALUE: &[&str] = &[
-    "fwmark",
-    "ce_threshold",
-    "ce_threshold_selector",
-    "drop_batch",
-];
+const REFUSED_WITH_VALUE: &[&str] = &["ce_threshold", "ce_threshold_selector", "drop_batch"];
 
 /// Refused words that are not tc's at all (unbloat's `--link` names): tc refuses them, so they
 /// read as [`Said::Unknown`], and the refusal's reason is only a hint.

@@ -57,6 +57,12 @@ pub const MEMLIMIT_MAX: u64 = u32::MAX as u64;
 /// Why a cake option cannot be used. The message names the option and the value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CakeError {
+    #[error("{} {value}: {why}", option_name(.option))]
+    Useless {
+        option: &'static str,
+        value: String,
+        why: &'static str,
+    },
     #[error("{} {value}: out of range {range} ({why})", option_name(.option))]
     Range {
         option: &'static str,
@@ -69,7 +75,7 @@ impl CakeError {
     /// The config key the error is about.
     pub fn option(&self) -> &'static str {
         match self {
-            CakeError::Range { option, .. } => option,
+            CakeError::Range { option, .. } | CakeError::Useless { option, .. } => option,
         }
     }
 }

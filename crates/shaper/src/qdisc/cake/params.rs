@@ -43,6 +43,10 @@ pub struct CakeParams {
     pub memlimit: Option<Size>,
     /// `overhead`, `mpu`, `atm`/`ptm`/`noatm`, `raw`.
     pub link: LinkLayer,
+    /// `fwmark MASK`: the mask of the firewall mark that picks a packet's tin; 0, not written:
+    /// off. (Absent from records written before it: off.)
+    #[serde(default)]
+    pub fwmark: u32,
 }
 
 /// cake's options as `tc -j` reports them (iproute2 tc/q_cake.c `cake_print_opt`), or as the
@@ -134,6 +138,18 @@ pub fn params(
             why: "cake holds rtt as a 32-bit count of microseconds, and tc does not send 0",
         });
     }
+    let diffserv = opts.diffserv.unwrap_or(Diffserv::Besteffort);
+    let fwmark = opts.fwmark.unwrap_or(0);
+    // sch_cake.c `cake_select_tin`: besteffort puts everything in its one tin before it looks
+    // at the mark.
+    if fwmark != 0 && diffserv == Diffserv::Besteffort {
+        return Err(CakeError::Useless {
+            option: "fwmark",
+            value: format!("{fwmark:#x}"),
+            why: "cake's besteffort has one tin, so a mark picks nothing; add --diffserv \
+                  diffserv3, diffserv4 or diffserv8",
+        });
+    }
     if let Some(m) = opts.memlimit {
         if !(1..=MEMLIMIT_MAX).contains(&m.bytes()) {
             return Err(CakeError::Range {
@@ -147,7 +163,7 @@ pub fn params(
     Ok(CakeParams {
         bandwidth: rate,
         rtt,
-        diffserv: opts.diffserv.unwrap_or(Diffserv::Besteffort),
+        diffserv,
         flow_mode: FlowMode::for_direction(opts.isolation.unwrap_or(Isolation::TripleIsolate), dir),
         nat: opts.nat.unwrap_or(false),
         wash: opts.wash.unwrap_or(false),
@@ -164,6 +180,7 @@ pub fn params(
         split_gso: opts.split_gso.unwrap_or(true),
         memlimit: opts.memlimit,
         link,
+        fwmark,
     })
 }
 
@@ -183,7 +200,7 @@ pub fn expected(p: &CakeParams) -> CakeOptions {
         atm: Some(p.link.framing),
         overhead: p.link.overhead,
         mpu: p.link.mpu,
-        fwmark: 0,
+        fwmark: u64::from(p.fwmark),
         memlimit: p.memlimit.map(|m| m.bytes()),
     }
 }
@@ -229,7 +246,7 @@ pub struct Param {
     /// Whether the read-back check compares it (a value unbloat leaves to cake is not).
     pub checked: fn(&CakeParams) -> bool,
     /// Its word in a plan's one-line summary, when it has one.
-    pub summary: fn(&CakeParams) -> Option<&'static str>,
+    pub summary: fn(&CakeParams) -> Option<String>,
     /// Its key and value in `unbloat status --json`.
     pub status: Option<(&'static str, fn(&CakeOptions) -> Setting)>,
     /// Its text in `unbloat status`: which line, and the text (None: not shown).
@@ -268,7 +285,7 @@ fn when(b: bool, text: &str) -> Option<String> {
 }
 const ALWAYS: fn(&CakeParams) -> bool = |_| true;
 const NEVER: fn(&CakeParams) -> bool = |_| false;
-const NO_SUMMARY: fn(&CakeParams) -> Option<&'static str> = |_| None;
+const NO_SUMMARY: fn(&CakeParams) -> Option<String> = |_| None;
 
 /// cake's parameters, in the order of the tc line (`bandwidth 19950kbit rtt 100ms diffserv3
 /// dual-srchost nat nowash egress no-ack-filter split-gso overhead 26 mpu 64 ptm`): every one is
@@ -301,7 +318,7 @@ pub static PARAMS: &[Param] = &[
         words: |p| vec![p.diffserv.keyword().into()],
         read: |o| o.diffserv.keyword().into(),
         checked: ALWAYS,
-        summary: |p| Some(p.diffserv.keyword()),
+        summary: |p| Some(p.diffserv.keyword().into()),
         status: Some(("diffserv", |o| Setting::Word(o.diffserv.keyword().into()))),
         text: Some((Line::Shaping, |o| Some(o.diffserv.keyword().into()))),
         sticky: NEVER,
@@ -311,7 +328,7 @@ pub static PARAMS: &[Param] = &[
         words: |p| vec![p.flow_mode.keyword().into()],
         read: |o| o.flowmode.keyword().into(),
         checked: ALWAYS,
-        summary: |p| Some(p.flow_mode.keyword()),
+        summary: |p| Some(p.flow_mode.keyword().into()),
         status: Some(("isolation", |o| Setting::Word(o.flowmode.keyword().into()))),
         text: Some((Line::Shaping, |o| Some(o.flowmode.keyword().into()))),
         sticky: NEVER,
@@ -321,7 +338,7 @@ pub static PARAMS: &[Param] = &[
         words: |p| word(p.nat, "nat", "nonat"),
         read: |o| on_off(o.nat),
         checked: ALWAYS,
-        summary: |p| p.nat.then_some("nat"),
+        summary: |p| when(p.nat, "nat"),
         status: Some(("nat", |o| Setting::Bool(o.nat))),
         text: Some((Line::Shaping, |o| when(o.nat, "nat"))),
         sticky: NEVER,
@@ -342,7 +359,7 @@ pub static PARAMS: &[Param] = &[
         read: |o| on_off(o.ingress),
         checked: ALWAYS,
         // Whether drops count against the rate: the default differs by rate (cake.rs).
-        summary: |p| p.ingress.then_some("ingress"),
+        summary: |p| when(p.ingress, "ingress"),
         status: Some(("ingress_mode", |o| Setting::Bool(o.ingress))),
         text: Some((Line::Shaping, |o| when(o.ingress, "ingress"))),
         sticky: NEVER,
@@ -352,7 +369,7 @@ pub static PARAMS: &[Param] = &[
         words: |p| vec![p.ack_filter.keyword().into()],
         read: |o| o.ack_filter.json_value().into(),
         checked: ALWAYS,
-        summary: |p| (p.ack_filter != AckFilter::Disabled).then_some("ack-filter"),
+        summary: |p| when(p.ack_filter != AckFilter::Disabled, "ack-filter"),
         status: Some(("ack_filter", |o| {
             Setting::Word(o.ack_filter.json_value().into())
         })),
@@ -361,6 +378,22 @@ pub static PARAMS: &[Param] = &[
                 .then(|| format!("ack-filter {}", o.ack_filter.json_value()))
         })),
         sticky: NEVER,
+    },
+    Param {
+        what: "fwmark",
+        words: |p| match p.fwmark {
+            0 => vec![],
+            m => vec!["fwmark".into(), format!("{m:#x}")],
+        },
+        read: |o| format!("{:#x}", o.fwmark),
+        checked: ALWAYS,
+        summary: |p| (p.fwmark != 0).then(|| format!("fwmark {:#x}", p.fwmark)),
+        status: Some(("fwmark", |o| Setting::Int(o.fwmark as i64))),
+        text: Some((Line::Shaping, |o| {
+            (o.fwmark != 0).then(|| format!("tins by fwmark {:#x}", o.fwmark))
+        })),
+        // Written only when set, and `cake_change` keeps a mask it is not sent.
+        sticky: |p| p.fwmark != 0,
     },
     Param {
         what: "split-gso",
@@ -484,4 +517,58 @@ pub fn text(o: &CakeOptions, line: Line) -> Vec<String> {
         .filter_map(|p| p.text.filter(|(l, _)| *l == line))
         .filter_map(|(_, text)| text(o))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linklayer::LinkPreset;
+    use crate::options::parse_extra;
+
+    fn with(opts: &str) -> Result<CakeParams, CakeError> {
+        let o: ShapeOptions = crate::tomlread::from_str(opts).expect("options");
+        params(
+            Rate::from_mbit(20),
+            &o,
+            Direction::Egress,
+            LinkPreset::Ethernet.link_layer(),
+        )
+    }
+
+    /// Tins by firewall mark: written as the mask, read back, shown, and kept by the kernel
+    /// until a replace.
+    #[test]
+    fn fwmark_is_a_mask_written_only_when_set() {
+        let p = with("diffserv = \"diffserv4\"\nfwmark = 0xff").expect("valid");
+        let words = p.words().join(" ");
+        assert!(
+            words.contains(" no-ack-filter fwmark 0xff split-gso "),
+            "{words}"
+        );
+        let back = expected(&p);
+        assert_eq!(back.fwmark, 0xff);
+        let plain = with("diffserv = \"diffserv4\"").expect("valid");
+        assert!(!plain.words().contains(&"fwmark".to_string()));
+        assert!(p.sticks_in(&plain) && !plain.sticks_in(&p));
+        let shown = text(&back, Line::Shaping).join(", ");
+        assert!(shown.contains("tins by fwmark 0xff"), "{shown}");
+        // The same from an option string, in hex or decimal.
+        let cake = crate::options::Qdisc::Cake;
+        let o = parse_extra("diffserv4 fwmark 255", cake, Direction::Egress, "x").expect("valid");
+        assert_eq!(o.fwmark, Some(0xff));
+    }
+
+    #[test]
+    fn fwmark_with_one_tin_is_refused() {
+        let e = with("fwmark = 0xff").unwrap_err().to_string();
+        assert!(
+            e.starts_with("--fwmark 0xff: cake's besteffort has one tin"),
+            "{e}"
+        );
+        assert!(
+            e.contains("--diffserv diffserv3, diffserv4 or diffserv8"),
+            "{e}"
+        );
+        assert!(with("fwmark = 0").is_ok(), "0 is off");
+    }
 }
