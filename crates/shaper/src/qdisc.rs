@@ -18,4 +18,5 @@ pub mod fq_codel;
 pub mod htb;
 pub mod ingress;
 pub mod netlink;
+pub mod setting;
 pub mod tc_values;

@@ -17,9 +17,11 @@ mod render;
 
 pub use render::{human_rate, human_size, human_time, render_text};
 
-use crate::cake::params::{self, Line, Settings};
+use crate::cake::params::{self, Line};
+use crate::fq_codel;
 use crate::model::Diffserv;
 use crate::plan::Plan;
+use crate::qdisc::setting::Settings;
 use crate::tcjson::{DeviceState, LiveState, Qdisc, QdiscKind};
 use serde::Serialize;
 
@@ -145,6 +147,14 @@ pub struct ClassStatus {
 pub struct LeafStatus {
     /// `fq_codel 110:`.
     pub qdisc: String,
+    /// fq_codel's parameters as the kernel holds them, keyed as their declarations say
+    /// ([`crate::fq_codel::params::PARAMS`]: `limit`, `target_us`, `ecn`, ...); none for
+    /// another kind.
+    #[serde(flatten)]
+    pub settings: Settings,
+    /// The same as `unbloat status` writes them.
+    #[serde(skip)]
+    pub text: Vec<String>,
     pub drops: u64,
     pub ecn_marks: Option<u64>,
     pub new_flows: Option<u64>,
@@ -229,7 +239,7 @@ fn side(direction: &str, dev: &DeviceState, q: &Qdisc) -> Side {
     let shaper = match &q.details {
         QdiscKind::Cake { options: o, stats } => Shaper::Cake(CakeStatus {
             bandwidth_bps: o.bandwidth.map(|r| r.bits_per_sec()),
-            settings: Settings::of(o),
+            settings: params::settings(o),
             shaping_text: params::text(o, Line::Shaping),
             link_text: params::text(o, Line::Link),
             memory_used_bytes: stats.as_ref().map(|s| s.memory_used),
@@ -308,9 +318,12 @@ fn htb_classes(dev: &DeviceState) -> Vec<ClassStatus> {
                 overlimits: s.overlimits,
                 leaf: leaf.map(|q| {
                     let fq = q.fq_codel().and_then(|(_, s)| s);
+                    let options = q.fq_codel().map(|(o, _)| o);
                     let qs = q.stats.unwrap_or_default();
                     LeafStatus {
                         qdisc: q.label(),
+                        settings: options.map(fq_codel::params::settings).unwrap_or_default(),
+                        text: options.map(fq_codel::params::text).unwrap_or_default(),
                         drops: qs.drops,
                         ecn_marks: fq.map(|s| s.ecn_mark),
                         new_flows: fq.map(|s| s.new_flow_count),

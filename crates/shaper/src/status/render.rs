@@ -134,6 +134,17 @@ fn render_htb(out: &mut String, h: &HtbStatus) {
     }
     out.push('\n');
     table(out, &rows, 2);
+    for (class, leaf) in h.classes.iter().filter_map(|c| Some((c, c.leaf.as_ref()?))) {
+        if !leaf.text.is_empty() {
+            let _ = writeln!(
+                out,
+                "  {} under {}: {}",
+                leaf.qdisc,
+                class.classid,
+                leaf.text.join(", ")
+            );
+        }
+    }
 }
 
 /// Writes rows with every column as wide as its widest cell: the first `left` columns aligned

@@ -16,6 +16,7 @@ use crate::linklayer::{Framing, LinkLayer};
 use crate::model::{AckFilter, Diffserv, Direction, FlowMode};
 use crate::options::{Isolation, ShapeOptions};
 use crate::qdisc::netlink::OptionAttrs;
+use crate::qdisc::setting::{Setting, Settings};
 use crate::qdisc::tc_values::{bandwidth_or_unlimited, framing, micros, number_or_text};
 use serde::{Deserialize, Serialize};
 use unbloat_units::{Rate, Size, Time};
@@ -265,15 +266,6 @@ pub enum Line {
     Link,
 }
 
-/// A value of `unbloat status --json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum Setting {
-    Bool(bool),
-    Int(i64),
-    Word(String),
-}
-
 fn on_off(b: bool) -> String {
     if b { "on" } else { "off" }.to_string()
 }
@@ -401,7 +393,7 @@ pub static PARAMS: &[Param] = &[
         read: |o| on_off(o.split_gso),
         checked: ALWAYS,
         summary: NO_SUMMARY,
-        status: None,
+        status: Some(("split_gso", |o| Setting::Bool(o.split_gso))),
         text: None,
         sticky: NEVER,
     },
@@ -485,29 +477,13 @@ impl CakeParams {
 }
 
 /// cake's parameters in `unbloat status --json`, keyed as [`PARAMS`] says, in its order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Settings(pub Vec<(&'static str, Setting)>);
-
-impl Settings {
-    pub fn of(o: &CakeOptions) -> Settings {
-        Settings(
-            PARAMS
-                .iter()
-                .filter_map(|p| p.status.map(|(key, value)| (key, value(o))))
-                .collect(),
-        )
-    }
-}
-
-impl Serialize for Settings {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
-    }
+pub fn settings(o: &CakeOptions) -> Settings {
+    Settings(
+        PARAMS
+            .iter()
+            .filter_map(|p| p.status.map(|(key, value)| (key, value(o))))
+            .collect(),
+    )
 }
 
 /// `unbloat status`'s text of cake's parameters on `line`, in [`PARAMS`]' order.

@@ -10,8 +10,10 @@
 
 use super::attr::*;
 use super::codel_time_readback;
+use crate::human::{human_size, human_time};
 use crate::model::FqCodelParams;
 use crate::qdisc::netlink::OptionAttrs;
+use crate::qdisc::setting::{Setting, Settings};
 use crate::qdisc::tc_values::{micros, opt_micros};
 use serde::Deserialize;
 use unbloat_units::Time;
@@ -83,6 +85,10 @@ pub struct Param {
     pub read: fn(&FqCodelOptions) -> String,
     /// Whether the read-back check compares it (a value left to the kernel is not).
     pub checked: fn(&FqCodelParams) -> bool,
+    /// Its key and value in `unbloat status --json` (under each HTB class's leaf).
+    pub status: (&'static str, fn(&FqCodelOptions) -> Setting),
+    /// Its text in `unbloat status`'s line of the leaf (None: not shown).
+    pub text: fn(&FqCodelOptions) -> Option<String>,
 }
 
 const ALWAYS: fn(&FqCodelParams) -> bool = |_| true;
@@ -96,30 +102,40 @@ pub static PARAMS: &[Param] = &[
         words: |p| vec!["limit".into(), p.limit.to_string()],
         read: |o| o.limit.to_string(),
         checked: ALWAYS,
+        status: ("limit", |o| Setting::Int(i64::from(o.limit))),
+        text: |o| Some(format!("limit {}", o.limit)),
     },
     Param {
         what: "flows",
         words: |p| vec!["flows".into(), p.flows.to_string()],
         read: |o| o.flows.to_string(),
         checked: ALWAYS,
+        status: ("flows", |o| Setting::Int(i64::from(o.flows))),
+        text: |o| Some(format!("flows {}", o.flows)),
     },
     Param {
         what: "quantum",
         words: |p| vec!["quantum".into(), p.quantum.to_string()],
         read: |o| o.quantum.to_string(),
         checked: ALWAYS,
+        status: ("quantum", |o| Setting::Int(i64::from(o.quantum))),
+        text: |o| Some(format!("quantum {}", o.quantum)),
     },
     Param {
         what: "target",
         words: |p| vec!["target".into(), p.target.to_string()],
         read: |o| o.target.to_string(),
         checked: ALWAYS,
+        status: ("target_us", |o| Setting::Int(o.target.micros() as i64)),
+        text: |o| Some(format!("target {}", human_time(o.target.micros()))),
     },
     Param {
         what: "interval",
         words: |p| vec!["interval".into(), p.interval.to_string()],
         read: |o| o.interval.to_string(),
         checked: ALWAYS,
+        status: ("interval_us", |o| Setting::Int(o.interval.micros() as i64)),
+        text: |o| Some(format!("interval {}", human_time(o.interval.micros()))),
     },
     Param {
         what: "memory_limit",
@@ -133,12 +149,22 @@ pub static PARAMS: &[Param] = &[
         },
         // The kernel's 32 MB unless the user set one.
         checked: |p| p.memory_limit.is_some(),
+        status: ("memory_limit_bytes", |o| {
+            o.memory_limit
+                .map_or(Setting::Unknown, |m| Setting::Int(m as i64))
+        }),
+        text: |o| {
+            o.memory_limit
+                .map(|m| format!("memory_limit {}", human_size(m)))
+        },
     },
     Param {
         what: "ecn",
         words: |p| vec![if p.ecn { "ecn" } else { "noecn" }.into()],
         read: |o| if o.ecn { "on" } else { "off" }.into(),
         checked: ALWAYS,
+        status: ("ecn", |o| Setting::Bool(o.ecn)),
+        text: |o| Some(if o.ecn { "ecn" } else { "noecn" }.into()),
     },
 ];
 
@@ -147,4 +173,19 @@ impl FqCodelParams {
     pub fn words(&self) -> Vec<String> {
         PARAMS.iter().flat_map(|p| (p.words)(self)).collect()
     }
+}
+
+/// fq_codel's parameters in `unbloat status --json`, keyed as [`PARAMS`] says.
+pub fn settings(o: &FqCodelOptions) -> Settings {
+    Settings(
+        PARAMS
+            .iter()
+            .map(|p| (p.status.0, (p.status.1)(o)))
+            .collect(),
+    )
+}
+
+/// fq_codel's parameters as `unbloat status` writes them.
+pub fn text(o: &FqCodelOptions) -> Vec<String> {
+    PARAMS.iter().filter_map(|p| (p.text)(o)).collect()
 }
