@@ -110,7 +110,7 @@ fn assert_straight(profile: &str) {
     }
 }
 
-unbloat_system::real_kernel_test! {
+unbloat_testbed::real_kernel_test! {
     /// ADSL2+ with PPPoE over LLC/SNAP (overhead 40), over IPv4 and IPv6 (40 bytes of header
     /// rather than 20: the sizes count it, so the overhead found is the same).
     fn adsl_shows_atm_cells_and_their_overhead() needs ["htb", "netem"] alone {

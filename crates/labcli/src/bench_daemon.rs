@@ -364,7 +364,7 @@ fn which(name: &str) -> Option<std::path::PathBuf> {
 
 fn kernel_name() -> String {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let uml = unbloat_system::kernel::in_guest();
+    let uml = unbloat_testbed::kernel::in_guest();
     format!(
         "{}Linux {}",
         if uml { "User-Mode " } else { "" },

@@ -7,7 +7,7 @@
 //! The product it measures is the `unbloat` binary beside this one ([`product`]): the lab runs it
 //! as `unbloat serve`, `unbloat test` and `unbloat start` in its namespaces. A command that needs
 //! a kernel with cake re-runs this binary there, with its own arguments forwarded unchanged
-//! ([`unbloat_system::kernel::own_argv`]).
+//! ([`unbloat_testbed::kernel::own_argv`]).
 
 mod bench;
 mod bench_daemon;
@@ -67,6 +67,7 @@ enum Command {
 }
 
 pub use unbloat_system::exit::{invalid, Failure};
+use unbloat_testbed::kernel::KernelError;
 
 /// The product under test: `unbloat` in this binary's directory (`cargo build` and `make`
 /// put both in `target/release/`), or `UNBLOAT_EXE` when set (as the lab's tests take it).
@@ -95,6 +96,19 @@ fn main() {
         Command::Kernel(a) => kernel::run(&a),
     };
     if let Err(f) = result {
-        f.exit("unbloat-lab");
+        no_kernel_is_invalid_input(f).exit("unbloat-lab");
     }
+}
+
+/// Exit status 2 rather than 1 when the cause is that no kernel here has what the run needs:
+/// what the machine lacks counts as invalid input, and nothing was run.
+fn no_kernel_is_invalid_input(mut f: Failure) -> Failure {
+    let no_kernel = f.error.chain().any(|c| {
+        c.downcast_ref::<KernelError>()
+            .is_some_and(KernelError::no_kernel)
+    });
+    if f.code == 1 && no_kernel {
+        f.code = 2;
+    }
+    f
 }

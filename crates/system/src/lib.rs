@@ -7,8 +7,6 @@
 //!   namespace, and what to do about what is missing.
 //! - [`hostnet`]: whether this machine forwards and NATs out of a WAN device (sysctls, nftables,
 //!   iptables), for cake's fairness defaults.
-//! - [`kernel`]: a kernel that has every qdisc a piece of work needs (the host's, or User-Mode
-//!   Linux), to run commands and tests in.
 //! - [`knobs`]: the environment variables of the tests (`UNBLOAT_TC`, ...), read only by test
 //!   builds (feature `test-knobs`).
 //! - [`trust`]: whether root may run what is at a path (no symlinks, nobody else can write it).
@@ -29,7 +27,6 @@ pub mod deadline;
 pub mod exit;
 pub mod hostnet;
 pub mod journal;
-pub mod kernel;
 pub mod knobs;
 pub mod live;
 pub mod lock;

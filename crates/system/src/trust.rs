@@ -43,7 +43,20 @@ mod tests {
     fn a_kernel_in_a_writable_or_linked_place_is_not_trusted() {
         use std::os::unix::fs::PermissionsExt;
         let mode = |p: &Path, m: u32| std::fs::set_permissions(p, PermissionsExt::from_mode(m));
-        let dir = crate::kernel::RunDir::create("trust").unwrap();
+        // A fresh 0700 directory of ours under /tmp, removed however the test ends.
+        struct Dir(std::path::PathBuf);
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+        impl Dir {
+            fn path(&self) -> &Path {
+                &self.0
+            }
+        }
+        let tmp = std::path::absolute(std::env::temp_dir()).unwrap();
+        let dir = Dir(unbloat_safefs::private_dir(&tmp, "unbloat-trust").unwrap());
         let kernel = dir.path().join("linux");
         std::fs::write(&kernel, "").unwrap();
         mode(&kernel, 0o755).unwrap();

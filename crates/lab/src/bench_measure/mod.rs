@@ -5,7 +5,7 @@
 //!   on the same link (target: within 3 %);
 //! - (b) idle round trip vs `ping`, on the bare veth path and over an emulated 20 ms path
 //!   (netem, which needs a kernel that has it: the host's or User-Mode Linux via
-//!   `unbloat_system::kernel`; target: within 0.3 ms);
+//!   `unbloat_testbed::kernel`; target: within 0.3 ms);
 //! - (c) probe send lag (how late probes leave their schedule) under load: p50, p99, max;
 //! - (d) unshaped loopback: unbloat's load generator vs `iperf3` (target: at least 80 %).
 //!

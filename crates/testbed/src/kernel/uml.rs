@@ -17,7 +17,7 @@ use super::{
     RunDir,
 };
 use super::{IN_GUEST_ENV, KERNEL_ENV};
-use crate::runner::{shell_quote, Cmd, SystemRunner};
+use unbloat_system::runner::{shell_quote, Cmd, SystemRunner};
 
 /// Modules loaded besides all of net/sched: IPv6 (a module in Debian's UML, absent until loaded),
 /// veth pairs, IFBs, dummies and VLAN devices (`eth0.2`) for topologies, BBR for experiments with

@@ -90,7 +90,7 @@ fn take_in(dir: &Path, share: Share) -> std::io::Result<Slot> {
 
 /// Opens `path` (as the transaction lock's file is opened) and waits for its `flock`.
 fn flocked(path: &Path, op: libc::c_int) -> std::io::Result<File> {
-    let file = crate::lock::open_lock_file(path)?;
+    let file = unbloat_system::lock::open_lock_file(path)?;
     loop {
         // SAFETY: flock on a file descriptor we own; no memory is shared with the kernel.
         if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use unbloat_system::kernel::{run_test_in_real_kernel, GuestOptions, Kernel, KernelError, Uml};
+use unbloat_testbed::kernel::{run_test_in_real_kernel, GuestOptions, Kernel, KernelError, Uml};
 
 fn argv(words: &[&str]) -> Vec<String> {
     words.iter().map(|w| w.to_string()).collect()
@@ -163,7 +163,7 @@ fn the_reexec_helper_refuses_a_test_that_does_not_exist() {
     }
 }
 
-unbloat_system::real_kernel_test! {
+unbloat_testbed::real_kernel_test! {
     /// Runs in a kernel with cake and htb; its body checks it really does.
     fn the_reexec_helper_runs_the_body_in_a_kernel_with_cake() needs ["cake", "htb"] {
         let ns = format!("unbloat-krbody-{}", std::process::id());

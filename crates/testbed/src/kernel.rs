@@ -4,7 +4,7 @@
 //!
 //! What callers can rely on:
 //! - [`Kernel::detect`] picks the host when a throw-away network namespace on it accepts every
-//!   required qdisc kind (see [`crate::probe`]), else a UML kernel that is installed, trusted and
+//!   required qdisc kind (see [`unbloat_system::probe`]), else a UML kernel that is installed, trusted and
 //!   passed a trial boot ([`choice`]: the lab's own build, then Debian's), else an error that names
 //!   what is missing, why each UML cannot stand in, what to run, and whether we lacked root. `UNBLOAT_KERNEL=host|uml` forces the choice. Inside a guest (`UNBLOAT_IN_GUEST=1`, which
 //!   every UML guest has set) it is always the host: that kernel is the one that has everything.
@@ -49,9 +49,9 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use crate::probe::{self, ProbeError};
-pub use crate::runner::is_root;
-use crate::runner::{Cmd, RunError, SystemRunner};
+use unbloat_system::probe::{self, ProbeError};
+use unbloat_system::runner::is_root;
+use unbloat_system::runner::{Cmd, RunError, SystemRunner};
 
 /// Forces [`Kernel::detect`]'s choice: `host` or `uml`.
 pub const KERNEL_ENV: &str = "UNBLOAT_KERNEL";
@@ -379,7 +379,7 @@ pub(crate) fn supervise(
             return Err(KernelError::Interrupted { signal });
         }
         if let Some(status) = child.try_wait().map_err(io_error)? {
-            break Ended::Exited(crate::runner::exit_code(status));
+            break Ended::Exited(unbloat_system::runner::exit_code(status));
         }
         if started.elapsed() >= opts.timeout {
             kill_group(&child);
