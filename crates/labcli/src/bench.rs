@@ -503,13 +503,13 @@ fn udp_through_rate_changes(
 }
 
 /// Where sqm-scripts' source is: the flag, or (outside the kernel it reruns in, where the flag
-/// carries what was found) the vendored copy ([`unbloat_system::sqm::locate`]); when that cannot be
+/// carries what was found) the vendored copy ([`unbloat_testbed::sqm::locate`]); when that cannot be
 /// used, says why: sqm-scripts is left out.
 fn find_sqm_scripts(args: &StartBench) -> Option<std::path::PathBuf> {
     if args.sqm_scripts.is_some() || args.inside {
         return args.sqm_scripts.clone();
     }
-    unbloat_system::sqm::locate(None)
+    unbloat_testbed::sqm::locate(None)
         .inspect_err(|why| {
             eprintln!("unbloat: sqm-scripts is left out ({why}); give --sqm-scripts DIR")
         })

@@ -93,7 +93,7 @@ pub struct FairBenchArgs {
 pub(crate) const NEEDS: &[&str] = &["cake", "htb", "netem", "ingress"];
 
 /// sqm-scripts' source: `--sqm-scripts`, absolute, or (outside the kernel it reruns in, where
-/// the flag carries what was found) the vendored copy ([`unbloat_system::sqm::locate`]); when that
+/// the flag carries what was found) the vendored copy ([`unbloat_testbed::sqm::locate`]); when that
 /// cannot be used, says why: its row is left out.
 fn sqm_source(given: &Option<PathBuf>, inside: bool) -> Result<Option<PathBuf>, Failure> {
     if let Some(d) = given {
@@ -102,7 +102,7 @@ fn sqm_source(given: &Option<PathBuf>, inside: bool) -> Result<Option<PathBuf>, 
     if inside {
         return Ok(None);
     }
-    Ok(unbloat_system::sqm::locate(None)
+    Ok(unbloat_testbed::sqm::locate(None)
         .inspect_err(|why| {
             eprintln!("unbloat: sqm-scripts' row is left out ({why}); give --sqm-scripts DIR")
         })

@@ -8,4 +8,10 @@
 //!   [`kernel::run_test_in_real_kernel`] for tests, [`kernel::own_argv`] for a command that
 //!   re-runs itself there, and the [`kernel::slot`]s by which tests of several processes share
 //!   the machine's guests.
+//! - [`peer`]: the real peers unbloat is compared with (sqm-scripts, cake-autorate), vendored in
+//!   the source tree's `third_party/` and found there, at a path fixed when the crate was built:
+//!   a source tree is the test bench's to know, never the product's.
+//! - [`sqm`]: sqm-scripts as the lab and the benchmarks use it: located, and installed for a run.
 pub mod kernel;
+pub mod peer;
+pub mod sqm;
