@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::plan::Plan;
 use unbloat_shaper::spec::Spec;
-use unbloat_system::apply::{script_commands_one_by_one, Request, Shaper};
+use unbloat_system::apply::{Request, Shaper};
 use unbloat_system::runner::{Cmd, Runner, SystemRunner};
 use unbloat_system::state::StateDir;
+use unbloat_testbed::commands::script_commands_one_by_one;
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {

@@ -12,6 +12,9 @@
 //!   the source tree's `third_party/` and found there, at a path fixed when the crate was built:
 //!   a source tree is the test bench's to know, never the product's.
 //! - [`sqm`]: sqm-scripts as the lab and the benchmarks use it: located, and installed for a run.
+//! - [`commands`]: a plan's script as the commands that run it, for the lab's strategies and the
+//!   start benchmark's baseline (the product applies a plan through `unbloat_system::apply`).
+pub mod commands;
 pub mod kernel;
 pub mod peer;
 pub mod sqm;
