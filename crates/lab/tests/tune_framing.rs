@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use unbloat_lab::profile::LinkProfile;
 use unbloat_lab::topology::{LiveTopology, Node, Topology};
-use unbloat_measure::netns::run_in_named;
 use unbloat_measure::sweep::{self, SweepPlan, SweepSamples};
 use unbloat_system::runner::SystemRunner;
+use unbloat_testbed::netns::run_in_named;
 use unbloat_tune::framing::{detect, Family, FramingGuess};
 
 /// The largest error in the ATM overhead the benchmark allows.

@@ -8,6 +8,8 @@
 //!   [`kernel::run_test_in_real_kernel`] for tests, [`kernel::own_argv`] for a command that
 //!   re-runs itself there, and the [`kernel::slot`]s by which tests of several processes share
 //!   the machine's guests.
+//! - [`netns`]: throw-away network namespaces, and a client, a router and a server joined by
+//!   veths ([`netns::Testbed`]), for measure's tests and the accuracy benchmarks.
 //! - [`peer`]: the real peers unbloat is compared with (sqm-scripts, cake-autorate), vendored in
 //!   the source tree's `third_party/` and found there, at a path fixed when the crate was built:
 //!   a source tree is the test bench's to know, never the product's.
@@ -16,5 +18,6 @@
 //!   start benchmark's baseline (the product applies a plan through `unbloat_system::apply`).
 pub mod commands;
 pub mod kernel;
+pub mod netns;
 pub mod peer;
 pub mod sqm;
