@@ -26,7 +26,8 @@
 //! - [`run_test_in_real_kernel`] and [`real_kernel_test!`](crate::real_kernel_test) make a `#[test]`
 //!   run in such a kernel: see [`reexec`]. A command re-runs itself there with [`own_argv`]: its
 //!   own arguments forwarded unchanged, and a marker. Tests from several processes share the
-//!   machine through [`slot`]: side by side, or `alone` where timing decides the result.
+//!   machine through [`slot`]: side by side, or `alone` where timing decides the result. Every
+//!   guest holds a shared slot while it runs (or its test's), however it was booted.
 
 pub mod choice;
 pub mod diagnose;

@@ -49,14 +49,13 @@ pub fn run_test_in_real_kernel(test_path: &str, required: &[&str]) -> bool {
 }
 
 /// [`run_test_in_real_kernel`] for a test that must run in User-Mode Linux whatever this kernel
-/// has (it unloads a module, or steps the clock): true only inside the guest. Outside, it holds a
-/// shared [`slot`](super::slot) while the guest runs. The choice is forced here, not through
-/// `$UNBLOAT_KERNEL`, which the test's other threads read.
+/// has (it unloads a module, or steps the clock): true only inside the guest. Outside, the guest
+/// holds a shared [`slot`](super::slot) while it runs, as every guest does. The choice is forced
+/// here, not through `$UNBLOAT_KERNEL`, which the test's other threads read.
 pub fn run_test_in_uml(test_path: &str, required: &[&str]) -> bool {
     if in_guest() {
         return true;
     }
-    let _slot = super::slot::take(super::slot::Share::Shared, test_path);
     run_test_in(Kernel::detect_forced("uml", required), test_path, required)
 }
 
