@@ -597,11 +597,6 @@ mod tests {
         assert_eq!(tail_lines("", 5), "");
     }
 
-    /// Bug: SIGINT or SIGTERM during a User-Mode Linux run killed the process between two lines
-    /// and left its `/tmp/unbloat-uml-*` behind. Now the guest is ended, the run directory
-    /// removed, and the process exits with 128 + the signal. The child is this test binary,
-    /// filtered to this test, booting a guest that runs `sleep 60`; it is signalled once the
-    /// guest runs the command (its `stdout` file exists).
     #[test]
     fn run_dirs_are_private_distinct_and_removed() {
         use std::os::unix::fs::PermissionsExt;
