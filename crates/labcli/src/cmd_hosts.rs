@@ -3,7 +3,7 @@
 //! plots; the benchmark repeats the fairness runs and reports medians, and measures what cake's
 //! NAT lookup costs. Both boot User-Mode Linux when this kernel lacks cake, and re-run there.
 
-use crate::kernel::rerun_in_real_kernel;
+use crate::cmd_kernel::rerun_in_real_kernel;
 use crate::Failure;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
