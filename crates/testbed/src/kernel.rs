@@ -24,10 +24,11 @@
 //!   test harness captures them like any test output) while it runs; the result still holds all
 //!   of it.
 //! - [`run_test_in_real_kernel`] and [`real_kernel_test!`](crate::real_kernel_test) make a `#[test]`
-//!   run in such a kernel: see [`reexec`]. A command re-runs itself there with [`own_argv`]: its
-//!   own arguments forwarded unchanged, and a marker. Tests from several processes share the
-//!   machine through [`slot`]: side by side, or `alone` where timing decides the result. Every
-//!   guest holds a shared slot while it runs (or its test's), however it was booted.
+//!   run in such a kernel (`kernel/reexec.rs` says how). A command re-runs itself there with
+//!   [`own_argv`]: its own arguments forwarded unchanged, and a marker. Tests from several
+//!   processes share the machine through [`slot`]: side by side, or `alone` where timing decides
+//!   the result. Every guest holds a shared slot while it runs (or its test's), however it was
+//!   booted.
 
 pub mod choice;
 pub mod diagnose;
@@ -248,7 +249,7 @@ impl Kernel {
 }
 
 /// What [`Kernel::describe`] says of the kernel this process runs on: "host", or inside a UML
-/// guest started by this module "User-Mode Linux <release>" (reports written in the guest must
+/// guest started by this module `User-Mode Linux RELEASE` (reports written in the guest must
 /// say where they were measured).
 pub fn describe_current() -> String {
     if !in_guest() {
