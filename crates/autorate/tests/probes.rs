@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
 use unbloat_autorate::pinger::{Answer, Delay, Method, Pinger};
-use unbloat_system::real_kernel_test;
+use unbloat_testbed::real_kernel_test;
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 

@@ -8,7 +8,7 @@
 //! from `--sqm-scripts DIR` or from where a distribution installs it ([`SYSTEM_DIR`]), never
 //! from anywhere looked for (a tree above the current directory could be anyone's), and only when
 //! no one but root (or the user running it) could have changed what runs
-//! ([`unbloat_system::sqm::peer::trusted_tree`]).
+//! ([`unbloat_system::trust::trusted_tree`]).
 //!
 //! Exit status 2 for anything wrong with the input (unreadable, not sqm's, a missing interface,
 //! an unknown script, a bad rate, a result unbloat's checks refuse), an `--out` that exists
@@ -238,7 +238,7 @@ fn sqm_source(args: &ImportSqmArgs) -> Result<PathBuf, Failure> {
             dir.display()
         )));
     };
-    unbloat_system::sqm::peer::trusted_tree(&scripts).map_err(|why| {
+    unbloat_system::trust::trusted_tree(&scripts).map_err(|why| {
         invalid(anyhow!(
             "sqm-scripts in {}: refused, since --check runs its scripts: {why}",
             dir.display()

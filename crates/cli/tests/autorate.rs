@@ -18,7 +18,7 @@ use common::{must, text, wait_until, Netns, UNBLOAT};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use unbloat_system::real_kernel_test;
+use unbloat_testbed::real_kernel_test;
 
 const REFLECTORS: &str = "10.9.0.3,10.9.0.4,10.9.0.5,10.9.0.6,10.9.0.7";
 

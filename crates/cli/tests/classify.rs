@@ -10,7 +10,7 @@ use common::{in_ns, text, Netns};
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
-use unbloat_system::real_kernel_test;
+use unbloat_testbed::real_kernel_test;
 
 /// Packets each tin of the cake at `dev`'s root sent, by tin name (diffserv4: Bulk, Best Effort,
 /// Video, Voice, in tc's order).

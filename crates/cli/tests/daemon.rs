@@ -27,8 +27,8 @@ use std::io::Write;
 use std::os::unix::net::UnixDatagram;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use unbloat_system::real_kernel_test;
 use unbloat_system::rtnl::{Rtnl, TC_H_INGRESS, TC_H_ROOT};
+use unbloat_testbed::real_kernel_test;
 
 /// Re-creations per test run, the hundred: each costs about half a second in User-Mode
 /// Linux (two `ip` processes, the daemon's cleanup and apply).

@@ -58,7 +58,7 @@ fn run(cmd: &mut Command) -> Output {
 /// Runs `argv` in a kernel with every qdisc (the host's, or User-Mode Linux), as
 /// `unbloat-lab kernel` does: through the library, since the product binary has no such command.
 fn in_a_kernel_with_cake(argv: &[String]) {
-    use unbloat_system::kernel::{GuestOptions, Kernel};
+    use unbloat_testbed::kernel::{GuestOptions, Kernel};
     let needs = ["cake", "fq_codel", "htb", "netem", "sfq", "ingress"];
     let kernel = Kernel::detect(&needs).unwrap_or_else(|e| panic!("no kernel with cake: {e}"));
     let opts = GuestOptions {

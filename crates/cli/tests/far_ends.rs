@@ -11,7 +11,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Output, Stdio};
 
 use std::time::{Duration, Instant};
-use unbloat_measure::netns::{wait_listening, Reaped};
+use unbloat_testbed::netns::{wait_listening, Reaped};
 
 const UNBLOAT: &str = env!("CARGO_BIN_EXE_unbloat");
 

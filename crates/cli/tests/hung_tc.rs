@@ -6,7 +6,7 @@ mod common;
 
 use common::{text, Netns};
 use std::time::{Duration, Instant};
-use unbloat_system::real_kernel_test;
+use unbloat_testbed::real_kernel_test;
 
 /// A `tc` whose apply batches (`tc -batch -`) never end; everything else is the real one.
 fn tc_hanging_on_apply(ns: &Netns) -> String {

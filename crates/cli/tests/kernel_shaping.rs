@@ -5,7 +5,7 @@
 mod common;
 
 use common::{golden_cases, text, Netns};
-use unbloat_system::real_kernel_test;
+use unbloat_testbed::real_kernel_test;
 
 const NEEDS: &[&str] = &["cake", "fq_codel", "htb", "ingress"];
 
@@ -390,8 +390,8 @@ real_kernel_test! {
 /// nothing and the guest cannot load it back by itself (its modules live outside /lib/modules).
 #[test]
 fn a_missing_module_is_named_and_changes_nothing() {
-    if !unbloat_system::kernel::in_guest() {
-        let ran_here = unbloat_system::kernel::run_test_in_uml(
+    if !unbloat_testbed::kernel::in_guest() {
+        let ran_here = unbloat_testbed::kernel::run_test_in_uml(
             concat!(
                 module_path!(),
                 "::a_missing_module_is_named_and_changes_nothing"

@@ -8,7 +8,7 @@ mod common;
 
 use common::{text, Netns};
 use std::os::unix::process::ExitStatusExt;
-use unbloat_system::real_kernel_test;
+use unbloat_testbed::real_kernel_test;
 
 /// A `tc` that fails the `n`th apply batch (`tc -batch -`; reads are `tc -j ... -batch`) half
 /// way: its first half runs for real, then it reports an error as tc does.

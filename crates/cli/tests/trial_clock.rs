@@ -30,8 +30,8 @@ fn until(t0: Instant, secs: u64) {
 
 #[test]
 fn a_trial_lasts_its_time_when_the_wall_clock_steps() {
-    if !unbloat_system::kernel::in_guest() {
-        let ran_here = unbloat_system::kernel::run_test_in_uml(
+    if !unbloat_testbed::kernel::in_guest() {
+        let ran_here = unbloat_testbed::kernel::run_test_in_uml(
             concat!(
                 module_path!(),
                 "::a_trial_lasts_its_time_when_the_wall_clock_steps"

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use unbloat_system::real_kernel_test;
+use unbloat_testbed::real_kernel_test;
 
 const CONFIG: &str = "[interface.wan0]\ndown = \"20mbit\"\nup = \"2mbit\"\n";
 /// In the test's own network namespace: no other test's port.

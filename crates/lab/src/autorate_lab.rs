@@ -142,7 +142,7 @@ impl ControllerRun {
     }
 }
 
-/// cake-autorate's source (given, or the vendored copy: [`unbloat_system::sqm::peer::peer_dir`]) and what it
+/// cake-autorate's source (given, or the vendored copy: [`unbloat_testbed::peer::peer_dir`]) and what it
 /// needs to run: bash and fping.
 pub fn check_cake_autorate(given: Option<&Path>) -> Result<PathBuf, LabError> {
     let src = match given {
@@ -153,7 +153,7 @@ pub fn check_cake_autorate(given: Option<&Path>) -> Result<PathBuf, LabError> {
                 d.display()
             )))
         }
-        None => unbloat_system::sqm::peer::peer_dir(unbloat_system::sqm::peer::CAKE_AUTORATE)
+        None => unbloat_testbed::peer::peer_dir(unbloat_testbed::peer::CAKE_AUTORATE)
             .and_then(|d| match d.join("cake-autorate.sh").is_file() {
                 true => Ok(d),
                 false => Err(format!("{}: no cake-autorate.sh there", d.display())),

@@ -7,7 +7,7 @@
 //!
 //! By default the real sqm-scripts run too, each beside its re-creation (`sqm-scripts:simple`
 //! after `sqm-simple`, `sqm-scripts:piece_of_cake` after `sqm-piece-of-cake`), when its source is
-//! usable ([`unbloat_system::sqm::locate`]); the checks above stay on the re-creations.
+//! usable ([`unbloat_testbed::sqm::locate`]); the checks above stay on the re-creations.
 //!
 //! With `--runs N` each profile's lab runs N times and the checks take the medians over the runs
 //! (see [`crate::spread`] for why one run is not enough on slow links).
@@ -250,7 +250,7 @@ fn plan(args: &BenchLabArgs) -> Result<Vec<LabArgs>, LabError> {
 /// Whether the real sqm-scripts can be run: `--sqm-scripts` was given (the lab's check then says
 /// whether it holds sqm-scripts), or the vendored copy can be used.
 fn sqm_given_or_found(args: &BenchLabArgs) -> bool {
-    args.sqm_scripts.is_some() || unbloat_system::sqm::locate(None).is_ok()
+    args.sqm_scripts.is_some() || unbloat_testbed::sqm::locate(None).is_ok()
 }
 
 /// The strategies of a benchmark that names none: [`Strategy::with_real_sqm`] when sqm-scripts
@@ -287,7 +287,7 @@ pub fn run_benchmark(
 ) -> Result<Vec<ProfileBench>, LabError> {
     let labs = plan(args)?;
     if args.strategies.is_none() && args.sqm_scripts.is_none() {
-        if let Err(why) = unbloat_system::sqm::locate(None) {
+        if let Err(why) = unbloat_testbed::sqm::locate(None) {
             eprintln!(
                 "bench lab: the real sqm-scripts are left out: its vendored copy cannot be used \
                  ({why}); give --sqm-scripts DIR"

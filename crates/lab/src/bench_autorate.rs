@@ -138,10 +138,10 @@ fn synthetic() -> Vec<(&'static str, &'static str, Segments, Segments)> {
 }
 
 /// Where the traces are: `given`, or the copy in the source tree this program was built from
-/// (`third_party/traces`, [`unbloat_system::sqm::peer::vendored`]); never looked for above the current directory.
+/// (`third_party/traces`, [`unbloat_testbed::peer::vendored`]); never looked for above the current directory.
 pub fn locate_traces(given: Option<&Path>) -> Option<PathBuf> {
     let dir = given.map_or_else(
-        || unbloat_system::sqm::peer::vendored("traces"),
+        || unbloat_testbed::peer::vendored("traces"),
         Path::to_path_buf,
     );
     dir.is_dir().then_some(dir)

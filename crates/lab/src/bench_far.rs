@@ -1,7 +1,7 @@
 //! `unbloat-lab bench far-ends`: the stock far ends measured against their own clients, on the same
 //! shaped link, in the same run (issue 12's accuracy benchmark).
 //!
-//! The link is measure's [`Testbed`]: a sender, a router shaped by the host's HTB (a kernel every
+//! The link is the test bench's [`Testbed`]: a sender, a router shaped by the host's HTB (a kernel every
 //! machine has; no UML needed), a receiver. The server side (`a`) runs the stock servers
 //! (iperf3, irtt, nginx over TLS with the lab's certificate authority), the client side (`b`)
 //! runs unbloat's far-end clients and the reference clients, one after the other.
@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use unbloat_measure::http::{self, HttpOptions};
-use unbloat_measure::netns::{call_in, wait_listening, Netns, Reaped, Testbed};
 use unbloat_measure::profile::StreamPlan;
 use unbloat_report::Direction;
+use unbloat_testbed::netns::{call_in, wait_listening, Netns, Reaped, Testbed};
 
 use crate::bench_measure::iperf3::{compare_with_iperf3_client, Comparison};
 use crate::bench_measure::irtt::{compare_with_irtt_client, IrttComparison, IrttServer};

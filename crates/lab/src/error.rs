@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use unbloat_system::kernel::KernelError;
+use unbloat_testbed::kernel::KernelError;
 use unbloat_units::Time;
 
 use crate::profile::ProfileError;
@@ -57,7 +57,7 @@ pub enum LabError {
         #[source]
         source: KernelError,
     },
-    /// A stop signal ended the guest (see `unbloat_system::kernel::interrupted_by`).
+    /// A stop signal ended the guest (see `unbloat_testbed::kernel::interrupted_by`).
     #[error(transparent)]
     Interrupted(KernelError),
     #[error("the lab builds network namespaces, which needs root: run it with sudo")]

@@ -232,7 +232,7 @@ fn inside<T: Send + 'static>(
     node: &str,
     f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
 ) -> Result<T, HostsError> {
-    let handle = unbloat_measure::netns::run_in_named(&net.ns(node), f)
+    let handle = unbloat_testbed::netns::run_in_named(&net.ns(node), f)
         .map_err(|e| HostsError::Io(std::io::Error::other(e.to_string())))?;
     match handle.join() {
         Ok(r) => r.map_err(io(node)),
@@ -405,7 +405,7 @@ fn web_client(
     until: Instant,
 ) -> Result<std::thread::JoinHandle<Vec<Option<f64>>>, HostsError> {
     // A socket per fetch, each made in host a's namespace: the thread enters it for good.
-    let handle = unbloat_measure::netns::run_in_named(&net.ns("a"), move || {
+    let handle = unbloat_testbed::netns::run_in_named(&net.ns("a"), move || {
         use std::io::Read;
         let mut times = vec![];
         let mut next = from;

@@ -21,10 +21,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use unbloat_report::model::Results;
-use unbloat_system::kernel::{
-    describe_current, in_guest, is_root, own_argv, GuestOptions, Kernel, KernelError,
+use unbloat_system::runner::{is_root, SystemRunner};
+use unbloat_testbed::kernel::{
+    describe_current, in_guest, own_argv, GuestOptions, Kernel, KernelError,
 };
-use unbloat_system::runner::SystemRunner;
 use unbloat_tune::run::MaxTime;
 use unbloat_units::Time;
 
@@ -339,7 +339,7 @@ pub fn check(args: &LabArgs) -> Result<(), LabError> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rerun {
     /// This process is `unbloat-lab run`: its own command line, forwarded unchanged
-    /// ([`unbloat_system::kernel::own_argv`]), then `--in-kernel`. The guest runs in the same
+    /// ([`unbloat_testbed::kernel::own_argv`]), then `--in-kernel`. The guest runs in the same
     /// current directory, so relative paths (`--out`, `script:PATH`) mean the same there.
     OwnArgs,
     /// A caller with no command line of its own (a benchmark's many runs, a test): the

@@ -19,8 +19,9 @@
 //!   host, bulk on the other), per setup with and without classification;
 //!   [`bench_household`]: its runs and table (`unbloat-lab bench household`).
 //! - The real peers compared against (the source tree's `third_party/`, used only when root may
-//!   run what it holds) and sqm-scripts are found and installed by [`unbloat_system::sqm`],
-//!   which the product's `unbloat config import-sqm --check` shares.
+//!   run what it holds) are found by the test bench ([`unbloat_testbed::peer`],
+//!   [`unbloat_testbed::sqm`]); sqm-scripts is installed as the product's `unbloat config
+//!   import-sqm --check` installs it ([`unbloat_system::sqm`]).
 //! - [`table`]: one comparison row per strategy from its results file; text, JSON, HTML.
 //! - [`theory`]: the best goodput each direction of a test could reach (the table's yardstick).
 //! - [`lab`]: `unbloat-lab run` ([`LabArgs`], [`run_lab`]): where it runs (host kernel or UML),

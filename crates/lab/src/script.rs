@@ -44,7 +44,7 @@
 //! printed them after the program ran: what the script, or the real sqm-scripts, built.
 //!
 //! # The real sqm-scripts
-//! `sqm-scripts:RECIPE` installs sqm-scripts' source ([`unbloat_system::sqm`]) into a fresh directory for
+//! `sqm-scripts:RECIPE` installs sqm-scripts' source ([`unbloat_testbed::sqm`]) into a fresh directory for
 //! the run and runs `sh start-sqm` with the same environment plus `SCRIPT=RECIPE.qos` and `QDISC`
 //! ([`SqmRecipe::qdisc`]), and with `STAB_MPU=0`: sqm-scripts' default, which the re-created
 //! `sqm-simple` and `sqm-piece-of-cake` use too, so that a recipe and its re-creation get the
@@ -61,7 +61,7 @@ use crate::profile::LinkProfile;
 use crate::strategies::{self, shaper_rates, RouterDevs, ShaperPlanner};
 use crate::strategy::{SqmRecipe, Strategy};
 use crate::topology::{LiveTopology, Node};
-use unbloat_system::sqm;
+use unbloat_testbed::sqm;
 
 /// `--strategies`' long help (`unbloat-lab run --help`, `unbloat-lab bench lab --help`): every name, and
 /// the environment of a `script:` as the module's table has it.

@@ -192,7 +192,7 @@ fn sqm_scripts_source_is_needed_only_by_its_strategies_and_a_wrong_dir_is_named(
     let vendored = sqm_source(&real, None).expect("third_party/sqm-scripts");
     assert_eq!(
         vendored,
-        Some(unbloat_system::sqm::peer::vendored("sqm-scripts"))
+        Some(unbloat_testbed::peer::vendored("sqm-scripts"))
     );
     assert!(vendored.as_deref().is_some_and(
         |d| d.ends_with("third_party/sqm-scripts") && d.join("src/start-sqm").is_file()

@@ -92,7 +92,7 @@ impl UnbloatPlanner for ShaperPlanner {
         let opts = profile.unbloat_options(down, up);
         let wan = parse_iface(&devs.wan).map_err(|e| e.to_string())?;
         let spec = Spec::new(wan, &opts).map_err(|e| e.to_string())?;
-        Ok(unbloat_system::apply::script_commands(
+        Ok(unbloat_testbed::commands::script_commands(
             &Plan::build(&spec).script(),
         ))
     }

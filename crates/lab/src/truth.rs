@@ -15,9 +15,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use unbloat_measure::backlog::Sampler;
-use unbloat_measure::netns::run_in_named;
 use unbloat_report::locate::{Place, Way, FINDING_MS, FINDING_SHARE};
 use unbloat_report::stats::Sorted;
+use unbloat_testbed::netns::run_in_named;
 use unbloat_units::Rate;
 
 use crate::profile::LinkProfile;

@@ -134,7 +134,7 @@ fn one_run(d: &std::path::Path) -> Result<(), String> {
     Ok(())
 }
 
-unbloat_system::real_kernel_test! {
+unbloat_testbed::real_kernel_test! {
     fn autorate_follows_a_step_down_within_2s_and_back_up_within_10s() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred", "u32"] {
         let dir = WorkDir::new("autorate-step").expect("a directory");
         let d = &dir.0;

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use unbloat_lab::bench_measure::http::load_cpu_cost;
 use unbloat_lab::bench_measure::iperf3::{compare_with_iperf3_client, Comparison};
-use unbloat_measure::netns::Testbed;
 use unbloat_report::Direction;
+use unbloat_testbed::netns::Testbed;
 
 // The measure crate's nginx for its HTTP far-end tests; only part of it is used here.
 #[path = "../../measure/tests/common/nginx.rs"]

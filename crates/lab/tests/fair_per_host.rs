@@ -26,7 +26,7 @@ mod common;
 use common::unbloat_exe;
 
 use unbloat_lab::hosts::{run, Family, Outcome, Scenario, Setup, Tools, LINK_DOWN, LINK_UP};
-use unbloat_system::real_kernel_test;
+use unbloat_testbed::real_kernel_test;
 
 const LOAD_S: u32 = 10;
 /// Runs a per-host assertion may take (see the module's note on the upload).

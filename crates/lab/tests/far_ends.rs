@@ -104,7 +104,7 @@ fn judged_lab(
     (report, out, none, steady)
 }
 
-unbloat_system::real_kernel_test! {
+unbloat_testbed::real_kernel_test! {
     fn stock_irtt_and_iperf3_servers_show_the_bloat_and_the_cure() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred", "u32"] {
         let (report, _out, none, steady) =
             judged_lab(FarEndKind::IrttIperf3, "UDP BE", |_, steady| steady < 30.0);

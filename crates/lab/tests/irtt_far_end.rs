@@ -334,7 +334,7 @@ fn a_socket_that_answers_garbage_is_not_taken_for_irtt() {
 /// here is the 3rd-worst of 300 round trips; when other work on this 2-CPU machine stalls a
 /// program (irtt's server, either client), it moves by tens of ms, the same on both sides, and
 /// a second run shows whether the difference was the stall or the prober.
-fn agree_with_irtt(ns: Option<&unbloat_measure::netns::Netns>, server: SocketAddr, together: bool) {
+fn agree_with_irtt(ns: Option<&unbloat_testbed::netns::Netns>, server: SocketAddr, together: bool) {
     let mut runs = Vec::new();
     for _ in 0..3 {
         let c = compare_with_irtt_client(ns, server, MS10, Duration::from_secs(3), together, "t")
@@ -362,7 +362,7 @@ fn probes_agree_with_irtt_s_own_client_within_a_millisecond_on_loopback() {
 #[test]
 fn probes_agree_with_irtt_s_own_client_through_a_router_namespace() {
     let _timed = timed();
-    let bed = unbloat_measure::netns::Testbed::new().expect("namespaces and veths (needs root)");
+    let bed = unbloat_testbed::netns::Testbed::new().expect("namespaces and veths (needs root)");
     let irtt = IrttServer::start(Some(&bed.a), bed.ip4_a.into(), &[]).expect("irtt server in a");
     agree_with_irtt(Some(&bed.b), irtt.addr, true);
     agree_with_irtt(Some(&bed.b), irtt.addr, false);

@@ -27,7 +27,7 @@ use lab_run::{a_valid_run, p95_after_the_start, START_S};
 use unbloat_lab::lab::StrategyRun;
 use unbloat_lab::strategies::Strategy;
 
-unbloat_system::real_kernel_test! {
+unbloat_testbed::real_kernel_test! {
     fn a_short_lab_shows_the_bloat_and_the_cure() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred", "u32"] alone {
         let (report, out) = a_valid_run("none,unbloat", &unbloat_exe());
         let out = &out.0;

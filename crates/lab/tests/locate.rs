@@ -43,7 +43,7 @@ fn advice(run: &LocateRun) -> String {
     run.advice.join(" / ")
 }
 
-unbloat_system::real_kernel_test! {
+unbloat_testbed::real_kernel_test! {
     /// The bloat behind the router (the modem's FIFO), then in the LAN hop: two different
     /// answers from the same command, each naming the right hop and never the other.
     fn a_bloated_modem_and_a_bloated_access_point_get_different_right_answers() needs ["netem", "htb", "ifb", "mirred"] {
@@ -64,7 +64,7 @@ unbloat_system::real_kernel_test! {
     }
 }
 
-unbloat_system::real_kernel_test! {
+unbloat_testbed::real_kernel_test! {
     /// Download bloat in the LAN hop and upload bloat in the modem: each is found in its own
     /// direction. A router that drops ICMP yields "cannot tell the first hop", one that answers
     /// late under load is named slow to answer, and neither gets a hop blamed.

@@ -77,7 +77,7 @@ fn seen_env(path: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
-unbloat_system::real_kernel_test! {
+unbloat_testbed::real_kernel_test! {
     /// The test profile (vdsl2's framing at 20/5 Mbit/s), the user's script then sqm-scripts'
     /// piece_of_cake, 10 s of rrul each. Alone: its 10 s runs judge a 30 ms steady p95, and beside
     /// the other lane's guests booting (kernel_shaping) the script's run once measured 45 ms for

@@ -62,7 +62,7 @@ fn iperf3(live: &LiveTopology, reverse: bool) -> f64 {
     }
 }
 
-unbloat_system::real_kernel_test! {
+unbloat_testbed::real_kernel_test! {
     /// ADSL with PPPoE/LLC over ATM: the modem must deliver the ATM-framed goodput each way, not
     /// the Ethernet one (which is 12 % higher: that is what the stab is for).
     fn builds_carries_the_link_rate_and_leaves_nothing_after_success() needs ["htb", "netem", "pfifo"] {

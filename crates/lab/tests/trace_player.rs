@@ -12,7 +12,7 @@ use unbloat_lab::trace_player::{TracePlayer, Traces};
 use unbloat_system::runner::{Cmd, SystemRunner};
 use unbloat_units::Rate;
 
-unbloat_system::real_kernel_test! {
+unbloat_testbed::real_kernel_test! {
     fn the_modem_follows_a_step_trace() needs ["htb", "netem", "pfifo"] {
         let (high, low) = (Rate::from_mbit(20), Rate::from_mbit(5));
         let step = RateTrace::steps(

@@ -111,7 +111,7 @@ fn rate_bps(v: &serde_json::Value) -> f64 {
     r.bits_per_sec() as f64
 }
 
-unbloat_system::real_kernel_test! {
+unbloat_testbed::real_kernel_test! {
     /// Ctrl-C in the capacity phase and a far end killed in the search: each time the shaping
     /// unbloat had before the run is back, with exit 130 and 3 and the reason said.
     fn ctrl_c_and_a_vanishing_far_end_put_the_old_shaping_back() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] {
@@ -139,7 +139,7 @@ unbloat_system::real_kernel_test! {
     }
 }
 
-unbloat_system::real_kernel_test! {
+unbloat_testbed::real_kernel_test! {
     /// `unbloat-lab run --strategies unbloat-tuned` on the test's 20/5 PTM link: tune's rates within 10 %
     /// of the line, set beside the truth in lab.json, and the rrul after it under 50 ms.
     fn the_tuned_strategy_measures_what_tune_found() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] alone {
@@ -209,7 +209,7 @@ unbloat_system::real_kernel_test! {
     }
 }
 
-unbloat_system::real_kernel_test! {
+unbloat_testbed::real_kernel_test! {
     /// `unbloat-lab run --strategies unbloat-tuned` on adsl-slow with `--max-time auto`: a rate
     /// for both directions (never the unshaped modem's 4 s of queue), ATM with overhead 10 found,
     /// and every missed bound said: by tune where a search found no rate within it, by the lab

@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use unbloat_lab::profile::LinkProfile;
 use unbloat_lab::topology::{LiveTopology, Node, Topology};
-use unbloat_measure::netns::run_in_named;
 use unbloat_measure::sweep::{self, SweepPlan, SweepSamples};
 use unbloat_system::runner::SystemRunner;
+use unbloat_testbed::netns::run_in_named;
 use unbloat_tune::framing::{detect, Family, FramingGuess};
 
 /// The largest error in the ATM overhead the benchmark allows.
@@ -110,7 +110,7 @@ fn assert_straight(profile: &str) {
     }
 }
 
-unbloat_system::real_kernel_test! {
+unbloat_testbed::real_kernel_test! {
     /// ADSL2+ with PPPoE over LLC/SNAP (overhead 40), over IPv4 and IPv6 (40 bytes of header
     /// rather than 20: the sizes count it, so the overhead found is the same).
     fn adsl_shows_atm_cells_and_their_overhead() needs ["htb", "netem"] alone {

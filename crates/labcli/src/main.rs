@@ -1,21 +1,25 @@
 //! `unbloat-lab`: unbloat's test bench, beside the product and never inside it (a router must not
 //! carry it). It parses arguments and glues the library crates together, as `unbloat` does:
-//! the emulated access network (`run`) in [`lab`] (its flags, and the benchmarks', in [`flags`]), the two-host lab (`hosts`) in [`hosts`], the
-//! benchmarks (`bench ...`) in [`bench`], [`bench_daemon`] and [`bench_tune`], and running a
-//! command in a kernel that has every qdisc (`kernel`) in [`kernel`].
+//! one `cmd_` module per command: the emulated access network (`run`, `bench lab`, `bench
+//! measure`) in [`cmd_run`], the two-host lab (`hosts`, `bench fair`, `bench household`) in
+//! [`cmd_hosts`], the other benchmarks (`bench ...`) in [`cmd_bench`], [`cmd_bench_daemon`] and
+//! [`cmd_bench_tune`], and running a command in a kernel that has every qdisc (`kernel`) in
+//! [`cmd_kernel`]. The flags of the lab crate's argument structs are in [`flags`]; what the
+//! benchmarks write at their end in [`report`]. (The lab crate's `lab`, `hosts` and `bench` are
+//! the work these commands glue; the `cmd_` prefix keeps the two apart by name.)
 //!
 //! The product it measures is the `unbloat` binary beside this one ([`product`]): the lab runs it
 //! as `unbloat serve`, `unbloat test` and `unbloat start` in its namespaces. A command that needs
 //! a kernel with cake re-runs this binary there, with its own arguments forwarded unchanged
-//! ([`unbloat_system::kernel::own_argv`]).
+//! ([`unbloat_testbed::kernel::own_argv`]).
 
-mod bench;
-mod bench_daemon;
-mod bench_tune;
+mod cmd_bench;
+mod cmd_bench_daemon;
+mod cmd_bench_tune;
+mod cmd_hosts;
+mod cmd_kernel;
+mod cmd_run;
 mod flags;
-mod hosts;
-mod kernel;
-mod lab;
 mod report;
 
 use clap::{Parser, Subcommand};
@@ -55,18 +59,19 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Build an emulated bloated access network and compare strategies on it.
-    Run(lab::LabCmd),
+    Run(cmd_run::LabCmd),
     /// Two LAN hosts behind a masquerading router, one stream against eight each way: each
     /// host's share and ping for no shaping, sqm-scripts' default and unbloat (IPv4 and IPv6).
-    Hosts(hosts::LabHostsArgs),
+    Hosts(cmd_hosts::LabHostsArgs),
     /// Benchmarks of unbloat itself (start, status) and of its measurements.
     #[command(subcommand)]
-    Bench(bench::BenchCommand),
+    Bench(cmd_bench::BenchCommand),
     /// Run a command in a kernel that has every qdisc (the host's, or User-Mode Linux).
-    Kernel(kernel::KernelArgs),
+    Kernel(cmd_kernel::KernelArgs),
 }
 
 pub use unbloat_system::exit::{invalid, Failure};
+use unbloat_testbed::kernel::KernelError;
 
 /// The product under test: `unbloat` in this binary's directory (`cargo build` and `make`
 /// put both in `target/release/`), or `UNBLOAT_EXE` when set (as the lab's tests take it).
@@ -89,12 +94,25 @@ pub fn product() -> anyhow::Result<PathBuf> {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(a) => lab::lab(&a),
-        Command::Hosts(a) => hosts::lab_hosts(&a),
-        Command::Bench(b) => bench::bench(&b),
-        Command::Kernel(a) => kernel::run(&a),
+        Command::Run(a) => cmd_run::lab(&a),
+        Command::Hosts(a) => cmd_hosts::lab_hosts(&a),
+        Command::Bench(b) => cmd_bench::bench(&b),
+        Command::Kernel(a) => cmd_kernel::run(&a),
     };
     if let Err(f) = result {
-        f.exit("unbloat-lab");
+        no_kernel_is_invalid_input(f).exit("unbloat-lab");
     }
+}
+
+/// Exit status 2 rather than 1 when the cause is that no kernel here has what the run needs:
+/// what the machine lacks counts as invalid input, and nothing was run.
+fn no_kernel_is_invalid_input(mut f: Failure) -> Failure {
+    let no_kernel = f.error.chain().any(|c| {
+        c.downcast_ref::<KernelError>()
+            .is_some_and(KernelError::no_kernel)
+    });
+    if f.code == 1 && no_kernel {
+        f.code = 2;
+    }
+    f
 }

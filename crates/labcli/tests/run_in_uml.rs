@@ -6,6 +6,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use unbloat_testbed::kernel::slot::{self, Share};
+
 const LAB: &str = env!("CARGO_BIN_EXE_unbloat-lab");
 
 #[test]
@@ -15,6 +17,12 @@ fn run_forwards_its_own_arguments_into_user_mode_linux() {
         product.is_file(),
         "{} is missing: `cargo build --release -p unbloat -p unbloat-lab-cli` first",
         product.display()
+    );
+    // The child boots its guest, and runs a lab in it, beside its own binary's lock files, not
+    // this test binary's: the slot is taken here, so no `alone` test runs beside that lab.
+    let _slot = slot::take(
+        Share::Shared,
+        "run_forwards_its_own_arguments_into_user_mode_linux",
     );
     let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("run-in-uml");
     let _ = std::fs::remove_dir_all(&base);

@@ -26,9 +26,10 @@
 //! - [`timeline`]: the run (idle, load, idle tail) against any far end, returning an
 //!   [`unbloat_report::Results`]; [`timeline::run_test`] is what `unbloat test` calls.
 //! - [`meta`]: the run's metadata (kernel, hostname, egress interface, its qdiscs via `tc -j`).
-//! - [`netns`]: throw-away network namespaces (client, router, server), for tests and benchmarks.
-//!   The accuracy benchmarks against iperf3, ping and irtt live with the lab
-//!   (`unbloat_lab::bench_measure`): this crate holds no benchmark code.
+//!
+//! This crate holds no test bench: the throw-away namespaces its tests and the benchmarks run in
+//! are `unbloat_testbed::netns`, and the accuracy benchmarks against iperf3, ping and irtt live
+//! with the lab (`unbloat_lab::bench_measure`).
 //!
 //! Goodput is counted where the bytes arrive: download streams count what the client reads;
 //! upload streams read `tcpi_bytes_acked` from the sender's TCP_INFO (what the server's kernel
@@ -45,7 +46,6 @@ pub mod irtt;
 pub mod load;
 pub mod meta;
 mod native;
-pub mod netns;
 pub mod probe;
 pub mod profile;
 pub mod protocol;

@@ -5,7 +5,9 @@
 //! does not parse, gives `None`/`null` plus a note saying what could not be read.
 //!
 //! This module runs `ip` and `tc` itself (read-only queries) rather than through
-//! unbloat-system's runner, so the measuring engine has no dependency on the shaping side.
+//! unbloat-system's runner. The crate is not apart from the shaping side for that:
+//! [`crate::backlog`] reads qdiscs over unbloat-system's rtnetlink, and the profiles are read by
+//! unbloat-shaper's TOML reader.
 
 use std::net::IpAddr;
 use std::process::Command;

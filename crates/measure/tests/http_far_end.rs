@@ -12,7 +12,7 @@ use unbloat_measure::http::{self, HttpOptions, HttpTarget};
 use unbloat_measure::profile::StreamPlan;
 use unbloat_measure::MeasureError;
 use unbloat_report::{Direction, ProbeKind, ProbeSeries};
-use unbloat_system::kernel::slot::{self, Share};
+use unbloat_testbed::kernel::slot::{self, Share};
 
 #[path = "common/nginx.rs"]
 mod nginx;

@@ -16,7 +16,7 @@ use unbloat_measure::iperf3::Iperf3Load;
 use unbloat_measure::profile::StreamPlan;
 use unbloat_measure::MeasureError;
 use unbloat_report::Direction;
-use unbloat_system::kernel::slot::{self, Share, Slot};
+use unbloat_testbed::kernel::slot::{self, Share, Slot};
 
 const V4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 const V6: IpAddr = IpAddr::V6(Ipv6Addr::LOCALHOST);

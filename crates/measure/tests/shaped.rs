@@ -7,9 +7,9 @@ mod common;
 use std::net::{IpAddr, SocketAddr};
 
 use common::{mean_goodput, quantile, rtts, Running};
-use unbloat_measure::netns::{self, Testbed};
 use unbloat_measure::{NoProgress, ServeOptions};
 use unbloat_report::{Direction, Results};
+use unbloat_testbed::netns::{self, Testbed};
 
 const RATE: f64 = 20e6;
 

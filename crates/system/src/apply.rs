@@ -28,8 +28,8 @@ mod stop;
 
 pub use session::RateSession;
 
+pub use commands::nft;
 use commands::{failing_command, link_step, tc_message};
-pub use commands::{script_commands, script_commands_one_by_one};
 
 use crate::journal::{Entry, Journal, Phase};
 use crate::live::{self, Found};

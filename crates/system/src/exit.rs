@@ -1,8 +1,7 @@
 //! What a failed command exits with, shared by the two binaries (`unbloat`, `unbloat-lab`): the
-//! README's exit status table, 1 for a failure and 2 for invalid input, where a machine whose
-//! kernels lack what the work needs counts as invalid input (nothing was changed either way).
-
-use crate::kernel::KernelError;
+//! README's exit status table, 1 for a failure and 2 for invalid input. (`unbloat-lab` also
+//! counts a machine whose kernels lack what the work needs as invalid input, nothing being
+//! changed either way: it knows the test bench's kernel errors, this crate does not.)
 
 /// An error with the exit status it deserves.
 pub struct Failure {
@@ -11,17 +10,11 @@ pub struct Failure {
 }
 
 impl<E: Into<anyhow::Error>> From<E> for Failure {
-    /// Exit status 1, or 2 when the cause is that no kernel here can do the work (what the
-    /// machine lacks, as for any invalid input: nothing was changed).
+    /// Exit status 1.
     fn from(e: E) -> Failure {
-        let error = e.into();
-        let no_kernel = error.chain().any(|c| {
-            c.downcast_ref::<KernelError>()
-                .is_some_and(|k| k.no_kernel())
-        });
         Failure {
-            code: if no_kernel { 2 } else { 1 },
-            error,
+            code: 1,
+            error: e.into(),
         }
     }
 }

@@ -1,19 +1,20 @@
 //! unbloat-system: everything that touches the machine.
 //!
-//! - [`runner`]: the only place that starts programs (`tc`, `ip`, `linux.uml`, ...), behind the
+//! - [`runner`]: the only place that starts programs (`tc`, `ip`, `nft`, ...), behind the
 //!   [`runner::Runner`] trait, with a real ([`runner::SystemRunner`]) and a recording
-//!   ([`runner::RecordingRunner`]) implementation.
+//!   ([`runner::RecordingRunner`]) implementation. The test bench's kernel runner
+//!   (unbloat-testbed) starts User-Mode Linux through it too; nothing of that is here.
 //! - [`probe`]: what the kernel and iproute2 here can do, tried for real in a throw-away network
 //!   namespace, and what to do about what is missing.
 //! - [`hostnet`]: whether this machine forwards and NATs out of a WAN device (sysctls, nftables,
 //!   iptables), for cake's fairness defaults.
-//! - [`kernel`]: a kernel that has every qdisc a piece of work needs (the host's, or User-Mode
-//!   Linux), to run commands and tests in.
 //! - [`knobs`]: the environment variables of the tests (`UNBLOAT_TC`, ...), read only by test
 //!   builds (feature `test-knobs`).
-//! - [`trust`]: whether root may run what is at a path (no symlinks, nobody else can write it).
-//! - [`sqm`]: the real sqm-scripts, found where root may run it, installed, and run dry for
-//!   `unbloat config import-sqm --check` (the lab compares against the same copy).
+//! - [`trust`]: whether root may run what is at a path, or everything under a directory (no
+//!   symlinks, nobody else can write it).
+//! - [`sqm`]: the real sqm-scripts installed and run dry for `unbloat config import-sqm --check`
+//!   (the lab installs its copy the same way; finding the copy vendored in the source tree is
+//!   the test bench's, unbloat-testbed).
 //! - [`rtnl`]: links, qdisc snapshots and cake's rate over rtnetlink, without a process; link
 //!   events ([`rtnl::events`]) for the daemon.
 //! - [`planned`]: a config or the user's options planned for this machine (its fairness
@@ -29,7 +30,6 @@ pub mod deadline;
 pub mod exit;
 pub mod hostnet;
 pub mod journal;
-pub mod kernel;
 pub mod knobs;
 pub mod live;
 pub mod lock;

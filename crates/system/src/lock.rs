@@ -47,8 +47,9 @@ pub enum LockError {
     Controlled { iface: String, holder: String },
 }
 
-/// Opens a lock file: made if missing (mode 0600), never through a symlink, for `flock`.
-pub(crate) fn open_lock_file(path: &Path) -> std::io::Result<File> {
+/// Opens a lock file: made if missing (mode 0600), never through a symlink, for `flock`. Public
+/// for the test bench's guest slots (unbloat-testbed), whose lock files follow the same rules.
+pub fn open_lock_file(path: &Path) -> std::io::Result<File> {
     OpenOptions::new()
         .create(true)
         .truncate(false)

@@ -626,16 +626,4 @@ mod tests {
             "probe namespaces left behind: {left} (last: {name})"
         );
     }
-
-    crate::real_kernel_test! {
-        /// In a kernel with everything (UML here), everything is found and nothing is missing.
-        fn in_a_full_kernel_nothing_is_missing() needs ["cake", "fq_codel", "htb", "netem"] {
-            let caps = probe(&SystemRunner::plain(), &["cake", "fq_codel", "htb", "netem", "tbf", "sfq"]).unwrap();
-            assert!(caps.qdiscs.values().all(|&v| v), "{caps:?}");
-            assert!(caps.ifb && caps.u32 && caps.mirred, "{caps:?}");
-            assert_eq!(caps.missing(&["cake", "fq_codel", "htb", "ifb", "mirred", "u32"]), []);
-            let left = SystemRunner::plain().run(&Cmd::ip(["netns", "list"])).unwrap().stdout;
-            assert!(!left.contains("unbloat-probe-"), "{left}");
-        }
-    }
 }

@@ -328,8 +328,10 @@ impl SystemRunner {
     /// `env` is added to our environment. Stdin is `/dev/null` (stdin text is not supported here). With `new_group`, the child leads a
     /// process group of its own, so that the whole group can be signalled (the UML kernel runner
     /// uses this: linux.uml starts helper processes), and is killed if the calling thread ends
-    /// first, so the caller must wait for it in that thread.
-    pub(crate) fn spawn(
+    /// first, so the caller must wait for it in that thread. Public for the test bench's kernel
+    /// runner (unbloat-testbed), which boots User-Mode Linux through it: programs start here, and
+    /// nowhere else.
+    pub fn spawn(
         &self,
         cmd: &Cmd,
         env: &[(String, String)],
@@ -502,8 +504,9 @@ fn wait_within(child: Child, limit: Duration) -> Result<std::process::Output, Wa
     Err(Waited::TimedOut)
 }
 
-/// The exit code, or 128 + the signal number for a program a signal ended.
-pub(crate) fn exit_code(status: std::process::ExitStatus) -> i32 {
+/// The exit code, or 128 + the signal number for a program a signal ended. Public for the test
+/// bench's kernel runner, which waits for its guests itself (with a timeout and streaming).
+pub fn exit_code(status: std::process::ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => code,

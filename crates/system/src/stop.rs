@@ -7,8 +7,9 @@
 //! that take an `&AtomicBool`), puts the link back and exits with 128 + the signal. No
 //! SA_RESTART: a blocking poll or sleep returns at once and its loop sees the flag.
 //!
-//! (The kernel runner's guard, `kernel::signals`, is of another kind: it stands for one child
-//! process and gives the old dispositions back when it ends.)
+//! (The test bench's kernel runner has a guard of another kind, unbloat-testbed's
+//! `kernel::signals`: it stands for one child process and gives the old dispositions back when
+//! it ends.)
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 

@@ -1,6 +1,6 @@
 //! Whether root may run or read what is at a path: no symlink anywhere on it, and nobody but root
-//! (or us) can change it, down every directory from `/`. The kernel the lab boots and any script
-//! run as root must pass this.
+//! (or us) can change it, down every directory from `/`, and for a directory everything under it.
+//! The kernel the lab boots and any script run as root must pass this.
 
 use std::path::Path;
 
@@ -35,6 +35,23 @@ pub fn trusted(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Root may run what `dir` holds: `dir` and everything under it pass [`trusted`] (no symbolic
+/// link, nothing anyone but root or us may change, down from `/`). For the sqm-scripts
+/// `unbloat config import-sqm --check` runs, and the test bench's vendored peers.
+pub fn trusted_tree(dir: &Path) -> Result<(), String> {
+    trusted(dir)?;
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for entry in entries {
+        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        // A symbolic link is refused here, before it could be followed.
+        trusted(&path)?;
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+            trusted_tree(&path)?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,7 +60,20 @@ mod tests {
     fn a_kernel_in_a_writable_or_linked_place_is_not_trusted() {
         use std::os::unix::fs::PermissionsExt;
         let mode = |p: &Path, m: u32| std::fs::set_permissions(p, PermissionsExt::from_mode(m));
-        let dir = crate::kernel::RunDir::create("trust").unwrap();
+        // A fresh 0700 directory of ours under /tmp, removed however the test ends.
+        struct Dir(std::path::PathBuf);
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+        impl Dir {
+            fn path(&self) -> &Path {
+                &self.0
+            }
+        }
+        let tmp = std::path::absolute(std::env::temp_dir()).unwrap();
+        let dir = Dir(unbloat_safefs::private_dir(&tmp, "unbloat-trust").unwrap());
         let kernel = dir.path().join("linux");
         std::fs::write(&kernel, "").unwrap();
         mode(&kernel, 0o755).unwrap();
@@ -61,5 +91,57 @@ mod tests {
         std::os::unix::fs::symlink(&kernel, &link).unwrap();
         assert!(trusted(&link).unwrap_err().contains("symbolic link"));
         assert_eq!(trusted(Path::new("/usr/bin")), Ok(()));
+    }
+
+    /// A tree root may run must not hold anything another user could change or redirect, at any
+    /// depth.
+    #[test]
+    fn a_tree_with_a_writable_file_or_a_link_deep_inside_is_not_trusted() {
+        use std::os::unix::fs::PermissionsExt;
+        use std::path::PathBuf;
+        // Under the build's own directory (the repository's target/), so that what it proves
+        // does not hang on /tmp's sticky bit.
+        let base = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/tmp")
+            .join(format!("tree-trust-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(base.join("src/deep")).expect("dirs");
+        let base = std::fs::canonicalize(&base).expect("canonical");
+        // Removed however the test ends.
+        struct Gone(PathBuf);
+        impl Drop for Gone {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+        let _gone = Gone(base.clone());
+        let file = base.join("src/deep/script.sh");
+        std::fs::write(&file, "#!/bin/sh\n").expect("write");
+        let mode = |p: &Path, m: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).expect("chmod")
+        };
+        for d in [&base, &base.join("src"), &base.join("src/deep")] {
+            mode(d, 0o755);
+        }
+        mode(&file, 0o644);
+        // The target directory must itself be one root may run from for the rest to mean
+        // anything (a checkout in a group-writable directory is not).
+        if let Err(e) = trusted(&base) {
+            eprintln!("skipped: {e}");
+            return;
+        }
+        assert_eq!(trusted_tree(&base), Ok(()));
+        mode(&file, 0o664);
+        let err = trusted_tree(&base).unwrap_err();
+        assert!(err.contains("deep/script.sh"), "{err}");
+        assert!(err.contains("writable by nobody else"), "{err}");
+        mode(&file, 0o644);
+        mode(&base.join("src"), 0o775);
+        let err = trusted_tree(&base).unwrap_err();
+        assert!(err.contains("/src is owned by"), "{err}");
+        mode(&base.join("src"), 0o755);
+        std::os::unix::fs::symlink("/bin/sh", base.join("src/deep/link")).expect("link");
+        let err = trusted_tree(&base).unwrap_err();
+        assert!(err.contains("deep/link is a symbolic link"), "{err}");
     }
 }

@@ -267,7 +267,7 @@ fn send_over_lo(n: usize) {
     }
 }
 
-unbloat_system::real_kernel_test! {
+unbloat_testbed::real_kernel_test! {
     /// `tc qdisc change dev lo root cake bandwidth 20mbit`, in process: tc reads back the new
     /// rate (tc -j prints cake's bandwidth in bytes per second) and every other option as it was;
     /// the counters go on (a replaced qdisc would start again from zero).
@@ -381,7 +381,7 @@ unbloat_system::real_kernel_test! {
                 "rtnl timing in {}: change_cake_bandwidth {:.1} µs each, \
                  change_cake_bandwidth_with_handle {:.1} µs each (means of {CHANGES}); \
                  `tc qdisc change` {:.2} ms each (mean of {PROCESSES} processes)",
-                unbloat_system::kernel::describe_current(),
+                unbloat_testbed::kernel::describe_current(),
                 per_change.as_secs_f64() * 1e6,
                 per_change_with_handle.as_secs_f64() * 1e6,
                 per_process.as_secs_f64() * 1e3,

@@ -269,7 +269,7 @@ fn assert_between_under_load(rtnl: &Rtnl, link: &Link, setup: &str) {
     let _ = flood.wait();
 }
 
-unbloat_system::real_kernel_test! {
+unbloat_testbed::real_kernel_test! {
     fn netlink_reads_what_tc_reads_for_both_setups() needs ["cake", "fq_codel", "htb", "ingress", "ifb", "mirred", "u32"] {
         in_new_netns(|| {
             let link = Link::new();

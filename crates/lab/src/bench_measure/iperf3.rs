@@ -17,8 +17,8 @@ use unbloat_report::Direction;
 
 use unbloat_measure::farend::Load;
 use unbloat_measure::iperf3::Iperf3Load;
-use unbloat_measure::netns::{call_in, command_in, wait_listening, Netns, Reaped};
 use unbloat_measure::profile::StreamPlan;
+use unbloat_testbed::netns::{call_in, command_in, wait_listening, Netns, Reaped};
 
 /// What to compare.
 #[derive(Debug, Clone)]

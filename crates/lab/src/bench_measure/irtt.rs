@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use unbloat_report::ProbeKind;
 
-use unbloat_measure::netns::{command_in, Netns};
 use unbloat_measure::probe::Prober;
 use unbloat_measure::profile::ProbePlan;
+use unbloat_testbed::netns::{command_in, Netns};
 
 /// A stock `irtt server`, killed and reaped on drop.
 pub struct IrttServer {

@@ -5,7 +5,7 @@
 //!   on the same link (target: within 3 %);
 //! - (b) idle round trip vs `ping`, on the bare veth path and over an emulated 20 ms path
 //!   (netem, which needs a kernel that has it: the host's or User-Mode Linux via
-//!   `unbloat_system::kernel`; target: within 0.3 ms);
+//!   `unbloat_testbed::kernel`; target: within 0.3 ms);
 //! - (c) probe send lag (how late probes leave their schedule) under load: p50, p99, max;
 //! - (d) unshaped loopback: unbloat's load generator vs `iperf3` (target: at least 80 %).
 //!
@@ -25,11 +25,10 @@ use serde::{Deserialize, Serialize};
 use unbloat_report::{Direction, ProbeKind, Results};
 
 use unbloat_measure::client::{NoProgress, TestPlan};
-use unbloat_measure::netns::{self, Netns, Testbed};
 use unbloat_measure::profile::Profile;
 use unbloat_measure::server::{BackgroundServer, ServeOptions, Server};
 use unbloat_measure::timeline::run_plan;
-use unbloat_measure::MeasureError;
+use unbloat_testbed::netns::{self, Netns, NetnsError, Testbed};
 
 /// The argument `unbloat-lab bench measure` takes to run only the netem round-trip part (inside a
 /// User-Mode Linux guest) and print its JSON.
@@ -349,7 +348,7 @@ fn loopback(lags: &mut Vec<SendLag>) -> Result<Goodput, String> {
 /// binary boots a UML guest for it); `None` reports it as not measured.
 pub fn run(netem: impl FnOnce() -> Result<IdleRtt, String>) -> BenchReport {
     let mut lags = Vec::new();
-    let bed = Testbed::new().map_err(|e: MeasureError| format!("no namespaces ({e}); run as root"));
+    let bed = Testbed::new().map_err(|e: NetnsError| format!("no namespaces ({e}); run as root"));
     let (shaped_goodput, idle_rtt_veth) = match &bed {
         Ok(bed) => {
             let veth = idle_rtt(

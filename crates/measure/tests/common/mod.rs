@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use unbloat_measure::profile::Profile;
 use unbloat_measure::{ServeOptions, Server, TestPlan};
-use unbloat_system::kernel::slot::{self, Share, Slot};
+use unbloat_testbed::kernel::slot::{self, Share, Slot};
 
 /// A server running on its own thread; stopped and joined on drop.
 pub struct Running {

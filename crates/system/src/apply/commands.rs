@@ -1,11 +1,11 @@
-//! Running the commands of a change: `ip` steps over rtnetlink, and how a failing `tc -batch`
-//! is named (its line, tc's own words).
+//! Running the commands of a change: `ip` steps over rtnetlink, nftables rules in one
+//! transaction, and how a failing `tc -batch` is named (its line, tc's own words).
 
 use super::Failed;
 use crate::rtnl::{Rtnl, RtnlError};
 use crate::runner::{Cmd, CmdOutput};
 use unbloat_shaper::plan::Step;
-use unbloat_shaper::script::{argv, Script};
+use unbloat_shaper::script::argv;
 
 /// An `ip` step of a transition, over rtnetlink.
 pub(super) fn link_step(rtnl: &Rtnl, step: &Step) -> Result<(), Failed> {
@@ -43,38 +43,10 @@ pub(super) fn netlink(e: RtnlError) -> Failed {
     }
 }
 
-/// A plan's script as the commands that run it: the `ip` steps, then one `tc -batch -` with the
-/// batch text on its standard input, then the `ip` steps after it (the lab's strategies and the
-/// benchmark's "one by one" baseline run scripts this way).
-pub fn script_commands(script: &Script) -> Vec<Cmd> {
-    let ip = |argv: &Vec<String>| Cmd::ip(argv.iter().map(String::as_str));
-    let mut cmds: Vec<Cmd> = script.ip_before.iter().map(ip).collect();
-    if !script.tc_batch.is_empty() {
-        cmds.push(Cmd::tc(["-batch", "-"]).stdin(script.batch_text()));
-    }
-    cmds.extend(script.ip_after.iter().map(ip));
-    cmds.extend(script.nft.iter().map(|t| nft(t)));
-    cmds
-}
-
-/// `nft -f -` reading `text`: one transaction, all of it or nothing.
+/// `nft -f -` reading `text`: one transaction, all of it or nothing. Public for the test bench,
+/// whose strategies load a plan's rules the same way.
 pub fn nft(text: &str) -> Cmd {
     Cmd::new("nft").args(["-f", "-"]).stdin(text.to_string())
-}
-
-/// The same, each `tc` command its own process, as a shell script like sqm-scripts runs them.
-pub fn script_commands_one_by_one(script: &Script) -> Vec<Cmd> {
-    let ip = |argv: &Vec<String>| Cmd::ip(argv.iter().map(String::as_str));
-    let mut cmds: Vec<Cmd> = script.ip_before.iter().map(ip).collect();
-    cmds.extend(
-        script
-            .tc_batch
-            .iter()
-            .map(|argv| Cmd::tc(argv.iter().map(String::as_str))),
-    );
-    cmds.extend(script.ip_after.iter().map(ip));
-    cmds.extend(script.nft.iter().map(|t| nft(t)));
-    cmds
 }
 
 /// tc's own words, without its "Command failed -:N" line (the command is named instead).

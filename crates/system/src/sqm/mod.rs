@@ -1,14 +1,13 @@
-//! sqm-scripts (third_party/sqm-scripts), the queue manager unbloat is compared with and imports
-//! from: found ([`locate`], [`peer`]: only where root may run what it holds), and installed as its
-//! ORIGIN.txt says: its scripts copied, `start-sqm` and `stop-sqm` pointed at a `sqm.conf` of ours.
+//! sqm-scripts, the queue manager unbloat imports from (`unbloat config import-sqm`) and is
+//! compared with, installed as its ORIGIN.txt says: its scripts copied, `start-sqm` and
+//! `stop-sqm` pointed at a `sqm.conf` of ours.
 //!
-//! It lives here, beside the other things that run programs, because the product needs it too:
-//! `unbloat config import-sqm --check` runs its start-sqm in a dry run ([`dry`]), in a
-//! [`workdir`] that goes when its guard goes. The lab (its `sqm-scripts:RECIPE` strategies and
-//! the two-host lab) and the benchmarks (`unbloat-lab bench start`) use the same functions.
+//! The product's part: `unbloat config import-sqm --check` runs its start-sqm in a dry run
+//! ([`dry`]), from the copy [`SYSTEM_DIR`] or a directory the user names, in a [`workdir`] that
+//! goes when its guard goes. The lab's comparisons install the same way ([`install`]) from the
+//! vendored copy, which only the test bench finds (unbloat-testbed's `peer` and `sqm`).
 
 pub mod dry;
-pub mod peer;
 pub mod workdir;
 
 use std::path::{Path, PathBuf};
@@ -58,48 +57,4 @@ pub fn install(src: &Path, lib: &Path) -> std::io::Result<()> {
         std::fs::write(&path, text)?;
     }
     Ok(())
-}
-
-/// Where the lab and the benchmarks take sqm-scripts from: `given` (`--sqm-scripts DIR`) when it
-/// holds `src/start-sqm` (or an installed `start-sqm`), else the vendored copy
-/// ([`peer::peer_dir`]); else why not.
-pub fn locate(given: Option<&Path>) -> Result<PathBuf, String> {
-    let dir = match given {
-        Some(dir) => dir.to_path_buf(),
-        None => peer::peer_dir(peer::SQM_SCRIPTS)?,
-    };
-    match scripts(&dir) {
-        Some(_) => Ok(dir),
-        None => Err(format!("{}: no src/start-sqm there", dir.display())),
-    }
-}
-
-/// sqm-scripts installed (see [`install`]) into a directory of its own, removed when dropped.
-pub struct Installed {
-    pub lib: PathBuf,
-}
-
-impl Installed {
-    /// Installs `src` into a fresh `lib` (anything already there is removed first: a stale
-    /// state directory would make start-sqm do nothing).
-    pub fn new(src: &Path, lib: PathBuf) -> std::io::Result<Installed> {
-        if lib.exists() {
-            std::fs::remove_dir_all(&lib)?;
-        }
-        // Owned before it is filled, so a failure half way removes what was copied.
-        let installed = Installed { lib };
-        install(src, &installed.lib)?;
-        Ok(installed)
-    }
-
-    /// The state file start-sqm writes for `iface` once its recipe succeeded.
-    pub fn state_file(&self, iface: &str) -> PathBuf {
-        self.lib.join("state").join(format!("{iface}.state"))
-    }
-}
-
-impl Drop for Installed {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.lib);
-    }
 }

@@ -1,6 +1,6 @@
 //! What a User-Mode Linux boot log says went wrong, in words that name the cause and the fix
 //! (pure: read by the trial boot of [`super::choice`] and by a run's crash report in
-//! [`super::uml`]). Unit-tested on boot logs recorded in `fixtures/uml`.
+//! `uml`). Unit-tested on boot logs recorded in `fixtures/uml`.
 
 /// What to run when no User-Mode Linux here boots.
 pub const BUILD_HINT: &str =

@@ -21,8 +21,8 @@ use super::diagnose::{diagnose, BootProblem, BUILD_HINT};
 use super::signals::SignalGuard;
 use super::uml::Uml;
 use super::{GuestOptions, KernelError};
-use crate::runner::{Cmd, Runner, SystemRunner};
-use crate::trust::trusted;
+use unbloat_system::runner::{Cmd, Runner, SystemRunner};
+use unbloat_system::trust::trusted;
 
 /// Where `make uml` (scripts/uml/build) installs the lab's own kernel, and its module tree
 /// (`<version>/`, sch_cake alone: a test takes it away to see a kernel without cake).

@@ -11,7 +11,7 @@ use unbloat_lab::bench::{
 };
 use unbloat_lab::bench_measure::{self as bench, IdleRtt, Part};
 use unbloat_lab::lab::{check, print_report, run_lab_with, LabArgs, Rerun};
-use unbloat_system::kernel::{interrupted_by, own_argv, GuestOptions, Kernel};
+use unbloat_testbed::kernel::{interrupted_by, own_argv, GuestOptions, Kernel};
 
 #[derive(Debug, Args)]
 pub struct LabCmd {

@@ -17,7 +17,7 @@ use super::{
     RunDir,
 };
 use super::{IN_GUEST_ENV, KERNEL_ENV};
-use crate::runner::{shell_quote, Cmd, SystemRunner};
+use unbloat_system::runner::{shell_quote, Cmd, SystemRunner};
 
 /// Modules loaded besides all of net/sched: IPv6 (a module in Debian's UML, absent until loaded),
 /// veth pairs, IFBs, dummies and VLAN devices (`eth0.2`) for topologies, BBR for experiments with
@@ -82,13 +82,20 @@ impl Uml {
 
     /// Boots a guest that runs `argv` and returns what it left, whether or not it got as far as
     /// running the command. Errors are ours (files, spawning, a stop signal), not the guest's.
-    /// `tag` names the run directory (`$TMPDIR/unbloat-TAG-PID-...`).
+    /// `tag` names the run directory (`$TMPDIR/unbloat-TAG-PID-...`). The guest holds a shared
+    /// [`slot`](super::slot) from before it boots until its run directory is gone (locals drop in
+    /// reverse order), or shares the one its test holds: no `alone` test runs beside it.
     pub(crate) fn boot(
         &self,
         argv: &[String],
         opts: &GuestOptions,
         tag: &str,
     ) -> Result<Booted, KernelError> {
+        let what = format!(
+            "a guest running `{}`",
+            Cmd::new(&argv[0]).args(&argv[1..]).display()
+        );
+        let _slot = super::slot::take(super::slot::Share::Shared, &what);
         let dir = RunDir::create(tag)?;
         let run = dir.path();
         let io = |what: String| move |source| KernelError::Io { what, source };

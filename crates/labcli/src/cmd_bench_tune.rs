@@ -58,8 +58,8 @@ pub enum GridLoad {
 
 pub fn bench_tune(args: &TuneBenchArgs) -> Result<(), Failure> {
     if !args.inside
-        && crate::kernel::rerun_in_real_kernel(
-            crate::hosts::NEEDS,
+        && crate::cmd_kernel::rerun_in_real_kernel(
+            crate::cmd_hosts::NEEDS,
             &[],
             Duration::from_secs(120 * 60),
         )?

@@ -3,7 +3,7 @@
 //! plots; the benchmark repeats the fairness runs and reports medians, and measures what cake's
 //! NAT lookup costs. Both boot User-Mode Linux when this kernel lacks cake, and re-run there.
 
-use crate::kernel::rerun_in_real_kernel;
+use crate::cmd_kernel::rerun_in_real_kernel;
 use crate::Failure;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
@@ -93,7 +93,7 @@ pub struct FairBenchArgs {
 pub(crate) const NEEDS: &[&str] = &["cake", "htb", "netem", "ingress"];
 
 /// sqm-scripts' source: `--sqm-scripts`, absolute, or (outside the kernel it reruns in, where
-/// the flag carries what was found) the vendored copy ([`unbloat_system::sqm::locate`]); when that
+/// the flag carries what was found) the vendored copy ([`unbloat_testbed::sqm::locate`]); when that
 /// cannot be used, says why: its row is left out.
 fn sqm_source(given: &Option<PathBuf>, inside: bool) -> Result<Option<PathBuf>, Failure> {
     if let Some(d) = given {
@@ -102,7 +102,7 @@ fn sqm_source(given: &Option<PathBuf>, inside: bool) -> Result<Option<PathBuf>, 
     if inside {
         return Ok(None);
     }
-    Ok(unbloat_system::sqm::locate(None)
+    Ok(unbloat_testbed::sqm::locate(None)
         .inspect_err(|why| {
             eprintln!("unbloat: sqm-scripts' row is left out ({why}); give --sqm-scripts DIR")
         })

@@ -1,5 +1,6 @@
-//! Throw-away network namespaces joined by veth pairs through a router namespace: the test bench of the integration tests
-//! and the accuracy benchmark. Needs root.
+//! Throw-away network namespaces joined by veth pairs through a router namespace: the test bench
+//! of the integration tests (measure's far ends, the lab's) and the accuracy benchmarks. Needs
+//! root.
 //!
 //! What callers can rely on:
 //! - Names are unique per process and call (pid + counter), so parallel runs do not collide.
@@ -19,18 +20,34 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::MeasureError;
-
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
+/// What could not be done, and why: a command that failed (with its stderr), or a system call.
+#[derive(Debug, thiserror::Error)]
+#[error("{context}: {source}")]
+pub struct NetnsError {
+    pub context: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl NetnsError {
+    fn io(context: impl Into<String>, source: std::io::Error) -> NetnsError {
+        NetnsError {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
 /// Runs a command, failing with its stderr when it fails.
-pub fn run(argv: &[&str]) -> Result<Output, MeasureError> {
+pub fn run(argv: &[&str]) -> Result<Output, NetnsError> {
     let out = Command::new(argv[0])
         .args(&argv[1..])
         .output()
-        .map_err(|e| MeasureError::io(format!("running {}", argv.join(" ")), e))?;
+        .map_err(|e| NetnsError::io(format!("running {}", argv.join(" ")), e))?;
     if !out.status.success() {
-        return Err(MeasureError::io(
+        return Err(NetnsError::io(
             format!("`{}` failed", argv.join(" ")),
             std::io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()),
         ));
@@ -46,7 +63,7 @@ pub struct Netns {
 
 impl Netns {
     /// Creates a namespace with its loopback up.
-    pub fn new(name: String) -> Result<Netns, MeasureError> {
+    pub fn new(name: String) -> Result<Netns, NetnsError> {
         run(&["ip", "netns", "add", &name])?;
         let ns = Netns { name };
         run(&["ip", "-n", &ns.name, "link", "set", "lo", "up"])?;
@@ -54,7 +71,7 @@ impl Netns {
     }
 
     /// Runs a command inside the namespace.
-    pub fn exec(&self, argv: &[&str]) -> Result<Output, MeasureError> {
+    pub fn exec(&self, argv: &[&str]) -> Result<Output, NetnsError> {
         let mut full = vec!["ip", "netns", "exec", &self.name];
         full.extend_from_slice(argv);
         run(&full)
@@ -68,7 +85,7 @@ impl Netns {
     }
 
     /// Runs `f` on a new thread inside the namespace.
-    pub fn run_in<T, F>(&self, f: F) -> Result<JoinHandle<T>, MeasureError>
+    pub fn run_in<T, F>(&self, f: F) -> Result<JoinHandle<T>, NetnsError>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
@@ -79,13 +96,13 @@ impl Netns {
 
 /// Runs `f` on a new thread inside the namespace `name` (`/run/netns/NAME`, as `ip netns`
 /// makes it), one this process does not own: the lab's, say. Nothing is deleted afterwards.
-pub fn run_in_named<T, F>(name: &str, f: F) -> Result<JoinHandle<T>, MeasureError>
+pub fn run_in_named<T, F>(name: &str, f: F) -> Result<JoinHandle<T>, NetnsError>
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
     let path = format!("/run/netns/{name}");
-    let file = File::open(&path).map_err(|e| MeasureError::io(format!("opening {path}"), e))?;
+    let file = File::open(&path).map_err(|e| NetnsError::io(format!("opening {path}"), e))?;
     let (tx, rx) = std::sync::mpsc::channel();
     let handle = std::thread::Builder::new()
         .name(format!("netns-{name}"))
@@ -105,12 +122,12 @@ where
             }
             Some(f())
         })
-        .map_err(|e| MeasureError::io("starting a thread", e))?;
+        .map_err(|e| NetnsError::io("starting a thread", e))?;
     match rx.recv() {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(MeasureError::io(format!("entering namespace {name}"), e)),
+        Ok(Err(e)) => return Err(NetnsError::io(format!("entering namespace {name}"), e)),
         Err(_) => {
-            return Err(MeasureError::io(
+            return Err(NetnsError::io(
                 "entering namespace",
                 std::io::Error::other("thread died"),
             ))
@@ -160,14 +177,9 @@ pub struct Testbed {
     pub ip6_b: Ipv6Addr,
 }
 
-fn v6(text: &str) -> Result<Ipv6Addr, MeasureError> {
-    text.parse()
-        .map_err(|_| MeasureError::InvalidArgument(text.into()))
-}
-
 impl Testbed {
     /// Builds `a` (10.77.1.1, fd77:1::1) -- `r` -- `b` (10.77.2.1, fd77:2::1).
-    pub fn new() -> Result<Testbed, MeasureError> {
+    pub fn new() -> Result<Testbed, NetnsError> {
         let id = format!(
             "{}x{}",
             std::process::id(),
@@ -184,8 +196,8 @@ impl Testbed {
             dev_rb: format!("vm{id}rb"),
             ip4_a: Ipv4Addr::new(10, 77, 1, 1),
             ip4_b: Ipv4Addr::new(10, 77, 2, 1),
-            ip6_a: v6("fd77:1::1")?,
-            ip6_b: v6("fd77:2::1")?,
+            ip6_a: Ipv6Addr::new(0xfd77, 1, 0, 0, 0, 0, 0, 1),
+            ip6_b: Ipv6Addr::new(0xfd77, 2, 0, 0, 0, 0, 0, 1),
             a,
             r,
             b,
@@ -261,7 +273,7 @@ impl Testbed {
 
     /// Shapes both directions on the router with the host's HTB at `rate_bit` bit/s, each with
     /// a FIFO of `fifo_packets` packets as the queue (a deep one is a bloated modem).
-    pub fn shape_htb(&self, rate_bit: u64, fifo_packets: u32) -> Result<(), MeasureError> {
+    pub fn shape_htb(&self, rate_bit: u64, fifo_packets: u32) -> Result<(), NetnsError> {
         let rate = format!("{rate_bit}bit");
         let limit = fifo_packets.to_string();
         let n = self.r.name.as_str();
@@ -285,7 +297,7 @@ impl Testbed {
     }
 
     /// Removes the shaping (back to the veths' default qdiscs).
-    pub fn unshape(&self) -> Result<(), MeasureError> {
+    pub fn unshape(&self) -> Result<(), NetnsError> {
         for d in [self.dev_ra.as_str(), self.dev_rb.as_str()] {
             let _ = run(&["tc", "-n", &self.r.name, "qdisc", "del", "dev", d, "root"]);
         }

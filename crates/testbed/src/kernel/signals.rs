@@ -113,6 +113,11 @@ mod tests {
     use std::fs::File;
     use std::time::{Duration, Instant};
 
+    /// Bug: SIGINT or SIGTERM during a User-Mode Linux run killed the process between two lines
+    /// and left its `/tmp/unbloat-uml-*` behind. Now the guest is ended, the run directory
+    /// removed, and the process exits with 128 + the signal. The child is this test binary,
+    /// filtered to this test, booting a guest that runs `sleep 60`; it is signalled once the
+    /// guest runs the command (its `stdout` file exists).
     #[test]
     fn a_stop_signal_ends_the_guest_and_removes_its_run_directory() {
         const CHILD: &str = "UNBLOAT_TEST_SIGNAL_CHILD";

@@ -4,7 +4,7 @@
 //!
 //! What callers can rely on:
 //! - [`Kernel::detect`] picks the host when a throw-away network namespace on it accepts every
-//!   required qdisc kind (see [`crate::probe`]), else a UML kernel that is installed, trusted and
+//!   required qdisc kind (see [`unbloat_system::probe`]), else a UML kernel that is installed, trusted and
 //!   passed a trial boot ([`choice`]: the lab's own build, then Debian's), else an error that names
 //!   what is missing, why each UML cannot stand in, what to run, and whether we lacked root. `UNBLOAT_KERNEL=host|uml` forces the choice. Inside a guest (`UNBLOAT_IN_GUEST=1`, which
 //!   every UML guest has set) it is always the host: that kernel is the one that has everything.
@@ -24,9 +24,11 @@
 //!   test harness captures them like any test output) while it runs; the result still holds all
 //!   of it.
 //! - [`run_test_in_real_kernel`] and [`real_kernel_test!`](crate::real_kernel_test) make a `#[test]`
-//!   run in such a kernel: see [`reexec`]. A command re-runs itself there with [`own_argv`]: its
-//!   own arguments forwarded unchanged, and a marker. Tests from several processes share the
-//!   machine through [`slot`]: side by side, or `alone` where timing decides the result.
+//!   run in such a kernel (`kernel/reexec.rs` says how). A command re-runs itself there with
+//!   [`own_argv`]: its own arguments forwarded unchanged, and a marker. Tests from several
+//!   processes share the machine through [`slot`]: side by side, or `alone` where timing decides
+//!   the result. Every guest holds a shared slot while it runs (or its test's), however it was
+//!   booted.
 
 pub mod choice;
 pub mod diagnose;
@@ -49,9 +51,9 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use crate::probe::{self, ProbeError};
-pub use crate::runner::is_root;
-use crate::runner::{Cmd, RunError, SystemRunner};
+use unbloat_system::probe::{self, ProbeError};
+use unbloat_system::runner::is_root;
+use unbloat_system::runner::{Cmd, RunError, SystemRunner};
 
 /// Forces [`Kernel::detect`]'s choice: `host` or `uml`.
 pub const KERNEL_ENV: &str = "UNBLOAT_KERNEL";
@@ -247,7 +249,7 @@ impl Kernel {
 }
 
 /// What [`Kernel::describe`] says of the kernel this process runs on: "host", or inside a UML
-/// guest started by this module "User-Mode Linux <release>" (reports written in the guest must
+/// guest started by this module `User-Mode Linux RELEASE` (reports written in the guest must
 /// say where they were measured).
 pub fn describe_current() -> String {
     if !in_guest() {
@@ -379,7 +381,7 @@ pub(crate) fn supervise(
             return Err(KernelError::Interrupted { signal });
         }
         if let Some(status) = child.try_wait().map_err(io_error)? {
-            break Ended::Exited(crate::runner::exit_code(status));
+            break Ended::Exited(unbloat_system::runner::exit_code(status));
         }
         if started.elapsed() >= opts.timeout {
             kill_group(&child);
@@ -596,11 +598,6 @@ mod tests {
         assert_eq!(tail_lines("", 5), "");
     }
 
-    /// Bug: SIGINT or SIGTERM during a User-Mode Linux run killed the process between two lines
-    /// and left its `/tmp/unbloat-uml-*` behind. Now the guest is ended, the run directory
-    /// removed, and the process exits with 128 + the signal. The child is this test binary,
-    /// filtered to this test, booting a guest that runs `sleep 60`; it is signalled once the
-    /// guest runs the command (its `stdout` file exists).
     #[test]
     fn run_dirs_are_private_distinct_and_removed() {
         use std::os::unix::fs::PermissionsExt;

@@ -70,15 +70,15 @@ struct Report {
 
 pub fn daemon_bench(args: &DaemonBench) -> Result<(), Failure> {
     if !args.inside
-        && crate::kernel::rerun_in_real_kernel(
-            crate::kernel::ALL_QDISCS,
+        && crate::cmd_kernel::rerun_in_real_kernel(
+            crate::cmd_kernel::ALL_QDISCS,
             &[],
             Duration::from_secs(7200),
         )?
     {
         return Ok(());
     }
-    crate::kernel::private_netns()?;
+    crate::cmd_kernel::private_netns()?;
     let runner = SystemRunner::from_env();
     for a in [
         "link add wan0 type veth peer name peer0",
@@ -364,7 +364,7 @@ fn which(name: &str) -> Option<std::path::PathBuf> {
 
 fn kernel_name() -> String {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let uml = unbloat_system::kernel::in_guest();
+    let uml = unbloat_testbed::kernel::in_guest();
     format!(
         "{}Linux {}",
         if uml { "User-Mode " } else { "" },

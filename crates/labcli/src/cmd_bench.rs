@@ -7,7 +7,7 @@
 //! same link (piece_of_cake.qos, simple.qos) when its source is found (`--sqm-scripts DIR`), and
 //! the same tc commands run one process at a time. `set-rate` is also timed as the library call
 //! autorate makes (no process), over many changes. Medians of `--runs`.
-use crate::kernel::{private_netns, rerun_in_real_kernel, ALL_QDISCS};
+use crate::cmd_kernel::{private_netns, rerun_in_real_kernel, ALL_QDISCS};
 use crate::Failure;
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
@@ -15,30 +15,31 @@ use std::time::{Duration, Instant};
 use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::plan::Plan;
 use unbloat_shaper::spec::Spec;
-use unbloat_system::apply::{script_commands_one_by_one, Request, Shaper};
+use unbloat_system::apply::{Request, Shaper};
 use unbloat_system::runner::{Cmd, Runner, SystemRunner};
 use unbloat_system::state::StateDir;
+use unbloat_testbed::commands::script_commands_one_by_one;
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
     /// Time `start` (egress + ingress) for cake and three-tier HTB + fq_codel, and `status`.
     Start(StartBench),
     /// The accuracy benchmarks of `unbloat test` against iperf3 and ping.
-    Measure(crate::lab::MeasureBenchCmd),
+    Measure(crate::cmd_run::MeasureBenchCmd),
     /// Every link profile x every strategy in the lab.
-    Lab(crate::lab::LabBenchCmd),
+    Lab(crate::cmd_run::LabBenchCmd),
     /// The stock far ends against their own clients on one shaped link: goodput against
     /// iperf3's client, UDP round trips against irtt's, the web server test's RPM and CPU.
     FarEnds(FarEndsBench),
     /// Per-host fairness behind NAT (one stream against eight, IPv4 and IPv6, medians) for
     /// unbloat's default, sqm-scripts' default and per-flow isolation; and cake's NAT lookup cost.
-    Fair(crate::hosts::FairBenchArgs),
+    Fair(crate::cmd_hosts::FairBenchArgs),
     /// `unbloat tune` on every lab profile: framing and rates found against the truth, and with
     /// --exhaustive against the best rate a grid of shaped runs finds for the same bound.
-    Tune(crate::bench_tune::TuneBenchArgs),
+    Tune(crate::cmd_bench_tune::TuneBenchArgs),
     /// The daemon as a Prometheus target: memory over 10,000 scrapes and CPU at one scrape a
     /// second, beside node_exporter's qdisc collector when it is installed.
-    Daemon(crate::bench_daemon::DaemonBench),
+    Daemon(crate::cmd_bench_daemon::DaemonBench),
     /// Where `unbloat test` puts the queue (this machine, the first hop, beyond the gateway)
     /// against where the emulation's qdiscs hold it, in every locate scenario; and what probing
     /// the gateway costs the test.
@@ -46,7 +47,7 @@ pub enum BenchCommand {
     /// A household behind the router: a game, a video call and the web on one host beside bulk
     /// on the other, on a fast and a slow link, with and without classification and beside
     /// sqm-scripts' layer_cake with upload marks.
-    Household(crate::hosts::HouseholdBenchArgs),
+    Household(crate::cmd_hosts::HouseholdBenchArgs),
     /// `unbloat autorate` against the real cake-autorate and fixed rates on variable links (a
     /// step, a ramp, the LTE traces of third_party/traces): steady-state latency, goodput, CPU.
     Autorate(crate::flags::BenchAutorateFlags),
@@ -82,15 +83,15 @@ pub struct StartBench {
 pub fn bench(cmd: &BenchCommand) -> Result<(), Failure> {
     match cmd {
         BenchCommand::Start(a) => start_bench(a),
-        BenchCommand::Measure(a) => crate::lab::measure_bench(a),
-        BenchCommand::Lab(a) => crate::lab::lab_bench(a),
+        BenchCommand::Measure(a) => crate::cmd_run::measure_bench(a),
+        BenchCommand::Lab(a) => crate::cmd_run::lab_bench(a),
         BenchCommand::FarEnds(a) => far_ends_bench(a),
-        BenchCommand::Fair(a) => crate::hosts::bench_fair(a),
-        BenchCommand::Tune(a) => crate::bench_tune::bench_tune(a),
-        BenchCommand::Daemon(a) => crate::bench_daemon::daemon_bench(a),
+        BenchCommand::Fair(a) => crate::cmd_hosts::bench_fair(a),
+        BenchCommand::Tune(a) => crate::cmd_bench_tune::bench_tune(a),
+        BenchCommand::Daemon(a) => crate::cmd_bench_daemon::daemon_bench(a),
         BenchCommand::Autorate(a) => autorate_bench(a),
         BenchCommand::Locate(a) => locate_bench(a),
-        BenchCommand::Household(a) => crate::hosts::bench_household(a),
+        BenchCommand::Household(a) => crate::cmd_hosts::bench_household(a),
     }
 }
 
@@ -503,13 +504,13 @@ fn udp_through_rate_changes(
 }
 
 /// Where sqm-scripts' source is: the flag, or (outside the kernel it reruns in, where the flag
-/// carries what was found) the vendored copy ([`unbloat_system::sqm::locate`]); when that cannot be
+/// carries what was found) the vendored copy ([`unbloat_testbed::sqm::locate`]); when that cannot be
 /// used, says why: sqm-scripts is left out.
 fn find_sqm_scripts(args: &StartBench) -> Option<std::path::PathBuf> {
     if args.sqm_scripts.is_some() || args.inside {
         return args.sqm_scripts.clone();
     }
-    unbloat_system::sqm::locate(None)
+    unbloat_testbed::sqm::locate(None)
         .inspect_err(|why| {
             eprintln!("unbloat: sqm-scripts is left out ({why}); give --sqm-scripts DIR")
         })

@@ -6,8 +6,8 @@ use crate::Failure;
 use anyhow::{anyhow, bail};
 use clap::Args;
 use std::time::Duration;
-use unbloat_system::kernel::{in_guest, own_argv, GuestOptions, Kernel};
 use unbloat_system::runner::{Cmd, Runner, SystemRunner};
+use unbloat_testbed::kernel::{in_guest, own_argv, GuestOptions, Kernel};
 
 /// The qdiscs every part of unbloat may need.
 pub const ALL_QDISCS: &[&str] = &["cake", "fq_codel", "htb", "netem", "sfq", "ingress"];

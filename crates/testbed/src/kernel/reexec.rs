@@ -2,7 +2,7 @@
 //! otherwise re-run the same test binary, filtered to that one test, inside User-Mode Linux.
 //!
 //! ```no_run
-//! unbloat_system::real_kernel_test! {
+//! unbloat_testbed::real_kernel_test! {
 //!     /// cake shapes a veth (doc comments and attributes pass through).
 //!     fn cake_on_a_veth() needs ["cake", "htb"] {
 //!         // runs as root in a kernel with cake and htb: on the host, or in a UML guest
@@ -13,7 +13,7 @@
 //! or by hand, when the body must come first in a function of its own:
 //!
 //! ```no_run
-//! use unbloat_system::kernel::run_test_in_real_kernel;
+//! use unbloat_testbed::kernel::run_test_in_real_kernel;
 //!
 //! #[test]
 //! fn cake_on_a_veth() {
@@ -29,11 +29,11 @@
 //! nor UML can run it, it panics with the reason (never a silent skip).
 
 use super::{in_guest, GuestOptions, Kernel};
-use crate::runner::Cmd;
+use unbloat_system::runner::Cmd;
 
 /// The name libtest knows a test by, from the path `module_path!()` gives: the crate's name
-/// (its first segment) is dropped. `kernel_runner::x` -> `x`; `unbloat_system::probe::tests::x`
-/// -> `probe::tests::x`.
+/// (its first segment) is dropped. `kernel_runner::x` -> `x`; `unbloat_lab::topology::tests::x`
+/// -> `topology::tests::x`.
 pub fn libtest_name(test_path: &str) -> &str {
     test_path
         .split_once("::")
@@ -49,14 +49,13 @@ pub fn run_test_in_real_kernel(test_path: &str, required: &[&str]) -> bool {
 }
 
 /// [`run_test_in_real_kernel`] for a test that must run in User-Mode Linux whatever this kernel
-/// has (it unloads a module, or steps the clock): true only inside the guest. Outside, it holds a
-/// shared [`slot`](super::slot) while the guest runs. The choice is forced here, not through
-/// `$UNBLOAT_KERNEL`, which the test's other threads read.
+/// has (it unloads a module, or steps the clock): true only inside the guest. Outside, the guest
+/// holds a shared [`slot`](super::slot) while it runs, as every guest does. The choice is forced
+/// here, not through `$UNBLOAT_KERNEL`, which the test's other threads read.
 pub fn run_test_in_uml(test_path: &str, required: &[&str]) -> bool {
     if in_guest() {
         return true;
     }
-    let _slot = super::slot::take(super::slot::Share::Shared, test_path);
     run_test_in(Kernel::detect_forced("uml", required), test_path, required)
 }
 
@@ -141,7 +140,7 @@ pub(crate) fn check_single_pass(status: i32, stdout: &str) -> Result<(), String>
 }
 
 /// Defines `#[test]` functions whose bodies run in a kernel that has the listed qdiscs (see the
-/// module doc of `unbloat_system::kernel`): `fn name() needs ["cake", ...] { body }`, repeated.
+/// module doc of `unbloat_testbed::kernel`): `fn name() needs ["cake", ...] { body }`, repeated.
 /// `fn name() needs [...] alone { body }` runs with no other test's guest beside it
 /// ([`slot`](crate::kernel::slot)): for a test whose result hangs on timing.
 #[macro_export]
@@ -177,8 +176,8 @@ mod tests {
     fn the_crate_name_is_dropped_and_nothing_else() {
         assert_eq!(libtest_name("kernel_runner::x"), "x");
         assert_eq!(
-            libtest_name("unbloat_system::probe::tests::x"),
-            "probe::tests::x"
+            libtest_name("unbloat_lab::topology::tests::x"),
+            "topology::tests::x"
         );
         assert_eq!(
             libtest_name(concat!(module_path!(), "::t")),

@@ -2,13 +2,13 @@
 //! output streamed, and exits with its status. Used by `fixtures/tc/capture.sh`.
 //!
 //! ```text
-//! cargo run -p unbloat-system --example in_kernel -- cake,htb -- sh script.sh ARGS...
+//! cargo run -p unbloat-testbed --example in_kernel -- cake,htb -- sh script.sh ARGS...
 //! ```
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use unbloat_system::kernel::{GuestOptions, Kernel};
+use unbloat_testbed::kernel::{GuestOptions, Kernel};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
