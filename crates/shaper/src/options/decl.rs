@@ -17,6 +17,9 @@ pub struct Opt {
     pub help: &'static str,
     /// One line for a form (the web page, LuCI).
     pub short: &'static str,
+    /// A value unlike the default, as a user types it: a form's placeholder, and what the
+    /// table-driven test walks from flag to kernel to status.
+    pub example: &'static str,
     pub cli: Cli,
     pub heading: Heading,
     /// The strategy that takes it; None: both.

@@ -71,6 +71,7 @@ options! {
     /// Download shaper rate; 0 or absent: no ingress shaping.
     down: Rate => {
         key: "down",
+        example: "30mbit",
         help: "Download shaper rate (ingress, through an IFB). Set it to ~95 % of a measured speed \
                test, or ~85 % of the advertised rate. SQM's 20000 (kbit/s) is 20000kbit or 20mbit \
                here.",
@@ -82,6 +83,7 @@ options! {
     /// Upload shaper rate; 0 or absent: no egress shaping.
     up: Rate => {
         key: "up",
+        example: "5mbit",
         help: "Upload shaper rate (egress, on the interface itself).",
         short: "upload shaper rate with its unit, e.g. 19950kbit",
         cli: Cli::Value("RATE"), heading: Heading::Rates, qdisc: None, refusal: "",
@@ -90,6 +92,7 @@ options! {
     }
     qdisc: Qdisc => {
         key: "qdisc",
+        example: "fq_codel",
         help: "Queueing: cake (default), or fq_codel (HTB + fq_codel, where cake is missing).",
         short: "cake, or HTB + fq_codel",
         cli: Cli::Value("QDISC"), heading: Heading::Queueing, qdisc: None, refusal: "",
@@ -98,14 +101,17 @@ options! {
     /// fq_codel only: 1 (one class) or 3 (priority / best effort / bulk by DSCP).
     tiers: u8 => {
         key: "tiers",
+        example: "3",
         help: "fq_codel only: 1 class, or 3 classes by DSCP (priority, best effort, bulk) like \
                simple.qos.",
         short: "fq_codel: 1 or 3 classes",
-        cli: Cli::Value("1|3"), heading: Heading::Queueing, qdisc: None, refusal: "",
+        cli: Cli::Value("1|3"), heading: Heading::Queueing, qdisc: Some(Qdisc::FqCodel),
+        refusal: "cake sorts DSCPs into tins itself (--diffserv)",
         dir: Dir::Both, words: Words::None, web: Web::More,
     }
     link: LinkPreset => {
         key: "link",
+        example: "vdsl2",
         help: "Link layer: ethernet, ether-vlan, docsis, vdsl2, bridged-ptm, pppoe-ptm, the ADSL \
                presets (pppoa-vcmux, pppoa-llc, pppoe-vcmux, pppoe-llcsnap, bridged-vcmux, \
                bridged-llcsnap, ipoa-vcmux, ipoa-llcsnap), conservative, raw. See `unbloat plan \
@@ -117,6 +123,7 @@ options! {
     /// Bytes, -64..=256, overrides the preset's.
     overhead: i64 => {
         key: "overhead",
+        example: "26",
         help: "Per-packet overhead in bytes on top of the IP packet (-64..256); overrides the \
                preset.",
         short: "bytes per packet, -64..256",
@@ -126,6 +133,7 @@ options! {
     /// Bytes, 0..=256, overrides the preset's.
     mpu: i64 => {
         key: "mpu",
+        example: "72",
         help: "Minimum packet unit in bytes (0..256); overrides the preset.",
         short: "minimum packet unit, bytes, 0..256",
         cli: Cli::Value("BYTES"), heading: Heading::Link, qdisc: None, refusal: "",
@@ -134,6 +142,7 @@ options! {
     /// atm | ptm | none, overrides an unframed preset; conflicts with a framed one.
     framing: Framing => {
         key: "framing",
+        example: "atm",
         help: "Cell framing: atm (ADSL), ptm (VDSL2), none.",
         short: "cell framing",
         cli: Cli::Value("FRAMING"), heading: Heading::Link, qdisc: None, refusal: "",
@@ -142,6 +151,7 @@ options! {
     /// Extra 802.1Q tags on top of the preset, 4 bytes each (cake's repeated `ether-vlan`).
     vlan: u32 => {
         key: "vlan",
+        example: "1",
         help: "Extra 802.1Q VLAN tags (4 bytes each) on top of the preset.",
         short: "extra 802.1Q tags, 0..2",
         cli: Cli::Value("N"), heading: Heading::Link, qdisc: None, refusal: "",
@@ -149,6 +159,7 @@ options! {
     }
     isolation: Isolation => {
         key: "isolation",
+        example: "dual-host",
         help: "Flow isolation: dual-host (fair per LAN host: dual-srchost up, dual-dsthost down; \
                the default on a machine that forwards), triple-isolate (the default on one that \
                does not), hosts, flows, srchost, dsthost, dual-srchost, dual-dsthost, flowblind.",
@@ -158,6 +169,7 @@ options! {
     }
     nat: bool => {
         key: "nat",
+        example: "true",
         help: "Look up NAT to find the real LAN hosts. The default: on when this machine \
                masquerades or source-NATs out of the interface (nftables or iptables), off \
                otherwise.",
@@ -169,6 +181,7 @@ options! {
     }
     diffserv: Diffserv => {
         key: "diffserv",
+        example: "diffserv8",
         help: "cake's DSCP tins: besteffort (default: one tin), diffserv3, diffserv4, diffserv8, \
                precedence.",
         short: "cake's DSCP tins",
@@ -180,6 +193,7 @@ options! {
     }
     wash: bool => {
         key: "wash",
+        example: "true",
         help: "Clear DSCP marks of incoming traffic (the ISP's marks mean nothing on your LAN).",
         short: "clear DSCP marks",
         cli: Cli::Switch, heading: Heading::Queueing, qdisc: Some(Qdisc::Cake), refusal: "",
@@ -191,6 +205,7 @@ options! {
     #[serde(default, deserialize_with = "de_ack_filter")]
     ack_filter: AckFilter => {
         key: "ack-filter",
+        example: "aggressive",
         help: "Drop redundant TCP ACKs on egress (more upload on very asymmetric links, burstier \
                downloads); `--ack-filter=aggressive`.",
         short: "cake's ACK filter (upload)",
@@ -202,6 +217,7 @@ options! {
     #[serde(default, deserialize_with = "de_rtt")]
     rtt: Time [parse = parse_rtt] => {
         key: "rtt",
+        example: "50ms",
         help: "cake's rtt: a time with its unit (100ms) or internet, regional, metro, lan, \
                oceanic, satellite...",
         short: "cake's rtt: a time (100ms) or a name (internet)",
@@ -224,6 +240,7 @@ options! {
     /// cake's `ingress` mode on the IFB side (default from 4 Mbit/s).
     ingress_keyword: bool => {
         key: "ingress-keyword",
+        example: "false",
         help: "Do not set cake's `ingress` mode on the download side (on by default from \
                4 Mbit/s).",
         short: "cake's ingress mode on the IFB",
@@ -234,6 +251,7 @@ options! {
     }
     split_gso: bool => {
         key: "split-gso",
+        example: "false",
         help: "cake's split-gso (its default): segment GSO super-packets so that one does not \
                hold the link for long at low rates.",
         short: "cake's split-gso",
@@ -247,6 +265,7 @@ options! {
     }
     memlimit: Size => {
         key: "memlimit",
+        example: "32mb",
         help: "cake's memory limit for its queues (default: sized from the rate and rtt).",
         short: "cake's memory limit, e.g. 32mb",
         cli: Cli::None, heading: Heading::Queueing, qdisc: Some(Qdisc::Cake), refusal: "",
@@ -255,6 +274,7 @@ options! {
     /// A mask of the packets' firewall mark that picks their tin; 0: off.
     fwmark: u32 [parse = mark_mask] => {
         key: "fwmark",
+        example: "0xff",
         help: "Put packets in cake's tins by firewall mark: a mask (0xff) of the packet's mark; \
                where (mark & mask), shifted right past the mask's low zero bits, is N from 1 to \
                the number of tins, the packet goes to tin N (the first is bulk in diffserv4), \
@@ -266,6 +286,7 @@ options! {
     }
     target: Time => {
         key: "target",
+        example: "10ms",
         help: "fq_codel target delay, with its unit (default max(5ms, 1.5 packet times at the \
                rate)).",
         short: "fq_codel's target, e.g. 5ms",
@@ -275,6 +296,7 @@ options! {
     }
     interval: Time => {
         key: "interval",
+        example: "150ms",
         help: "fq_codel interval, with its unit (default 100ms + target - 5ms).",
         short: "fq_codel's interval, e.g. 100ms",
         cli: Cli::Value("TIME"), heading: Heading::FqCodel, qdisc: Some(Qdisc::FqCodel),
@@ -283,6 +305,7 @@ options! {
     }
     quantum: u32 [parse = quantum] => {
         key: "quantum",
+        example: "1000",
         help: "fq_codel quantum in bytes (300 at low rates).",
         short: "fq_codel's quantum, bytes",
         cli: Cli::Value("BYTES"), heading: Heading::FqCodel, qdisc: Some(Qdisc::FqCodel),
@@ -291,6 +314,7 @@ options! {
     }
     limit: u32 => {
         key: "limit",
+        example: "2000",
         help: "fq_codel queue limit in packets.",
         short: "fq_codel's packet limit",
         cli: Cli::Value("PACKETS"), heading: Heading::FqCodel, qdisc: Some(Qdisc::FqCodel),
@@ -299,6 +323,7 @@ options! {
     }
     flows: u32 => {
         key: "flows",
+        example: "2048",
         help: "fq_codel's number of flow queues (the kernel's 1024).",
         short: "fq_codel's flows",
         cli: Cli::None, heading: Heading::FqCodel, qdisc: Some(Qdisc::FqCodel),
@@ -307,6 +332,7 @@ options! {
     }
     memory_limit: Size => {
         key: "memory-limit",
+        example: "16mb",
         help: "fq_codel memory limit.",
         short: "fq_codel's memory limit",
         cli: Cli::Value("SIZE"), heading: Heading::FqCodel, qdisc: Some(Qdisc::FqCodel),
@@ -315,6 +341,7 @@ options! {
     }
     ecn_egress: bool => {
         key: "ecn-egress",
+        example: "false",
         help: "ECN on the upload side: on or off (default off at low rates).",
         short: "fq_codel: ECN upload",
         cli: Cli::Value("on|off"), heading: Heading::FqCodel, qdisc: Some(Qdisc::FqCodel),
@@ -323,6 +350,7 @@ options! {
     }
     ecn_ingress: bool => {
         key: "ecn-ingress",
+        example: "false",
         help: "ECN on the download side: on or off (default on).",
         short: "fq_codel: ECN download",
         cli: Cli::Value("on|off"), heading: Heading::FqCodel, qdisc: Some(Qdisc::FqCodel),
@@ -332,6 +360,7 @@ options! {
     /// More options for the egress qdisc, in cake's / fq_codel's words.
     extra_egress: String => {
         key: "extra-egress",
+        example: "wash",
         help: "More options for the upload qdisc in its own words (\"nat dual-srchost \
                ack-filter\"); each word is validated like a flag.",
         short: "more options for the upload qdisc, in its words",
@@ -341,6 +370,7 @@ options! {
     /// More options for the ingress (IFB) qdisc, in cake's / fq_codel's words.
     extra_ingress: String => {
         key: "extra-ingress",
+        example: "ack-filter",
         help: "More options for the download qdisc in its own words (\"nat dual-dsthost \
                ingress\").",
         short: "more options for the download qdisc",
@@ -353,6 +383,7 @@ options! {
     /// so the setup can be planned again from them.
     i_mean_it: bool => {
         key: "i-mean-it",
+        example: "true",
         help: "Confirm rates that could cut you off from a remote box: below 64kbit, or one \
                direction over 1000 times the other (config key i-mean-it = true).",
         short: "confirm rates that could cut you off",
@@ -365,6 +396,7 @@ options! {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     classify: Vec<String> => {
         key: "classify",
+        example: "gaming",
         help: "Put traffic in tins, both ways: a preset (gaming, video-calls) or a rule, TIN \
                (voice, video, besteffort, bulk) then what it matches: udp|tcp, port P[-Q][,...] \
                and addr PREFIX[,...] (the far end's), lan-host PREFIX[,...]. Repeat it; the first \
