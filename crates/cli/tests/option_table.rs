@@ -75,7 +75,7 @@ fn flags(opt: &Opt) -> Option<Vec<String>> {
 }
 
 /// `status --json` without what a moment changes (counters, the tins' statistics, memory in
-/// use): what the kernel holds of the setup.
+/// use, the handles the kernel picks): what the kernel holds of the setup.
 fn settings(mut v: Value) -> Value {
     const COUNTERS: &[&str] = &[
         "sent_bytes",
@@ -97,6 +97,17 @@ fn settings(mut v: Value) -> Value {
                 m.values_mut().for_each(strip);
             }
             Value::Array(a) => a.iter_mut().for_each(strip),
+            // Handles the kernel picks itself (`cake 8001:`) differ from one start to the next.
+            Value::String(t) => {
+                *t = t
+                    .split(' ')
+                    .map(|w| match w.strip_suffix(':') {
+                        Some(h) if h.len() == 4 && h.starts_with('8') => "8xxx:",
+                        _ => w,
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ");
+            }
             _ => {}
         }
     }

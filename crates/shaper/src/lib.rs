@@ -7,8 +7,9 @@
 //!   fq_codel, the size table, filters and the redirect). It imports none of the modules below;
 //!   they all import it, so data flows one way.
 //! - [`options`]: what a user says about one interface ([`options::ShapeOptions`]), from flags or
-//!   a config file, every field optional; extra option strings parsed with cake's/fq_codel's own
-//!   grammar into the same typed options.
+//!   a config file, every field optional, each option declared once ([`options::OPTIONS`]: key,
+//!   flag, help, type, words, strategy, direction, form); extra option strings and sqm-scripts'
+//!   parsed with cake's/fq_codel's own grammar ([`options::words`]) into the same typed options.
 //! - [`config`]: the TOML file, one table per interface, errors with file:line:column and key;
 //!   [`autorate_config`]: its `[autorate.NAME]` tables, for the daemon's autorate; [`tomlread`]:
 //!   the product's one way to read TOML (toml's parser, serde_json's deserializer), with places.
@@ -29,7 +30,8 @@
 //!   table per queue, with a note for every option (`unbloat config import-sqm`).
 //! - [`clip`]: user text in error messages cut to [`clip::MAX_ECHO`] characters, everywhere.
 //! - [`tcjson`], [`verify`], [`status`], [`goodput`]: the model of `tc -j -s` output, the
-//!   comparison of a plan with the live state, the status view and the goodput formula.
+//!   comparison of a plan with the live state (each qdisc's parameter table says what to compare),
+//!   the status view and the goodput formula; [`human`]: rates, times and sizes for people.
 
 pub mod autorate_config;
 pub mod classify;
