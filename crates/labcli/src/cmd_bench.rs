@@ -104,8 +104,8 @@ pub struct LocateBench {
     /// lan-down-modem-up, silent-gateway, slow-gateway.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub scenarios: Vec<String>,
-    /// Load per test (a bare number is seconds).
-    #[arg(long, value_name = "D", default_value = "10s", value_parser = unbloat_lab::lab::parse_lab_duration)]
+    /// Load per test (a bare number is seconds): whole seconds, 2s to 60m.
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = crate::durations::locate_load)]
     pub duration: unbloat_units::Time,
     /// Where each test's results and the benchmark's locate.json and table.txt go.
     #[arg(long, value_name = "DIR", default_value = "unbloat-bench-locate")]
@@ -139,7 +139,7 @@ fn locate_bench(args: &LocateBench) -> Result<(), Failure> {
         }
     }
     let exe = crate::product()?;
-    let secs = args.duration.secs_f64().round() as u64;
+    let secs = u64::from(crate::durations::secs(args.duration));
     let bench = bench_locate::run(&exe, &out, &chosen, args.runs, secs).map_err(|e| anyhow!(e))?;
     let json = serde_json::to_string_pretty(&bench)?;
     crate::report::write_report(

@@ -27,9 +27,10 @@ pub struct DaemonBench {
     /// Scrapes back to back, for the memory reading.
     #[arg(long, default_value_t = 10_000)]
     pub scrapes: usize,
-    /// Seconds of one scrape a second, for the CPU share.
-    #[arg(long, default_value_t = 60)]
-    pub seconds: u64,
+    /// How long to scrape once a second, for the CPU share (60s, 2m; a bare number is
+    /// seconds): whole seconds, 1s to 60m. `--seconds` is its old name.
+    #[arg(long, alias = "seconds", value_name = "D", default_value = "60s", value_parser = crate::durations::scrape_time)]
+    pub duration: unbloat_units::Time,
     /// Print the results as JSON.
     #[arg(long)]
     pub json: bool,
@@ -175,16 +176,14 @@ fn measure(args: &DaemonBench, dir: &std::path::Path) -> anyhow::Result<Report> 
         });
     }
     // Both targets at once, one scrape a second each, so they share the same minute.
-    eprintln!(
-        "unbloat bench daemon: one scrape a second for {} s",
-        args.seconds
-    );
+    let seconds = u64::from(crate::durations::secs(args.duration));
+    eprintln!("unbloat bench daemon: one scrape a second for {seconds} s");
     let cpu0: Vec<Duration> = targets
         .iter()
         .map(|(_, t)| t.cpu())
         .collect::<Result<_, _>>()?;
     let t0 = Instant::now();
-    for s in 0..args.seconds {
+    for s in 0..seconds {
         for (_, t) in &targets {
             scrape(t.addr)?;
         }
@@ -199,7 +198,7 @@ fn measure(args: &DaemonBench, dir: &std::path::Path) -> anyhow::Result<Report> 
         kernel: kernel_name(),
         tc_process_cpu_ms: tc_process_cpu_ms()?,
         scrapes: args.scrapes,
-        seconds: args.seconds,
+        seconds,
         targets: out,
     })
 }

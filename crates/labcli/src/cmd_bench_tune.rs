@@ -38,10 +38,10 @@ pub struct TuneBenchArgs {
     /// Mode Linux's jitter at 40 Mbit/s), pass and fail are noise; a higher bound moves the
     /// boundary back to the line, where the search looks for it.
     #[arg(long, value_name = "TIME", default_value = "10ms")]
-    pub bound: String,
+    pub bound: unbloat_units::Time,
     /// Passed to `unbloat tune --max-time` (auto: 3 minutes, longer on a slow line).
-    #[arg(long, value_name = "TIME|auto", default_value = "auto")]
-    pub max_time: String,
+    #[arg(long, value_name = "TIME|auto", default_value = "auto", value_parser = unbloat_tune::run::MaxTime::parse)]
+    pub max_time: unbloat_tune::run::MaxTime,
     /// Print the rows as JSON.
     #[arg(long)]
     pub json: bool,
@@ -66,11 +66,8 @@ pub fn bench_tune(args: &TuneBenchArgs) -> Result<(), Failure> {
     {
         return Ok(());
     }
-    let bound_ms = args
-        .bound
-        .parse::<unbloat_units::Time>()
-        .map_err(|e| anyhow!("--bound {}: {e}", args.bound))?
-        .millis_f64();
+    let bound_ms = args.bound.millis_f64();
+    let (max_time, bound) = (args.max_time.to_string(), args.bound.to_string());
     let names: Vec<String> = match &args.profiles {
         Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
         None => shipped_names().into_iter().map(String::from).collect(),
@@ -91,10 +88,7 @@ pub fn bench_tune(args: &TuneBenchArgs) -> Result<(), Failure> {
         );
         let lab = TuneLab::build(&profile, &runner, &exe, &dir).map_err(|e| anyhow!(e))?;
         let mut row = lab
-            .tune(
-                &profile,
-                &["--max-time", &args.max_time, "--bound", &args.bound],
-            )
+            .tune(&profile, &["--max-time", &max_time, "--bound", &bound])
             .map_err(|e| anyhow!(e))?;
         if args.exhaustive {
             exhaustive(&lab, &profile, &mut row, &dir, bound_ms, args.grid)?;

@@ -4,6 +4,7 @@
 //! NAT lookup costs. Both boot User-Mode Linux when this kernel lacks cake, and re-run there.
 
 use crate::cmd_kernel::rerun_in_real_kernel;
+use crate::durations::{self, secs};
 use crate::Failure;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
@@ -11,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use unbloat_lab::hosts::{self, Family, NatCost, Outcome, Scenario, Setup, Tools};
 use unbloat_system::sqm::workdir::WorkDir;
-use unbloat_units::Rate;
+use unbloat_units::{Rate, Time};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Families {
@@ -46,9 +47,9 @@ pub struct LabHostsArgs {
     /// Report directory (index.html, hosts.json, one SVG per run).
     #[arg(long, default_value = "report-hosts")]
     pub out: PathBuf,
-    /// Seconds of load per run.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(6..=300))]
-    pub duration: u32,
+    /// Load per run (20s, 1m; a bare number is seconds): whole seconds, 6s to 5m.
+    #[arg(long, value_name = "D", default_value = "20s", value_parser = durations::hosts_load)]
+    pub duration: Time,
     #[command(flatten)]
     pub link: LinkRates,
     /// IPv4 (masqueraded), IPv6 (routed) or both.
@@ -68,9 +69,9 @@ pub struct FairBenchArgs {
     /// Runs per setup and family; the median is reported.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub runs: u32,
-    /// Seconds of load per run.
-    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(6..=300))]
-    pub duration: u32,
+    /// Load per run (15s, 1m; a bare number is seconds): whole seconds, 6s to 5m.
+    #[arg(long, value_name = "D", default_value = "15s", value_parser = durations::hosts_load)]
+    pub duration: Time,
     #[command(flatten)]
     pub link: LinkRates,
     /// Only these setups (comma-separated): sqm-default, unbloat-flows, unbloat-default,
@@ -206,7 +207,7 @@ pub fn lab_hosts(args: &LabHostsArgs) -> Result<(), Failure> {
             let scenario = Scenario {
                 family,
                 nat: true,
-                load_s: args.duration,
+                load_s: secs(args.duration),
                 down: args.link.down,
                 up: args.link.up,
             };
@@ -278,7 +279,7 @@ pub fn bench_fair(args: &FairBenchArgs) -> Result<(), Failure> {
             let scenario = Scenario {
                 family,
                 nat: true,
-                load_s: args.duration,
+                load_s: secs(args.duration),
                 down: args.link.down,
                 up: args.link.up,
             };
@@ -296,7 +297,7 @@ pub fn bench_fair(args: &FairBenchArgs) -> Result<(), Failure> {
     }
     let mut costs: Vec<NatCost> = vec![];
     for _ in 0..args.runs {
-        costs.push(hosts::nat_cost(args.duration.min(10))?);
+        costs.push(hosts::nat_cost(secs(args.duration).min(10))?);
     }
     let med = |f: fn(&NatCost) -> f64| {
         hosts::quantile(&costs.iter().map(f).collect::<Vec<_>>(), 0.5).unwrap_or(f64::NAN)
@@ -315,7 +316,7 @@ pub fn bench_fair(args: &FairBenchArgs) -> Result<(), Failure> {
         return Ok(());
     }
     println!(
-        "\nmedians of {} runs, {} s of load each; link {}/{} shaped at 95 %; host a: 1 stream each way, host b: {}; fair share is 0.50",
+        "\nmedians of {} runs, {} of load each; link {}/{} shaped at 95 %; host a: 1 stream each way, host b: {}; fair share is 0.50",
         args.runs,
         args.duration,
         args.link.down,
@@ -391,9 +392,10 @@ pub struct HouseholdBenchArgs {
     /// Runs per link and setup, interleaved; the table gives medians and the rank test.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub runs: u32,
-    /// Seconds of bulk load per run (after 3 s idle; the first 3 s of load are the start-up).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(8..=300))]
-    pub duration: u32,
+    /// Bulk load per run (20s, 1m; a bare number is seconds), after 3 s idle; the first 3 s of
+    /// load are the start-up. Whole seconds, 8s to 5m.
+    #[arg(long, value_name = "D", default_value = "20s", value_parser = durations::household_load)]
+    pub duration: Time,
     /// Links, comma-separated: 20/5, 8/1 (default: both).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub links: Vec<String>,
@@ -468,15 +470,15 @@ pub fn bench_household(args: &HouseholdBenchArgs) -> Result<(), Failure> {
     let (tools, _work) = tools(sqm)?;
     let n = args.runs as usize * links.len() * setups.len();
     eprintln!(
-        "unbloat-lab bench household: {n} runs of {} s load, about {} min",
+        "unbloat-lab bench household: {n} runs of {} load, about {} min",
         args.duration,
-        n * (args.duration as usize + 12) / 60 + 1
+        n * (secs(args.duration) as usize + 12) / 60 + 1
     );
     let bench = bench_household::run(
         &links,
         &setups,
         args.runs as usize,
-        args.duration,
+        secs(args.duration),
         &tools,
         |o| {
             if !args.json {

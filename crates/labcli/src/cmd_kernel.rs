@@ -14,9 +14,9 @@ pub const ALL_QDISCS: &[&str] = &["cake", "fq_codel", "htb", "netem", "sfq", "in
 
 #[derive(Debug, Args)]
 pub struct KernelArgs {
-    /// Give up after this many seconds.
-    #[arg(long, default_value_t = 600)]
-    pub timeout: u64,
+    /// Give up after this long (10m, 600s; a bare number is seconds), 1s to a day.
+    #[arg(long, value_name = "D", default_value = "600s", value_parser = crate::durations::kernel_timeout)]
+    pub timeout: unbloat_units::Time,
     /// The command and its arguments.
     #[arg(trailing_var_arg = true, required = true)]
     pub command: Vec<String>,
@@ -26,7 +26,7 @@ pub fn run(args: &KernelArgs) -> Result<(), Failure> {
     let kernel = Kernel::detect(ALL_QDISCS)?;
     eprintln!("unbloat-lab: running in {}", kernel.describe());
     let opts = GuestOptions {
-        timeout: Duration::from_secs(args.timeout),
+        timeout: args.timeout.as_duration(),
         stream: true,
         ..GuestOptions::default()
     };

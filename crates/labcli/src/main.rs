@@ -19,6 +19,7 @@ mod cmd_bench_tune;
 mod cmd_hosts;
 mod cmd_kernel;
 mod cmd_run;
+mod durations;
 mod flags;
 mod report;
 

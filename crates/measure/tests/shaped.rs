@@ -90,12 +90,8 @@ fn shaped_veth_goodput_and_bloat() {
         Some(bed.dev_b.as_str())
     );
     assert!(
-        short
-            .metadata
-            .qdiscs
-            .as_array()
-            .is_some_and(|q| !q.is_empty()),
-        "{}",
+        !short.metadata.qdiscs.records().is_empty(),
+        "{:?}",
         short.metadata.qdiscs
     );
 

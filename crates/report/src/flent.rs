@@ -348,7 +348,8 @@ pub fn flent_json(results: &Results, test: FlentTest, data_filename: &str) -> Va
         "UNBLOAT_PROFILE": md.profile,
         "UNBLOAT_PARTIAL": md.partial,
         "UNBLOAT_PARTIAL_REASON": md.partial_reason,
-        "UNBLOAT_QDISCS": md.qdiscs,
+        // tc's words whole, counters and all: flent's metadata carries the system's context.
+        "UNBLOAT_QDISCS": md.qdiscs.tc_json(),
     });
     json!({
         "version": FLENT_FILE_VERSION,

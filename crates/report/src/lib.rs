@@ -3,6 +3,7 @@
 //! The layers, from data to pictures:
 //! - [`model`]: the raw results of one run (throughput per stream, every probe), serde JSON with a
 //!   version and an upgrade path. `unbloat-measure` fills it in; everything below only reads it.
+//! - [`qdiscs`]: the egress interface's qdiscs a run records, tc's words kept and read as types.
 //! - [`stats`]: pure statistics (percentile, median, Jain's index, induced latency, grade, RPM).
 //! - [`summary`]: the numbers a person asks for, computed from a [`Results`], and a terminal table.
 //! - [`locate`]: where the queue stands (this machine, the first hop, beyond), from the far end's
@@ -37,6 +38,7 @@ pub mod locate;
 pub mod model;
 #[cfg(feature = "plots")]
 pub mod plot;
+pub mod qdiscs;
 pub mod rpm;
 pub mod stats;
 pub mod summary;
@@ -51,6 +53,7 @@ pub use model::{
 };
 #[cfg(feature = "plots")]
 pub use plot::write_plots;
+pub use qdiscs::{EgressQdiscs, QdiscOptions, QdiscRecord};
 pub use stats::Grade;
 pub use summary::{render_text, Summary};
 

@@ -16,6 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::qdiscs::EgressQdiscs;
 use crate::ReportError;
 
 /// The version of the results file format this build writes. Bump it when a field changes
@@ -84,8 +85,9 @@ pub struct Metadata {
     pub profile: String,
     /// Length of one throughput sample interval, normally 200.
     pub sample_interval_ms: u32,
-    /// `tc -j -s qdisc show dev <egress>` as the kernel printed it (JSON), or `null`.
-    pub qdiscs: serde_json::Value,
+    /// The qdiscs of `egress_iface` (`tc -j -s qdisc show dev <egress>`, written as tc printed
+    /// it), or `null` when they were not read.
+    pub qdiscs: EgressQdiscs,
     /// The interface the traffic to the remote leaves by, when it could be determined.
     pub egress_iface: Option<String>,
     /// True when the run ended early (link gone, server vanished, interrupted).

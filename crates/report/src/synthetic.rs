@@ -3,6 +3,7 @@
 //! a little loss under load, and throughput only during the load phase. Same seed, same run.
 
 use crate::model::*;
+use crate::qdiscs::EgressQdiscs;
 
 /// A tiny linear congruential generator (Knuth's MMIX constants): enough noise for plots and
 /// statistics tests, no dependency, and the same numbers on every machine.
@@ -234,7 +235,10 @@ pub fn generate(spec: &Spec) -> Results {
             remote: "192.0.2.1:5201".into(),
             profile: spec.profile.clone(),
             sample_interval_ms: 200,
-            qdiscs: serde_json::json!([{"kind": "fq_codel", "handle": "0:", "root": true}]),
+            qdiscs: EgressQdiscs::from_tc_json(serde_json::json!([
+                {"kind": "fq_codel", "handle": "0:", "root": true}
+            ]))
+            .expect("a qdisc list as tc prints it"),
             egress_iface: Some("eth0".into()),
             partial: false,
             partial_reason: None,
