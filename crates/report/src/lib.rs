@@ -53,7 +53,7 @@ pub use model::{
 };
 #[cfg(feature = "plots")]
 pub use plot::write_plots;
-pub use qdiscs::{EgressQdiscs, QdiscOptions, QdiscRecord};
+pub use qdiscs::EgressQdiscs;
 pub use stats::Grade;
 pub use summary::{render_text, Summary};
 

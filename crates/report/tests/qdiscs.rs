@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use unbloat_report::qdiscs::{CakeRecord, FqCodelRecord, QdiscCounters};
-use unbloat_report::{synthetic, EgressQdiscs, QdiscOptions, Results};
+use unbloat_report::{synthetic, EgressQdiscs, Results};
+use unbloat_shaper::tcjson::QdiscStats;
+use unbloat_units::{Rate, Time};
 
 fn captures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tc")
@@ -27,25 +28,29 @@ fn a_results_file_written_before_the_qdiscs_were_typed_loads_and_writes_back_the
     let kinds: Vec<_> = q
         .records()
         .iter()
-        .map(|r| (r.kind.as_str(), r.handle.as_str(), r.parent.as_deref()))
+        .map(|r| {
+            (
+                r.kind.as_str(),
+                r.handle.to_string(),
+                r.parent.map(|p| p.to_string()),
+            )
+        })
         .collect();
+    let s = |t: &str| t.to_string();
     assert_eq!(
         kinds,
         [
-            ("htb", "1:", None),
-            ("fq_codel", "120:", Some("1:12")),
-            ("fq_codel", "130:", Some("1:13")),
-            ("fq_codel", "110:", Some("1:11")),
+            ("htb", s("1:"), None),
+            ("fq_codel", s("120:"), Some(s("1:12"))),
+            ("fq_codel", s("130:"), Some(s("1:13"))),
+            ("fq_codel", s("110:"), Some(s("1:11"))),
         ]
     );
     let root = q.root().expect("a root qdisc");
+    assert_eq!(root.kind, "htb");
     assert_eq!(
-        (root.kind.as_str(), &root.options),
-        ("htb", &QdiscOptions::Other)
-    );
-    assert_eq!(
-        root.counters,
-        Some(QdiscCounters {
+        root.stats,
+        Some(QdiscStats {
             bytes: 9_036_232,
             packets: 9009,
             drops: 94,
@@ -56,14 +61,15 @@ fn a_results_file_written_before_the_qdiscs_were_typed_loads_and_writes_back_the
         })
     );
     // fq_codel's 5ms and 100ms as the kernel holds them (units of 1024 ns).
+    let (fq, _) = q.records()[1].fq_codel().expect("fq_codel");
     assert_eq!(
-        q.records()[1].options,
-        QdiscOptions::FqCodel(FqCodelRecord {
-            limit: 1001,
-            target_us: 4999,
-            interval_us: 99999,
-            ecn: false,
-        })
+        (fq.limit, fq.target, fq.interval, fq.ecn),
+        (
+            1001,
+            Time::from_micros(4999),
+            Time::from_micros(99999),
+            false
+        )
     );
     assert_eq!(results.to_json_pretty().expect("write"), OLD);
 }
@@ -99,22 +105,17 @@ fn a_captured_cake_reads_its_rate_in_bits_and_its_tins_stay_in_the_file() {
     let q = EgressQdiscs::from_tc_output(capture("cake-diffserv3.qdisc.json").as_bytes())
         .expect("cake");
     let root = q.root().expect("root");
-    assert_eq!((root.kind.as_str(), root.parent.as_deref()), ("cake", None));
-    assert_eq!(
-        root.options,
-        QdiscOptions::Cake(CakeRecord {
-            bandwidth_bps: Some(50_000_000),
-            diffserv: "diffserv3".into(),
-            rtt_us: 100_000,
-            overhead: 0,
-        })
-    );
-    assert_eq!(root.counters.map(|c| c.drops), Some(69));
-    // Not in the records, but in what is written (and what flent's metadata carries).
+    assert_eq!((root.kind.as_str(), root.parent), ("cake", None));
+    let (cake, _) = root.cake().expect("cake's options");
+    assert_eq!(cake.bandwidth, Some(Rate::from_mbit(50)));
+    assert_eq!(cake.diffserv.keyword(), "diffserv3");
+    assert_eq!((cake.rtt, cake.overhead), (Time::from_millis(100), 0));
+    assert_eq!(root.stats.map(|c| c.drops), Some(69));
+    // Read (the tins' statistics), and in what is written (and what flent's metadata carries).
     assert_eq!(q.tc_json()[0]["tins"].as_array().map(Vec::len), Some(3));
     let q = EgressQdiscs::from_tc_output(capture("cake-raw.qdisc-nostats.json").as_bytes())
         .expect("cake without -s");
-    assert_eq!(q.root().map(|r| r.counters), Some(None));
+    assert_eq!(q.root().map(|r| r.stats), Some(None));
 }
 
 /// flent's metadata carries the system's context: the qdiscs go there as tc printed them,
