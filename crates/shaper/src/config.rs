@@ -1,4 +1,5 @@
-//! The configuration file: one TOML table per interface, keys spelled like the flags.
+//! The configuration file: one TOML table per interface, keys spelled like the flags; or the same
+//! in OpenWrt's UCI (`/etc/config/unbloat`, read by [`uci`]), told apart by its first word.
 //!
 //! ```toml
 //! [defaults]              # optional, merged under every interface
@@ -24,6 +25,8 @@
 //! that, never read whole (`--config /dev/zero` fails at once); parsing is linear in the file's
 //! size (line and column come from one index of line starts, not a scan per table); and a file
 //! with no `[interface.NAME]` table is refused by [`ConfigFile::specs`]: it shapes nothing.
+
+mod uci;
 
 use crate::autorate_config::{pinned, AutorateConfig, AutorateTable};
 use crate::clip::{clip, clip_quoted};
@@ -57,6 +60,8 @@ pub struct InterfaceConfig {
     pub name: IfName,
     /// Where the table's name is, for messages.
     pub at: Position,
+    /// How messages name it: `[interface.eth0]`, or UCI's `interface 'wan'`.
+    pub label: String,
     /// The table merged over `[defaults]` (with cake's ingress mode pinned under autorate:
     /// [`pinned`]).
     pub options: ShapeOptions,
@@ -111,12 +116,23 @@ pub enum ConfigError {
         name: String,
         message: String,
     },
-    #[error("{path}:{at}: [interface.{name}]: {source}")]
+    #[error("{path}:{at}: {label}: {source}")]
     Interface {
         path: PathBuf,
         at: Position,
         name: String,
+        /// `[interface.eth0]`, or UCI's `interface 'wan'`.
+        label: String,
         source: Box<SpecError>,
+    },
+    /// In `/etc/config/unbloat`: the line, the section and option (`interface 'wan', option
+    /// down '20000'`), and what is wrong.
+    #[error("{path}:{line}: {}{message}", if .at.is_empty() { String::new() } else { format!("{}: ", .at) })]
+    Uci {
+        path: PathBuf,
+        line: usize,
+        at: String,
+        message: String,
     },
 }
 
@@ -147,8 +163,11 @@ impl ConfigFile {
         ConfigFile::parse(&text, path)
     }
 
-    /// Parse `text`; `path` is only used in messages and kept in the result.
+    /// Parse `text`, TOML or UCI; `path` is only used in messages and kept in the result.
     pub fn parse(text: &str, path: &Path) -> Result<ConfigFile, ConfigError> {
+        if crate::uci::is_uci(text) {
+            return uci::read(text, path);
+        }
         let lines = LineIndex::new(text);
         let syntax = |e: TomlError| {
             let at = lines.position(text, e.offset);
@@ -206,15 +225,18 @@ impl ConfigFile {
         let mut interfaces = Vec::new();
         for (name, offset, table) in tables {
             let at = lines.position(text, offset);
+            let label = format!("[interface.{}]", clip(name.as_str()));
             let iface = parse_iface(name.as_str()).map_err(|source| ConfigError::Interface {
                 path: path.to_path_buf(),
                 at,
                 name: clip(name.as_str()).into_owned(),
+                label: label.clone(),
                 source: Box::new(source),
             })?;
             interfaces.push(InterfaceConfig {
                 name: iface,
                 at,
+                label,
                 options: ShapeOptions::merge(&defaults, &table),
                 autorate: None,
             });
@@ -268,6 +290,7 @@ impl ConfigFile {
                         path: self.path.clone(),
                         at: i.at,
                         name: i.name.to_string(),
+                        label: i.label.clone(),
                         source: Box::new(source),
                     },
                 )

@@ -50,6 +50,7 @@ pub mod sqm_import;
 pub mod stab;
 pub mod tomlread;
 pub mod transition;
+pub mod uci;
 
 // The qdisc modules under their old paths too (`unbloat_shaper::cake`, ...).
 pub use qdisc::{cake, fq_codel, htb, ingress};

@@ -30,6 +30,9 @@ pub struct Opt {
     /// Its words in the qdisc's own grammar (option strings, sqm-scripts' strings).
     pub words: Words,
     pub web: Web,
+    /// Its option name in `/etc/config/unbloat` where it is not the key with `_` for `-` (UCI
+    /// names have no `-`): sqm's name where it means the same thing (`eqdisc_opts`).
+    pub uci: Option<&'static str>,
 }
 
 /// How the command line gives an option.
@@ -153,6 +156,12 @@ impl Opt {
             Cli::Named(flag, _) => vec![flag],
             _ => vec![self.key],
         }
+    }
+
+    /// Its option name in `/etc/config/unbloat`.
+    pub fn uci_name(&self) -> String {
+        self.uci
+            .map_or_else(|| self.key.replace('-', "_"), str::to_string)
     }
 
     /// How messages name the option: `--KEY` when a flag of that name gives it, the config key

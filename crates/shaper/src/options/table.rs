@@ -79,6 +79,7 @@ options! {
         cli: Cli::Value("RATE"), heading: Heading::Rates, qdisc: None, refusal: "",
         dir: Dir::Only(Direction::Ingress), words: Words::Cake(&[Word::Value("bandwidth")]),
         web: Web::Card,
+        uci: None,
     }
     /// Upload shaper rate; 0 or absent: no egress shaping.
     up: Rate => {
@@ -89,6 +90,7 @@ options! {
         cli: Cli::Value("RATE"), heading: Heading::Rates, qdisc: None, refusal: "",
         dir: Dir::Only(Direction::Egress), words: Words::Cake(&[Word::Value("bandwidth")]),
         web: Web::Card,
+        uci: None,
     }
     qdisc: Qdisc => {
         key: "qdisc",
@@ -97,6 +99,7 @@ options! {
         short: "cake, or HTB + fq_codel",
         cli: Cli::Value("QDISC"), heading: Heading::Queueing, qdisc: None, refusal: "",
         dir: Dir::Both, words: Words::None, web: Web::Card,
+        uci: None,
     }
     /// fq_codel only: 1 (one class) or 3 (priority / best effort / bulk by DSCP).
     tiers: u8 => {
@@ -108,6 +111,7 @@ options! {
         cli: Cli::Value("1|3"), heading: Heading::Queueing, qdisc: Some(Qdisc::FqCodel),
         refusal: "cake sorts DSCPs into tins itself (--diffserv)",
         dir: Dir::Both, words: Words::None, web: Web::More,
+        uci: None,
     }
     link: LinkPreset => {
         key: "link",
@@ -119,6 +123,7 @@ options! {
         short: "the link's framing and overhead (man tc-cake)",
         cli: Cli::Value("PRESET"), heading: Heading::Link, qdisc: None, refusal: "",
         dir: Dir::Both, words: Words::Cake(&[Word::Keywords]), web: Web::Card,
+        uci: None,
     }
     /// Bytes, -64..=256, overrides the preset's.
     overhead: i64 => {
@@ -129,6 +134,7 @@ options! {
         short: "bytes per packet, -64..256",
         cli: Cli::Value("BYTES"), heading: Heading::Link, qdisc: None, refusal: "",
         dir: Dir::Both, words: Words::Cake(&[Word::Value("overhead")]), web: Web::More,
+        uci: None,
     }
     /// Bytes, 0..=256, overrides the preset's.
     mpu: i64 => {
@@ -138,6 +144,7 @@ options! {
         short: "minimum packet unit, bytes, 0..256",
         cli: Cli::Value("BYTES"), heading: Heading::Link, qdisc: None, refusal: "",
         dir: Dir::Both, words: Words::Cake(&[Word::Value("mpu")]), web: Web::More,
+        uci: None,
     }
     /// atm | ptm | none, overrides an unframed preset; conflicts with a framed one.
     framing: Framing => {
@@ -147,6 +154,7 @@ options! {
         short: "cell framing",
         cli: Cli::Value("FRAMING"), heading: Heading::Link, qdisc: None, refusal: "",
         dir: Dir::Both, words: Words::Cake(&[Word::Keywords]), web: Web::More,
+        uci: None,
     }
     /// Extra 802.1Q tags on top of the preset, 4 bytes each (cake's repeated `ether-vlan`).
     vlan: u32 => {
@@ -156,6 +164,7 @@ options! {
         short: "extra 802.1Q tags, 0..2",
         cli: Cli::Value("N"), heading: Heading::Link, qdisc: None, refusal: "",
         dir: Dir::Both, words: Words::Cake(&[Word::Counts("ether-vlan")]), web: Web::More,
+        uci: None,
     }
     isolation: Isolation => {
         key: "isolation",
@@ -166,6 +175,7 @@ options! {
         short: "flow isolation; dual-host: fair between LAN hosts",
         cli: Cli::Value("MODE"), heading: Heading::Queueing, qdisc: Some(Qdisc::Cake), refusal: "",
         dir: Dir::Both, words: Words::Cake(&[Word::Keywords]), web: Web::Card,
+        uci: None,
     }
     nat: bool => {
         key: "nat",
@@ -174,10 +184,12 @@ options! {
                masquerades or source-NATs out of the interface (nftables or iptables), off \
                otherwise.",
         short: "look up NAT to see LAN hosts",
-        cli: Cli::Pair("no-nat", "Never look up NAT, even where this machine masquerades."), heading: Heading::Queueing, qdisc: Some(Qdisc::Cake), refusal: "",
+        cli: Cli::Pair("no-nat", "Never look up NAT, even where this machine masquerades."),
+        heading: Heading::Queueing, qdisc: Some(Qdisc::Cake), refusal: "",
         dir: Dir::Both,
         words: Words::Cake(&[Word::Means("nat", "true"), Word::Means("nonat", "false")]),
         web: Web::Card,
+        uci: None,
     }
     diffserv: Diffserv => {
         key: "diffserv",
@@ -190,6 +202,7 @@ options! {
         // q_cake.c takes `diffserv` alone as diffserv4 (tc never prints it).
         words: Words::Cake(&[Word::Keywords, Word::Means("diffserv", "diffserv4")]),
         web: Web::Card,
+        uci: None,
     }
     wash: bool => {
         key: "wash",
@@ -200,6 +213,7 @@ options! {
         dir: Dir::Both,
         words: Words::Cake(&[Word::Means("wash", "true"), Word::Means("nowash", "false")]),
         web: Web::Card,
+        uci: None,
     }
     /// true | false | "aggressive".
     #[serde(default, deserialize_with = "de_ack_filter")]
@@ -212,6 +226,7 @@ options! {
         cli: Cli::Optional("MODE", "enabled"), heading: Heading::Queueing,
         qdisc: Some(Qdisc::Cake), refusal: "",
         dir: Dir::UploadKey, words: Words::Cake(&[Word::Keywords]), web: Web::Card,
+        uci: None,
     }
     /// A time (`100ms`) or one of cake's names (`internet`, `metro`, ...).
     #[serde(default, deserialize_with = "de_rtt")]
@@ -236,6 +251,7 @@ options! {
             Word::Means("interplanetary", "3600s"),
         ]),
         web: Web::More,
+        uci: None,
     }
     /// cake's `ingress` mode on the IFB side (default from 4 Mbit/s).
     ingress_keyword: bool => {
@@ -244,10 +260,12 @@ options! {
         help: "Do not set cake's `ingress` mode on the download side (on by default from \
                4 Mbit/s).",
         short: "cake's ingress mode on the IFB",
-        cli: Cli::Off("no-ingress-keyword"), heading: Heading::Queueing, qdisc: Some(Qdisc::Cake), refusal: "",
+        cli: Cli::Off("no-ingress-keyword"), heading: Heading::Queueing,
+        qdisc: Some(Qdisc::Cake), refusal: "",
         dir: Dir::Only(Direction::Ingress),
         words: Words::Cake(&[Word::Means("ingress", "true"), Word::Means("egress", "false")]),
         web: Web::More,
+        uci: None,
     }
     split_gso: bool => {
         key: "split-gso",
@@ -262,6 +280,7 @@ options! {
             Word::Means("no-split-gso", "false"),
         ]),
         web: Web::More,
+        uci: None,
     }
     memlimit: Size => {
         key: "memlimit",
@@ -270,6 +289,7 @@ options! {
         short: "cake's memory limit, e.g. 32mb",
         cli: Cli::None, heading: Heading::Queueing, qdisc: Some(Qdisc::Cake), refusal: "",
         dir: Dir::Both, words: Words::Cake(&[Word::Value("memlimit")]), web: Web::More,
+        uci: None,
     }
     /// A mask of the packets' firewall mark that picks their tin; 0: off.
     fwmark: u32 [parse = mark_mask] => {
@@ -283,6 +303,7 @@ options! {
         short: "cake's tin by firewall mark: a mask, e.g. 0xff",
         cli: Cli::Value("MASK"), heading: Heading::Queueing, qdisc: Some(Qdisc::Cake), refusal: "",
         dir: Dir::Both, words: Words::Cake(&[Word::Value("fwmark")]), web: Web::More,
+        uci: None,
     }
     target: Time => {
         key: "target",
@@ -293,6 +314,7 @@ options! {
         cli: Cli::Value("TIME"), heading: Heading::FqCodel, qdisc: Some(Qdisc::FqCodel),
         refusal: FQ_AQM,
         dir: Dir::Both, words: Words::FqCodel(&[Word::Value("target")]), web: Web::More,
+        uci: None,
     }
     interval: Time => {
         key: "interval",
@@ -302,6 +324,7 @@ options! {
         cli: Cli::Value("TIME"), heading: Heading::FqCodel, qdisc: Some(Qdisc::FqCodel),
         refusal: FQ_AQM,
         dir: Dir::Both, words: Words::FqCodel(&[Word::Value("interval")]), web: Web::More,
+        uci: None,
     }
     quantum: u32 [parse = quantum] => {
         key: "quantum",
@@ -311,6 +334,7 @@ options! {
         cli: Cli::Value("BYTES"), heading: Heading::FqCodel, qdisc: Some(Qdisc::FqCodel),
         refusal: "cake sizes its quantum from the rate",
         dir: Dir::Both, words: Words::FqCodel(&[Word::Value("quantum")]), web: Web::More,
+        uci: None,
     }
     limit: u32 => {
         key: "limit",
@@ -320,6 +344,7 @@ options! {
         cli: Cli::Value("PACKETS"), heading: Heading::FqCodel, qdisc: Some(Qdisc::FqCodel),
         refusal: FQ_MEMORY,
         dir: Dir::Both, words: Words::FqCodel(&[Word::Value("limit")]), web: Web::More,
+        uci: None,
     }
     flows: u32 => {
         key: "flows",
@@ -329,6 +354,7 @@ options! {
         cli: Cli::None, heading: Heading::FqCodel, qdisc: Some(Qdisc::FqCodel),
         refusal: "cake hashes into 1024 set-associative queues",
         dir: Dir::Both, words: Words::FqCodel(&[Word::Value("flows")]), web: Web::More,
+        uci: None,
     }
     memory_limit: Size => {
         key: "memory-limit",
@@ -338,6 +364,7 @@ options! {
         cli: Cli::Value("SIZE"), heading: Heading::FqCodel, qdisc: Some(Qdisc::FqCodel),
         refusal: FQ_MEMORY,
         dir: Dir::Both, words: Words::FqCodel(&[Word::Value("memory_limit")]), web: Web::More,
+        uci: None,
     }
     ecn_egress: bool => {
         key: "ecn-egress",
@@ -347,6 +374,7 @@ options! {
         cli: Cli::Value("on|off"), heading: Heading::FqCodel, qdisc: Some(Qdisc::FqCodel),
         refusal: FQ_ECN,
         dir: Dir::Only(Direction::Egress), words: Words::FqCodel(ON_OFF), web: Web::More,
+        uci: None,
     }
     ecn_ingress: bool => {
         key: "ecn-ingress",
@@ -356,6 +384,7 @@ options! {
         cli: Cli::Value("on|off"), heading: Heading::FqCodel, qdisc: Some(Qdisc::FqCodel),
         refusal: FQ_ECN,
         dir: Dir::Only(Direction::Ingress), words: Words::FqCodel(ON_OFF), web: Web::More,
+        uci: None,
     }
     /// More options for the egress qdisc, in cake's / fq_codel's words.
     extra_egress: String => {
@@ -366,6 +395,7 @@ options! {
         short: "more options for the upload qdisc, in its words",
         cli: Cli::Named("egress-options", "WORDS"), heading: Heading::Advanced, qdisc: None,
         refusal: "", dir: Dir::Only(Direction::Egress), words: Words::None, web: Web::More,
+        uci: Some("eqdisc_opts"),
     }
     /// More options for the ingress (IFB) qdisc, in cake's / fq_codel's words.
     extra_ingress: String => {
@@ -376,6 +406,7 @@ options! {
         short: "more options for the download qdisc",
         cli: Cli::Named("ingress-options", "WORDS"), heading: Heading::Advanced, qdisc: None,
         refusal: "", dir: Dir::Only(Direction::Ingress), words: Words::None, web: Web::More,
+        uci: Some("iqdisc_opts"),
     }
     /// The user confirms rates that could cut them off (`--i-mean-it`): below
     /// [`CUTOFF_RATE`](crate::spec::CUTOFF_RATE), or more than
@@ -389,6 +420,7 @@ options! {
         short: "confirm rates that could cut you off",
         cli: Cli::Switch, heading: Heading::Rates, qdisc: None, refusal: "",
         dir: Dir::Both, words: Words::None, web: Web::More,
+        uci: None,
     }
     /// Classification rules and presets ([`crate::classify`]): `["gaming", "bulk lan-host
     /// 192.168.1.50"]`; the first rule that matches a connection chooses its tin. Left out of
@@ -409,6 +441,7 @@ options! {
         short: "classification rules and presets",
         cli: Cli::Repeated("RULE"), heading: Heading::Queueing, qdisc: None, refusal: "",
         dir: Dir::Both, words: Words::None, web: Web::Hidden,
+        uci: None,
     }
 }
 

@@ -1,11 +1,8 @@
 //! Reading sqm's two file formats into [`SqmQueue`]s, without running anything.
 //!
-//! Heads up! UCI is OpenWrt's config syntax (libuci `file.c`; the sections `run.sh` walks with
-//! `config_load sqm; config_foreach start_sqm_section`, which visits *every* section whatever its
-//! type). A line is `package NAME`, `config TYPE ['NAME']`, `option NAME 'VALUE'` or
-//! `list NAME 'VALUE'`; words are bare, `'single quoted'` (nothing special inside) or
-//! `"double quoted"` (backslash escapes), and adjacent pieces join into one word (`'it'\''s'`, as
-//! `uci export` writes a quote); `#` starts a comment outside quotes.
+//! Heads up! UCI is OpenWrt's config syntax, read by [`crate::uci`] (libuci `file.c`; the
+//! sections `run.sh` walks with `config_load sqm; config_foreach start_sqm_section`, which visits
+//! *every* section whatever its type).
 //!
 //! The shell format is what `sqm-bin` and `sqm-ifup` source (`. /etc/sqm/eth0.iface.conf`). The
 //! import reads only `NAME=VALUE` lines (optionally after `export`), with the shell's quoting, and
@@ -34,8 +31,7 @@ pub fn read(text: &str, path: &str, iface: Option<&str>) -> Result<Vec<SqmQueue>
         }
         .into());
     };
-    let word = first.split_whitespace().next().unwrap_or_default();
-    if word == "config" || word == "package" {
+    if crate::uci::is_uci(first) {
         uci(text, path)
     } else {
         shell(text, path, iface).map(|q| vec![q])
@@ -51,173 +47,35 @@ fn syntax(path: &str, line: usize, message: String) -> ImportError {
     .into()
 }
 
-/// The words of one line with the shell's (and UCI's) quoting: `'...'` literal, `"..."` with
-/// `\"`, `\\`, `\$`, `` \` `` escapes, `\x` outside quotes is `x`, `#` at the start of a word
-/// ends the line. Returns each word and whether it has an unquoted or double-quoted `$` or
-/// backquote.
-fn words(line: &str) -> Result<Vec<(String, bool)>, String> {
-    let mut out = Vec::new();
-    let mut chars = line.chars().peekable();
-    loop {
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-        match chars.peek() {
-            None | Some('#') => return Ok(out),
-            _ => {}
-        }
-        let mut word = String::new();
-        let mut expanded = false;
-        while let Some(&c) = chars.peek() {
-            if c.is_whitespace() {
-                break;
-            }
-            chars.next();
-            match c {
-                '\'' => loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => word.push(c),
-                        None => return Err("a quote (') is not closed on this line".to_string()),
-                    }
-                },
-                '"' => loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(e @ ('"' | '\\' | '$' | '`')) => word.push(e),
-                            Some(e) => {
-                                word.push('\\');
-                                word.push(e);
-                            }
-                            None => return Err("a quote (\") is not closed on this line".into()),
-                        },
-                        Some(c) => {
-                            expanded |= c == '$' || c == '`';
-                            word.push(c);
-                        }
-                        None => return Err("a quote (\") is not closed on this line".to_string()),
-                    }
-                },
-                '\\' => match chars.next() {
-                    Some(e) => word.push(e),
-                    None => return Err("a line continued with \\ is not supported".to_string()),
-                },
-                // A command substitution is one word however many spaces it holds: kept as
-                // written, marked, never run.
-                '$' if chars.peek() == Some(&'(') => {
-                    expanded = true;
-                    word.push('$');
-                    let mut depth = 0;
-                    for c in chars.by_ref() {
-                        word.push(c);
-                        depth += match c {
-                            '(' => 1,
-                            ')' => -1,
-                            _ => 0,
-                        };
-                        if depth == 0 {
-                            break;
-                        }
-                    }
-                    if depth != 0 {
-                        return Err("a $( is not closed on this line".to_string());
-                    }
-                }
-                '`' => {
-                    expanded = true;
-                    word.push('`');
-                    loop {
-                        match chars.next() {
-                            Some('`') => break word.push('`'),
-                            Some(c) => word.push(c),
-                            None => return Err("a backquote is not closed on this line".into()),
-                        }
-                    }
-                }
-                c => {
-                    expanded |= c == '$';
-                    word.push(c);
-                }
-            }
-        }
-        out.push((word, expanded));
-    }
-}
-
 fn uci(text: &str, path: &str) -> Result<Vec<SqmQueue>, ImportError> {
-    let mut queues: Vec<SqmQueue> = Vec::new();
-    // How many sections of each type came before: anonymous sections are `@TYPE[INDEX]`.
-    let mut seen: Vec<String> = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        let w = words(raw).map_err(|m| syntax(path, line, m))?;
-        let Some(((keyword, _), rest)) = w.split_first() else {
-            continue;
-        };
-        match (keyword.as_str(), rest) {
-            ("package", [_]) => {}
-            ("config", [(kind, _)] | [(kind, _), _]) => {
-                let index = seen.iter().filter(|t| *t == kind).count();
-                seen.push(kind.clone());
-                let label = match rest.get(1) {
-                    Some((name, _)) => format!("{kind} '{}'", crate::clip::clip(name)),
-                    None => format!("@{kind}[{index}]"),
-                };
-                queues.push(SqmQueue {
-                    format: Format::Uci,
-                    label,
-                    line,
-                    section_type: kind.clone(),
-                    settings: Vec::new(),
-                    iface_from_name: None,
-                    iface_flag: None,
-                });
-            }
-            ("option" | "list", [(name, _), (value, _)]) => {
-                let Some(q) = queues.last_mut() else {
-                    return Err(syntax(
-                        path,
-                        line,
-                        format!("`{keyword}` before any `config` section"),
-                    ));
-                };
-                // sqm-scripts reads no list; keep it under its own name so that it is reported.
-                let name = match keyword.as_str() {
-                    "list" => format!("list {name}"),
-                    _ => name.clone(),
-                };
-                q.settings.push(Setting {
-                    name,
-                    value: value.clone(),
-                    line,
+    let sections = crate::uci::parse(text).map_err(|e| syntax(path, e.line, e.message))?;
+    Ok(sections
+        .into_iter()
+        .map(|s| SqmQueue {
+            format: Format::Uci,
+            label: s.label,
+            line: s.line,
+            section_type: s.kind,
+            settings: s
+                .options
+                .into_iter()
+                .map(|o| Setting {
+                    // sqm-scripts reads no list; keep it under its own name so that it is
+                    // reported.
+                    name: if o.list {
+                        format!("list {}", o.name)
+                    } else {
+                        o.name
+                    },
+                    value: o.value,
+                    line: o.line,
                     expanded: false,
-                });
-            }
-            ("package" | "config" | "option" | "list", _) => {
-                return Err(syntax(
-                    path,
-                    line,
-                    format!(
-                        "`{}` with {} word(s) after it; UCI writes `config TYPE 'NAME'` and `option NAME 'VALUE'`",
-                        crate::clip::clip(keyword),
-                        rest.len()
-                    ),
-                ))
-            }
-            (other, _) => {
-                return Err(syntax(
-                    path,
-                    line,
-                    format!(
-                        "{:?} is not a UCI line (package, config, option or list)",
-                        crate::clip::clip(other)
-                    ),
-                ))
-            }
-        }
-    }
-    Ok(queues)
+                })
+                .collect(),
+            iface_from_name: None,
+            iface_flag: None,
+        })
+        .collect())
 }
 
 fn shell(text: &str, path: &str, iface: Option<&str>) -> Result<SqmQueue, ImportError> {
@@ -228,7 +86,7 @@ fn shell(text: &str, path: &str, iface: Option<&str>) -> Result<SqmQueue, Import
     let mut settings = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
-        let mut w = words(raw).map_err(|m| syntax(path, line, m))?;
+        let mut w = crate::uci::words(raw).map_err(|m| syntax(path, line, m))?;
         if w.first().is_some_and(|(x, _)| x == "export") {
             w.remove(0);
         }
