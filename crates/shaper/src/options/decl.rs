@@ -205,6 +205,8 @@ pub trait Field: Sync + std::fmt::Debug {
     fn is_set(&self, o: &ShapeOptions) -> bool;
     /// As a user types it.
     fn show(&self, o: &ShapeOptions) -> Option<String>;
+    /// As a user types it, once per time it is said (a list's items); empty when unset.
+    fn show_each(&self, o: &ShapeOptions) -> Vec<String>;
     /// As a TOML value.
     fn toml(&self, o: &ShapeOptions) -> Option<String>;
     fn word(&self, o: &ShapeOptions) -> Option<&'static str>;
@@ -251,6 +253,9 @@ impl<T: OptValue> Field for Acc<T> {
     }
     fn show(&self, o: &ShapeOptions) -> Option<String> {
         (self.get)(o).as_ref().map(T::show)
+    }
+    fn show_each(&self, o: &ShapeOptions) -> Vec<String> {
+        (self.get)(o).as_ref().map(T::each).unwrap_or_default()
     }
     fn toml(&self, o: &ShapeOptions) -> Option<String> {
         (self.get)(o).as_ref().map(T::toml)

@@ -50,6 +50,11 @@ pub trait OptValue: Sized + Clone + PartialEq + 'static {
     }
     /// The value as a user types it; [`OptValue::parse`] reads it back.
     fn show(&self) -> String;
+    /// The value as a user types it once per time the option is said: a list says each item
+    /// (`--classify A --classify B`, where [`OptValue::show`] joins them for a message).
+    fn each(&self) -> Vec<String> {
+        vec![self.show()]
+    }
     /// The value as a TOML value (a string quoted, a number or boolean bare).
     fn toml(&self) -> String {
         toml_string(&self.show())
@@ -210,6 +215,9 @@ impl OptValue for Vec<String> {
     }
     fn show(&self) -> String {
         self.join(", ")
+    }
+    fn each(&self) -> Vec<String> {
+        self.clone()
     }
     fn and(mut earlier: Self, later: Self) -> Self {
         earlier.extend(later);
@@ -412,6 +420,19 @@ mod tests {
         let isolations: Vec<Isolation> =
             ISOLATION_NAMES.iter().map(|n| n.parse().unwrap()).collect();
         round_trip(&isolations);
+    }
+
+    /// What `--classify A --classify B` reads is the list the options held.
+    #[test]
+    fn a_list_said_item_by_item_reads_back_whole() {
+        let list = vec!["gaming".to_string(), "bulk lan-host 10.0.0.5".to_string()];
+        let read = list
+            .each()
+            .iter()
+            .map(|t| <Vec<String>>::parse(t).unwrap())
+            .reduce(OptValue::and);
+        assert_eq!(read, Some(list));
+        assert_eq!(Rate::from_mbit(78).each(), ["78mbit"]);
     }
 
     #[test]
