@@ -28,6 +28,9 @@
 //! - [`sqm_import`]: sqm-scripts' configuration (OpenWrt's `/etc/config/sqm`,
 //!   `/etc/sqm/*.iface.conf`) read as sqm-scripts reads it, into the same [`options`] and a TOML
 //!   table per queue, with a note for every option (`unbloat config import-sqm`).
+//! - [`invocation`]: the argument vectors of unbloat's own commands (`start`, `test`, `tune`,
+//!   ...) for a program that runs them (the daemon's web page, the test bench), `start`'s
+//!   shaping flags written from [`options::OPTIONS`].
 //! - [`clip`]: user text in error messages cut to [`clip::MAX_ECHO`] characters, everywhere.
 //! - [`tcjson`], [`verify`], [`status`], [`goodput`]: the model of `tc -j -s` output, the
 //!   comparison of a plan with the live state (each qdisc's parameter table says what to compare),
@@ -39,6 +42,7 @@ pub mod clip;
 pub mod config;
 pub mod fairness;
 pub mod ifb;
+pub mod invocation;
 pub mod linklayer;
 pub mod model;
 pub mod options;
