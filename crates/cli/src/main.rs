@@ -15,6 +15,8 @@ mod docs;
 mod flags;
 #[cfg(feature = "import")]
 mod import;
+#[cfg(test)]
+mod invocation_tests;
 mod measure;
 #[cfg(feature = "plot")]
 mod plot;
