@@ -1,10 +1,11 @@
 //! `unbloat test` and `unbloat tune` started from the page: a child process of this very
 //! binary, one at a time, its output kept as progress and its files served afterwards.
 //!
-//! The page says what to run in typed fields ([`RunRequest`]), never a command line: the
-//! arguments are built here, each value passed as one argument (no shell) and refused if it
-//! could be read as a flag. Each run writes into `runs/ID/` in the run directory (`--out`), which
-//! the page links to when the run ends. A tune run without `--apply` puts the old shaping back
+//! The page says what to run in typed fields ([`RunRequest`]), never a command line: each value
+//! is checked here (refused if it could be read as a flag, durations and the interface read as
+//! their types) and the arguments are written from them by [`unbloat_shaper::invocation`], each
+//! value one argument (no shell). Each run writes into `runs/ID/` in the run directory
+//! (`--out`), which the page links to when the run ends. A tune run without `--apply` puts the old shaping back
 //! at its end; stopping a run sends it SIGINT, which both commands answer by putting back what
 //! was there before.
 
@@ -16,7 +17,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
+use unbloat_shaper::invocation::{FarEnd, Invocation, Test, Tune};
 use unbloat_system::state::now_unix;
+use unbloat_units::duration::parse_test_duration;
+use unbloat_units::{IfName, Time};
 
 use super::files;
 
@@ -287,29 +291,58 @@ fn arguments(req: &RunRequest, out: &Path) -> Result<Vec<String>, String> {
         }
         Ok(v.to_string())
     };
-    let mut args = vec![];
-    let server = value("server", &req.server)?;
-    match req.kind {
-        RunKind::Test => {
-            args.extend(["test".to_string(), server]);
-            if let Some(p) = &req.profile {
-                args.extend(["--profile".to_string(), value("profile", p)?]);
-            }
-            if let Some(d) = &req.duration {
-                args.extend(["--duration".to_string(), value("duration", d)?]);
-            }
+    // A duration as the commands read it (a bare number is seconds); each checks its own range.
+    let time = |name: &str, v: &str| -> Result<Time, String> {
+        let v = value(name, v)?;
+        parse_test_duration(&v, Time::from_micros(0)..=Time::from_secs(86_400))
+            .map_err(|e| format!("{name}: {e}"))
+    };
+    let far_end = FarEnd {
+        server: Some(value("server", &req.server)?),
+        ..FarEnd::default()
+    };
+    let out = Some(out.to_path_buf());
+    let run: Invocation = match req.kind {
+        RunKind::Test => Test {
+            far_end,
+            profile: req
+                .profile
+                .as_deref()
+                .map(|p| value("profile", p))
+                .transpose()?,
+            duration: req
+                .duration
+                .as_deref()
+                .map(|d| time("duration", d))
+                .transpose()?,
+            out,
+            ..Test::default()
         }
+        .into(),
         RunKind::Tune => {
             let iface = req.iface.as_deref().ok_or("tune: which interface?")?;
-            args.extend(["tune".to_string(), value("iface", iface)?]);
-            args.extend(["--server".to_string(), server]);
-            if let Some(m) = &req.max_time {
-                args.extend(["--max-time".to_string(), value("max-time", m)?]);
+            let iface: IfName = value("iface", iface)?
+                .parse()
+                .map_err(|e| format!("iface: {e}"))?;
+            let max_time = match req.max_time.as_deref() {
+                // tune's own default, said by leaving the flag out.
+                Some(m) if m.trim() == "auto" => None,
+                Some(m) => Some(time("max-time", m)?),
+                None => None,
+            };
+            Tune {
+                iface,
+                far_end,
+                max_time,
+                bound: None,
+                apply: false,
+                out,
+                json: false,
             }
+            .into()
         }
-    }
-    args.extend(["--out".to_string(), out.display().to_string()]);
-    Ok(args)
+    };
+    run.argv().map_err(|e| e.to_string())
 }
 
 /// Removes the oldest run directories beyond `keep`.
