@@ -38,8 +38,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
+use unbloat_shaper::invocation::{Invocation, Start, Unsayable};
+use unbloat_shaper::model::AckFilter;
+use unbloat_shaper::options::{Isolation, ShapeOptions};
 use unbloat_system::runner::{Cmd, Runner, SystemRunner};
-use unbloat_units::Rate;
+use unbloat_units::{IfName, Rate, Time};
 
 /// The link, the default: 20 Mbit/s down, 5 Mbit/s up.
 pub const LINK_DOWN: Rate = Rate::from_mbit(20);
@@ -102,6 +105,28 @@ impl Setup {
             Setup::UnbloatRtt100 => "unbloat --rtt 100ms",
         }
     }
+
+    /// What `unbloat start` is given beside the rates; None for the setups that are not
+    /// unbloat's.
+    pub fn options(self) -> Option<ShapeOptions> {
+        let default = ShapeOptions::default();
+        match self {
+            Setup::None | Setup::SqmDefault => None,
+            Setup::UnbloatDefault => Some(default),
+            Setup::UnbloatFlows => Some(ShapeOptions {
+                isolation: Some(Isolation::Flows),
+                ..default
+            }),
+            Setup::UnbloatAckFilter => Some(ShapeOptions {
+                ack_filter: Some(AckFilter::Enabled),
+                ..default
+            }),
+            Setup::UnbloatRtt100 => Some(ShapeOptions {
+                rtt: Some(Time::from_millis(100)),
+                ..default
+            }),
+        }
+    }
 }
 
 /// One run's conditions.
@@ -162,6 +187,13 @@ pub enum HostsError {
     Iperf { host: char, why: String },
     #[error("sqm-scripts' source was not given: pass --sqm-scripts DIR (default: third_party/sqm-scripts of the source tree unbloat was built from)")]
     NoSqmScripts,
+    #[error("unbloat's arguments: {0}")]
+    Argv(#[from] Unsayable),
+}
+
+/// The router's WAN interface.
+pub(crate) fn wan0() -> IfName {
+    "wan0".parse().expect("a valid interface name")
 }
 
 static RUNS: AtomicU32 = AtomicU32::new(0);
@@ -442,19 +474,15 @@ fn apply(
     tools: &Tools,
 ) -> Result<Option<String>, HostsError> {
     let (down, up) = (kbit(scenario.down), kbit(scenario.up));
-    let extra: &[&str] = match setup {
-        Setup::None => return Ok(None),
-        Setup::SqmDefault => {
-            let env = ["SCRIPT=piece_of_cake.qos", "QDISC=cake"];
-            net.sqm_start(tools, down, up, &env)?;
-            return Ok(None);
-        }
-        Setup::UnbloatFlows => &["--isolation", "flows"],
-        Setup::UnbloatAckFilter => &["--ack-filter"],
-        Setup::UnbloatRtt100 => &["--rtt", "100ms"],
-        Setup::UnbloatDefault => &[],
+    if setup == Setup::SqmDefault {
+        let env = ["SCRIPT=piece_of_cake.qos", "QDISC=cake"];
+        net.sqm_start(tools, down, up, &env)?;
+        return Ok(None);
+    }
+    let Some(options) = setup.options() else {
+        return Ok(None);
     };
-    let said = net.unbloat_start(tools, down, up, extra)?;
+    let said = net.unbloat_start(tools, down, up, options)?;
     Ok(said
         .lines()
         .find_map(|l| l.strip_prefix("unbloat: wan0: "))
@@ -462,25 +490,34 @@ fn apply(
 }
 
 impl Net {
-    /// `unbloat start wan0 --down D --up U EXTRA...` in the router (rates in kbit/s), with a
-    /// run directory of this network's own; what it printed.
+    /// `unbloat start wan0` with `options` and the rates (in kbit/s, as sqm-scripts gets them)
+    /// in the router, with a run directory of this network's own; what it printed.
     pub(crate) fn unbloat_start(
         &self,
         tools: &Tools,
         down: u64,
         up: u64,
-        extra: &[&str],
+        options: ShapeOptions,
     ) -> Result<String, HostsError> {
         let run_dir = format!(
             "UNBLOAT_RUN_DIR={}",
             tools.work.join(format!("run-{}", self.prefix)).display()
         );
         let bin = tools.unbloat.display().to_string();
-        let (down, up) = (format!("{down}kbit"), format!("{up}kbit"));
-        let mut argv = vec![
-            "env", &run_dir, &bin, "start", "wan0", "--down", &down, "--up", &up,
-        ];
-        argv.extend(extra);
+        let start = Invocation::from(Start {
+            iface: Some(wan0()),
+            options: ShapeOptions {
+                down: Some(Rate::from_kbit(down)),
+                up: Some(Rate::from_kbit(up)),
+                ..options
+            },
+            ..Start::default()
+        })
+        .argv()?;
+        let argv: Vec<&str> = ["env", &run_dir, &bin]
+            .into_iter()
+            .chain(start.iter().map(String::as_str))
+            .collect();
         self.run(Some("rtr"), &argv)
     }
 

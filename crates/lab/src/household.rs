@@ -35,6 +35,8 @@ use serde::{Deserialize, Serialize};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use unbloat_shaper::model::Diffserv;
+use unbloat_shaper::options::ShapeOptions;
 use unbloat_units::Rate;
 
 /// The link's rates: the modem's bottleneck each way.
@@ -134,6 +136,29 @@ impl Setup {
 
     pub fn by_name(s: &str) -> Option<Setup> {
         Setup::ALL.into_iter().find(|x| x.name() == s)
+    }
+
+    /// What `unbloat start` is given beside the rates; None for the setups that are not
+    /// unbloat's. The two halves start as `classify` does and change one way's cake after.
+    pub fn options(self) -> Option<ShapeOptions> {
+        let classify = |rules: &[&str]| ShapeOptions {
+            classify: Some(rules.iter().map(|r| r.to_string()).collect()),
+            ..ShapeOptions::default()
+        };
+        match self {
+            Setup::None | Setup::SqmLayerCake => None,
+            Setup::Besteffort => Some(ShapeOptions::default()),
+            Setup::Diffserv4 => Some(ShapeOptions {
+                diffserv: Some(Diffserv::Diffserv4),
+                ..ShapeOptions::default()
+            }),
+            Setup::Gaming => Some(classify(&["gaming"])),
+            Setup::VideoCalls => Some(classify(&["video-calls"])),
+            Setup::Auto => Some(classify(&["auto"])),
+            Setup::Classify | Setup::ClassifyDown | Setup::ClassifyUp => {
+                Some(classify(&["video-calls", "gaming"]))
+            }
+        }
     }
 }
 
@@ -436,32 +461,25 @@ fn web_client(
     }))
 }
 
-/// Applies `setup` on the router: `unbloat start` with the setup's flags (for the two halves, one
+/// Applies `setup` on the router: `unbloat start` with the setup's options (for the two halves, one
 /// way's cake then turned to one tin), or sqm-scripts with its users' marks.
 fn apply(net: &Net, setup: Setup, link: &Link, tools: &Tools) -> Result<(), HostsError> {
     let (down, up) = (kbit(link.down), kbit(link.up));
-    let both = ["--classify", "video-calls", "--classify", "gaming"];
-    let flags: &[&str] = match setup {
-        Setup::None => return Ok(()),
-        Setup::SqmLayerCake => {
-            let env = [
-                "SCRIPT=layer_cake.qos",
-                "QDISC=cake",
-                "EGRESS_CAKE_OPTS=diffserv4 nat",
-            ];
-            net.sqm_start(tools, down, up, &env)?;
-            // What an OpenWrt user writes for layer_cake: fw4 rules with `set_dscp`, here as the
-            // nftables they become (upload only: nothing marks the download).
-            return net.nft("rtr", USER_DSCP_RULES);
-        }
-        Setup::Besteffort => &[],
-        Setup::Diffserv4 => &["--diffserv", "diffserv4"],
-        Setup::Gaming => &["--classify", "gaming"],
-        Setup::VideoCalls => &["--classify", "video-calls"],
-        Setup::Auto => &["--classify", "auto"],
-        Setup::Classify | Setup::ClassifyDown | Setup::ClassifyUp => &both,
+    if setup == Setup::SqmLayerCake {
+        let env = [
+            "SCRIPT=layer_cake.qos",
+            "QDISC=cake",
+            "EGRESS_CAKE_OPTS=diffserv4 nat",
+        ];
+        net.sqm_start(tools, down, up, &env)?;
+        // What an OpenWrt user writes for layer_cake: fw4 rules with `set_dscp`, here as the
+        // nftables they become (upload only: nothing marks the download).
+        return net.nft("rtr", USER_DSCP_RULES);
+    }
+    let Some(options) = setup.options() else {
+        return Ok(());
     };
-    net.unbloat_start(tools, down, up, flags)?;
+    net.unbloat_start(tools, down, up, options)?;
     let one_tin = match setup {
         Setup::ClassifyDown => "wan0",
         Setup::ClassifyUp => "ifb4wan0",
