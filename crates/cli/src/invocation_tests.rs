@@ -219,6 +219,7 @@ fn tune_reads_back_its_budget_and_bound() {
         },
         max_time: Some(Time::from_secs(150)),
         bound: Some(Time::from_millis(15)),
+        no_sweep: true,
         apply: true,
         out: Some("/tmp/tune".into()),
         json: true,
@@ -231,7 +232,7 @@ fn tune_reads_back_its_budget_and_bound() {
     assert_eq!(a.ca_file, Some("/tmp/ca.pem".into()));
     assert_eq!(a.max_time, MaxTime::At(Duration::from_secs(150)));
     assert_eq!(a.bound, Time::from_millis(15));
-    assert!(a.apply && a.json);
+    assert!(a.no_sweep && a.apply && a.json);
     assert_eq!(a.out, Some("/tmp/tune".into()));
     let auto = Tune {
         max_time: None,

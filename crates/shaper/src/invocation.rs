@@ -126,6 +126,8 @@ pub struct Tune {
     pub max_time: Option<Time>,
     /// `--bound`: the steady-state p99 induced latency the rates must keep.
     pub bound: Option<Time>,
+    /// `--no-sweep`: the framing as given (or the default), not measured.
+    pub no_sweep: bool,
     /// `--apply`: shape with the result at the end.
     pub apply: bool,
     pub out: Option<PathBuf>,
@@ -206,6 +208,7 @@ impl Invocation {
                 a.far_end(&t.far_end)?;
                 a.option("max-time", t.max_time.map(duration));
                 a.option("bound", t.bound.map(duration));
+                a.switch("no-sweep", t.no_sweep);
                 a.switch("apply", t.apply);
                 a.option("out", t.out.as_deref().map(path).transpose()?);
                 a.switch("json", t.json);
@@ -461,6 +464,7 @@ mod tests {
             },
             max_time: Some(Time::from_secs(120)),
             bound: Some(Time::from_millis(10)),
+            no_sweep: false,
             apply: true,
             out: None,
             json: false,

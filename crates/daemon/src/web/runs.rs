@@ -335,6 +335,7 @@ fn arguments(req: &RunRequest, out: &Path) -> Result<Vec<String>, String> {
                 far_end,
                 max_time,
                 bound: None,
+                no_sweep: false,
                 apply: false,
                 out,
                 json: false,
