@@ -211,15 +211,13 @@ pub fn set_up(
     .map_err(|e| failed(strategy, "its config", &e.to_string()))?;
     std::fs::write(&config, &text).map_err(io("cannot write", &config))?;
     let run_dir = dir.join("run");
-    let cfg = config.display().to_string();
-    crate::tune_lab::unbloat_json_in(
-        live,
-        exe,
-        &run_dir,
-        &["start", "--config", &cfg, "--json"],
-        None,
-    )
-    .map_err(|e| failed(strategy, "unbloat start", &e.to_string()))?;
+    let start = unbloat_shaper::invocation::Start {
+        config: Some(config.clone()),
+        json: true,
+        ..Default::default()
+    };
+    crate::tune_lab::unbloat_json_in(live, exe, &run_dir, &start.into(), None)
+        .map_err(|e| failed(strategy, "unbloat start", &e.to_string()))?;
     let mut shown = vec![format!(
         "unbloat start --config unbloat.toml  # {}",
         text.replace('\n', " ")

@@ -192,7 +192,7 @@ pub enum HostsError {
 }
 
 /// The router's WAN interface.
-pub(crate) fn wan0() -> IfName {
+fn wan0() -> IfName {
     "wan0".parse().expect("a valid interface name")
 }
 

@@ -106,6 +106,11 @@ pub const LINKS: [(Node, &str, Node, &str); 4] = [
 /// The router's WAN device, where strategies shape.
 pub const ROUTER_WAN: &str = "wan0";
 
+/// [`ROUTER_WAN`] as unbloat's commands take it.
+pub fn router_wan() -> unbloat_units::IfName {
+    ROUTER_WAN.parse().expect("a valid interface name")
+}
+
 /// A prefix no other run of this process or any other process uses: `ubl<pid>x<n>`.
 pub fn run_prefix() -> String {
     static COUNTER: AtomicU32 = AtomicU32::new(0);

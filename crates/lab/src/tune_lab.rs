@@ -11,12 +11,14 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
+use unbloat_shaper::invocation::{FarEnd, Invocation, Start, Test, Tune, Unsayable};
 use unbloat_shaper::linklayer::Framing;
-use unbloat_units::Rate;
+use unbloat_shaper::options::ShapeOptions;
+use unbloat_units::{Rate, Time};
 
 use crate::farend::FarEndKind;
 use crate::profile::LinkProfile;
-use crate::topology::{LiveTopology, Node, Topology};
+use crate::topology::{router_wan, LiveTopology, Node, Topology};
 use unbloat_system::runner::Runner;
 use unbloat_system::sqm::workdir::WorkDir;
 
@@ -33,6 +35,8 @@ pub enum TuneLabError {
     },
     #[error("`unbloat {args}` printed no JSON: {detail}")]
     Output { args: String, detail: String },
+    #[error("unbloat's arguments: {0}")]
+    Argv(#[from] Unsayable),
 }
 
 /// What tune found on one profile, beside the truth.
@@ -160,56 +164,80 @@ impl<'r> TuneLab<'r> {
         })
     }
 
-    /// `unbloat ARGS` in the router with the lab's run directory; its stdout as JSON.
-    pub fn unbloat_json(&self, args: &[&str]) -> Result<serde_json::Value, TuneLabError> {
-        unbloat_json_in(&self.live, &self.exe, &self.dir.join("run"), args, None)
-    }
-
-    /// Runs `unbloat tune wan0` (with `extra` arguments) and sets what it found beside `profile`.
-    pub fn tune(&self, profile: &LinkProfile, extra: &[&str]) -> Result<TuneRow, TuneLabError> {
-        let out = self.dir.join("tune");
-        tune_in(
+    /// `run` in the router with the lab's run directory; its stdout as JSON.
+    pub fn unbloat_json(
+        &self,
+        run: impl Into<Invocation>,
+    ) -> Result<serde_json::Value, TuneLabError> {
+        unbloat_json_in(
             &self.live,
             &self.exe,
             &self.dir.join("run"),
-            &self.server,
-            &out,
-            profile,
-            extra,
+            &run.into(),
+            None,
         )
     }
 
+    /// The lab's `unbloat serve`, as `test` and `tune` name it.
+    pub fn far_end(&self) -> FarEnd {
+        FarEnd {
+            server: Some(self.server.clone()),
+            ..FarEnd::default()
+        }
+    }
+
+    /// Runs `unbloat tune wan0` against the lab's server within `max_time` (None: tune's
+    /// `auto`) and to `bound` (None: tune's default), and sets what it found beside `profile`.
+    pub fn tune(
+        &self,
+        profile: &LinkProfile,
+        max_time: Option<Time>,
+        bound: Option<Time>,
+    ) -> Result<TuneRow, TuneLabError> {
+        let tune = Tune {
+            iface: router_wan(),
+            far_end: self.far_end(),
+            max_time,
+            bound,
+            no_sweep: false,
+            apply: false,
+            out: Some(self.dir.join("tune")),
+            json: true,
+        };
+        tune_in(&self.live, &self.exe, &self.dir.join("run"), &tune, profile)
+    }
+
     /// The steady state ([`Steady`]) of one `unbloat test` (`download`, `upload` or `rrul`) of
-    /// `load` with the link shaped at `down`/`up` and `link` options as tune found them.
+    /// `load` with the link shaped at `down`/`up` (whole kbit/s, as tune writes them) and the
+    /// `link` options (link, framing, overhead, mpu) as tune found them.
     pub fn steady_at(
         &self,
         down: Rate,
         up: Rate,
-        link: &[String],
+        link: &ShapeOptions,
         profile: &str,
         load: std::time::Duration,
     ) -> Result<Steady, TuneLabError> {
-        let (d, u) = (
-            format!("{}kbit", down.bits_per_sec() / 1000),
-            format!("{}kbit", up.bits_per_sec() / 1000),
-        );
-        let mut start = vec!["start", "wan0", "--down", &d, "--up", &u, "--json"];
-        start.extend(link.iter().map(String::as_str));
-        self.unbloat_json(&start)?;
-        let load = format!("{}s", load.as_secs());
-        let v = self.unbloat_json(&[
-            "test",
-            &self.server,
-            "--profile",
-            profile,
-            "--duration",
-            &load,
-            "--idle",
-            "3s",
-            "--probe-rate",
-            "20",
-            "--json",
-        ])?;
+        let kbit = |r: Rate| Rate::from_kbit(r.bits_per_sec() / 1000);
+        self.unbloat_json(Start {
+            iface: Some(router_wan()),
+            options: ShapeOptions {
+                down: Some(kbit(down)),
+                up: Some(kbit(up)),
+                ..link.clone()
+            },
+            json: true,
+            ..Start::default()
+        })?;
+        let v = self.unbloat_json(Test {
+            far_end: self.far_end(),
+            profile: Some(profile.to_string()),
+            duration: Some(Time::from_secs(load.as_secs())),
+            idle: Some(Time::from_secs(3)),
+            probe_rate: Some(20.0),
+            json: true,
+            ..Test::default()
+        })?;
         let primary = v["primary_probe"].as_str().unwrap_or("");
         let p = v["probes"]
             .as_array()
@@ -251,22 +279,23 @@ fn start_serve(
     Ok((started, server))
 }
 
-/// `unbloat ARGS` in `live`'s router with `run_dir` as its run directory; its stdout as JSON.
+/// `run` in `live`'s router with `run_dir` as its run directory; its stdout as JSON.
 /// Its stderr is kept for the error; with `progress`, each line is also printed as it comes,
 /// after that prefix (tune's phases, which take minutes).
 pub fn unbloat_json_in(
     live: &LiveTopology,
     exe: &Path,
     run_dir: &Path,
-    args: &[&str],
+    run: &Invocation,
     progress: Option<&str>,
 ) -> Result<serde_json::Value, TuneLabError> {
     use std::io::{BufRead, Read};
+    let args = run.argv()?;
     let mut child = Command::new("ip")
         .args(["netns", "exec", &live.topo.ns(Node::Router), "env"])
         .arg(format!("UNBLOAT_RUN_DIR={}", run_dir.display()))
         .arg(exe)
-        .args(args)
+        .args(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -315,22 +344,21 @@ pub fn unbloat_json_in(
         })
 }
 
-/// `unbloat tune wan0 --server SERVER --out OUT --json EXTRA...` in the router, and what it found
-/// set beside `profile`'s truth.
+/// `tune` (with `--json`: its findings are read from it) in the router, and what it found set
+/// beside `profile`'s truth.
 pub fn tune_in(
     live: &LiveTopology,
     exe: &Path,
     run_dir: &Path,
-    server: &str,
-    out: &Path,
+    tune: &Tune,
     profile: &LinkProfile,
-    extra: &[&str],
 ) -> Result<TuneRow, TuneLabError> {
-    let out = out.display().to_string();
-    let mut args = vec!["tune", "wan0", "--server", server, "--out", &out, "--json"];
-    args.extend(extra);
+    let tune = Invocation::Tune(Tune {
+        json: true,
+        ..tune.clone()
+    });
     let t0 = Instant::now();
-    let v = unbloat_json_in(live, exe, run_dir, &args, Some("  tune: "))?;
+    let v = unbloat_json_in(live, exe, run_dir, &tune, Some("  tune: "))?;
     let rate = |k: &str| v[k].as_str().and_then(|s| s.parse::<Rate>().ok());
     let framing = profile.link_layer();
     Ok(TuneRow {
@@ -384,16 +412,20 @@ pub fn tune_and_apply(
     let run_dir = WorkDir::new("tuned").map_err(|e| TuneLabError::Build(e.to_string()))?;
     let (started, server) = start_serve(live, dir, exe)?;
     let max = max_time.to_string();
-    let extra = ["--apply", "--max-time", max.as_str()];
-    let row = tune_in(
-        live,
-        exe,
-        &run_dir.0,
-        &server,
-        &dir.join("tune"),
-        profile,
-        &extra,
-    );
+    let tune = Tune {
+        iface: router_wan(),
+        far_end: FarEnd {
+            server: Some(server.clone()),
+            ..FarEnd::default()
+        },
+        max_time: max_time.fixed().map(time),
+        bound: None,
+        no_sweep: false,
+        apply: true,
+        out: Some(dir.join("tune")),
+        json: true,
+    };
+    let row = tune_in(live, exe, &run_dir.0, &tune, profile);
     live.stop_all();
     drop(started);
     let row = row?;
@@ -402,6 +434,11 @@ pub fn tune_and_apply(
         format!("# {}", row.summary()),
     ];
     Ok((shown, row))
+}
+
+/// A duration as the invocations take it (whole microseconds).
+fn time(d: std::time::Duration) -> Time {
+    Time::from_micros(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 /// The grid of the exhaustive sweep, in percent of the line rate.

@@ -23,9 +23,12 @@ use std::time::Duration;
 use unbloat_lab::lab::{run_lab, LabArgs};
 use unbloat_lab::profile::LinkProfile;
 use unbloat_lab::strategies::Strategy;
-use unbloat_lab::topology::Node;
+use unbloat_lab::topology::{router_wan, Node};
 use unbloat_lab::tune_lab::TuneLab;
+use unbloat_shaper::invocation::{Invocation, Start, Stop, Tune};
+use unbloat_shaper::options::ShapeOptions;
 use unbloat_system::runner::{Cmd, SystemRunner};
+use unbloat_units::Rate;
 
 fn lab(profile: &str) -> TuneLab<'static> {
     let profile = LinkProfile::shipped(profile).expect("profile");
@@ -35,23 +38,22 @@ fn lab(profile: &str) -> TuneLab<'static> {
 }
 
 /// `unbloat tune wan0` in the router, without the sweep, as a child to signal.
-fn tune(lab: &TuneLab, extra: &[&str]) -> Child {
-    let out = lab.dir.join("tune").display().to_string();
+fn tune(lab: &TuneLab) -> Child {
+    let tune = Tune {
+        iface: router_wan(),
+        far_end: lab.far_end(),
+        max_time: None,
+        bound: None,
+        no_sweep: true,
+        apply: false,
+        out: Some(lab.dir.join("tune")),
+        json: true,
+    };
     Command::new("ip")
         .args(["netns", "exec", &lab.live.topo.ns(Node::Router), "env"])
         .arg(format!("UNBLOAT_RUN_DIR={}", lab.dir.join("run").display()))
         .arg(&lab.exe)
-        .args([
-            "tune",
-            "wan0",
-            "--server",
-            &lab.server,
-            "--no-sweep",
-            "--out",
-            &out,
-            "--json",
-        ])
-        .args(extra)
+        .args(Invocation::from(tune).argv().expect("tune's arguments"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -116,25 +118,31 @@ unbloat_testbed::real_kernel_test! {
     /// unbloat had before the run is back, with exit 130 and 3 and the reason said.
     fn ctrl_c_and_a_vanishing_far_end_put_the_old_shaping_back() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] {
         let mut lab = lab("vdsl2");
-        lab.unbloat_json(&["start", "wan0", "--down", "50mbit", "--up", "10mbit", "--json"]).expect("start");
+        let rates = ShapeOptions {
+            down: Some(Rate::from_mbit(50)),
+            up: Some(Rate::from_mbit(10)),
+            ..ShapeOptions::default()
+        };
+        let start = Start { iface: Some(router_wan()), options: rates, json: true, ..Start::default() };
+        lab.unbloat_json(start).expect("start");
         let shaped = qdiscs(&lab);
         assert!(shaped.contains("cake"), "{shaped}");
 
-        let child = tune(&lab, &[]);
+        let child = tune(&lab);
         interrupt_after(&child, 8, libc::SIGINT);
         let (code, _, err) = finish(child);
         assert_eq!(code, 130, "{err}");
         assert!(err.contains("tune interrupted") && err.contains("back"), "{err}");
         assert_eq!(qdiscs(&lab), shaped, "Ctrl-C did not put the old shaping back: {err}");
 
-        let child = tune(&lab, &[]);
+        let child = tune(&lab);
         std::thread::sleep(Duration::from_secs(25));
         lab.live.stop_all();
         let (code, _, err) = finish(child);
         assert_eq!(code, 3, "{err}");
         assert!(err.contains("tune wan0") && err.contains("back"), "{err}");
         assert_eq!(qdiscs(&lab), shaped, "a vanished far end left the link changed: {err}");
-        lab.unbloat_json(&["stop", "wan0", "--json"]).expect("stop");
+        lab.unbloat_json(Stop { iface: Some(router_wan()), json: true }).expect("stop");
         lab.live.teardown().expect("teardown");
     }
 }

@@ -11,6 +11,9 @@ use anyhow::anyhow;
 use clap::Args;
 use unbloat_lab::profile::{shipped_names, LinkProfile};
 use unbloat_lab::tune_lab::{best_on_grid, Steady, TuneLab, TuneRow};
+use unbloat_shaper::config::ConfigFile;
+use unbloat_shaper::invocation::Stop;
+use unbloat_shaper::options::ShapeOptions;
 use unbloat_system::runner::SystemRunner;
 use unbloat_tune::run::{bound_at, BOTH_LOAD, OTHER_PERCENT, STEP_LOAD};
 use unbloat_tune::search::{passes, settled_p99_ms};
@@ -67,7 +70,11 @@ pub fn bench_tune(args: &TuneBenchArgs) -> Result<(), Failure> {
         return Ok(());
     }
     let bound_ms = args.bound.millis_f64();
-    let (max_time, bound) = (args.max_time.to_string(), args.bound.to_string());
+    // `auto` is tune's default: said by leaving the flag out.
+    let max_time = args
+        .max_time
+        .fixed()
+        .map(|d| unbloat_units::Time::from_micros(d.as_micros() as u64));
     let names: Vec<String> = match &args.profiles {
         Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
         None => shipped_names().into_iter().map(String::from).collect(),
@@ -88,7 +95,7 @@ pub fn bench_tune(args: &TuneBenchArgs) -> Result<(), Failure> {
         );
         let lab = TuneLab::build(&profile, &runner, &exe, &dir).map_err(|e| anyhow!(e))?;
         let mut row = lab
-            .tune(&profile, &["--max-time", &max_time, "--bound", &bound])
+            .tune(&profile, max_time, Some(args.bound))
             .map_err(|e| anyhow!(e))?;
         if args.exhaustive {
             exhaustive(&lab, &profile, &mut row, &dir, bound_ms, args.grid)?;
@@ -115,19 +122,18 @@ fn exhaustive(
     load: GridLoad,
 ) -> Result<(), Failure> {
     let toml_path: PathBuf = dir.join("tune/unbloat.toml");
-    let text = std::fs::read_to_string(&toml_path)?;
-    let v: toml::Value = toml::from_str(&text)?;
-    let t = &v["interface"]["wan0"];
-    let mut link = vec![];
-    for key in ["link", "framing", "overhead", "mpu"] {
-        if let Some(val) = t.get(key) {
-            let s = val
-                .as_str()
-                .map(String::from)
-                .unwrap_or_else(|| val.to_string());
-            link.extend([format!("--{key}"), s]);
-        }
-    }
+    let config = ConfigFile::load(&toml_path)?;
+    let found = config
+        .interface(&"wan0".parse()?)
+        .map(|i| i.options.clone())
+        .unwrap_or_default();
+    let link = ShapeOptions {
+        link: found.link,
+        framing: found.framing,
+        overhead: found.overhead,
+        mpu: found.mpu,
+        ..ShapeOptions::default()
+    };
     let (down_line, up_line) = (profile.down, profile.up);
     // rrul: the bound tune's both-ways check holds the chosen pair to (the probe crosses both
     // loaded directions, each adding its packets' slack); one way: each direction's own.
@@ -183,8 +189,11 @@ fn exhaustive(
         judge("upload", r, bound_up, got)
     })
     .map_err(|e| anyhow!(e))?;
-    lab.unbloat_json(&["stop", "wan0", "--json"])
-        .map_err(|e| anyhow!(e))?;
+    lab.unbloat_json(Stop {
+        iface: Some("wan0".parse()?),
+        json: true,
+    })
+    .map_err(|e| anyhow!(e))?;
     Ok(())
 }
 
