@@ -12,6 +12,7 @@ use crate::Failure;
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 use std::time::{Duration, Instant};
+use unbloat_shaper::invocation::{Invocation, SetRate, Start, Status, Stop};
 use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::plan::Plan;
 use unbloat_shaper::spec::Spec;
@@ -19,6 +20,7 @@ use unbloat_system::apply::{Request, Shaper};
 use unbloat_system::runner::{Cmd, Runner, SystemRunner};
 use unbloat_system::state::StateDir;
 use unbloat_testbed::commands::script_commands_one_by_one;
+use unbloat_units::{IfName, Rate};
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
@@ -220,10 +222,11 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
         .transpose()?;
     let exe = crate::product()?;
     // One `unbloat` process, timed whole, in this namespace and with its own run directory.
-    let unbloat = |argv: &[&str]| -> anyhow::Result<Duration> {
+    let unbloat = |run: Invocation| -> anyhow::Result<Duration> {
+        let argv = run.argv()?;
         let t = Instant::now();
         let out = std::process::Command::new(&exe)
-            .args(argv)
+            .args(&argv)
             .env("UNBLOAT_RUN_DIR", &dir)
             .stdin(std::process::Stdio::null())
             .output()?;
@@ -240,19 +243,14 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
     let shaper = Shaper::new(&runner, StateDir::new(&dir));
 
     let mut rows = vec![];
-    for (name, extra, flags, sqm_recipe) in [
+    let wan: IfName = "benchwan".parse()?;
+    for (name, extra, sqm_recipe) in [
         (
             "cake",
             ShapeOptions::default(),
-            vec![],
             ("piece_of_cake.qos", "cake"),
         ),
-        (
-            "fq_codel 3 tiers",
-            fq_codel3(),
-            vec!["--qdisc", "fq_codel", "--tiers", "3"],
-            ("simple.qos", "fq_codel"),
-        ),
+        ("fq_codel 3 tiers", fq_codel3(), ("simple.qos", "fq_codel")),
     ] {
         let opts = ShapeOptions {
             down: Some("78mbit".parse()?),
@@ -260,34 +258,40 @@ fn start_bench(args: &StartBench) -> Result<(), Failure> {
             link: Some("vdsl2".parse().map_err(|e: String| anyhow!(e))?),
             ..extra
         };
-        let plan = Plan::build(&Spec::new("benchwan".parse()?, &opts)?);
-        let start_argv: Vec<&str> = [
-            "start",
-            "benchwan",
-            "--down",
-            "78mbit",
-            "--up",
-            "19950kbit",
-            "--link",
-            "vdsl2",
-        ]
-        .into_iter()
-        .chain(flags.iter().copied())
-        .collect();
+        let plan = Plan::build(&Spec::new(wan.clone(), &opts)?);
+        let start = Invocation::from(Start {
+            iface: Some(wan.clone()),
+            options: opts.clone(),
+            ..Start::default()
+        });
         let mut row = Row::new(name);
         for run in 0..args.runs {
-            row.start.push(unbloat(&start_argv)?);
-            row.again.push(unbloat(&start_argv)?);
+            row.start.push(unbloat(start.clone())?);
+            row.again.push(unbloat(start.clone())?);
             let (down, up) = if run % 2 == 0 {
-                ("70mbit", "18mbit")
+                (Rate::from_mbit(70), Rate::from_mbit(18))
             } else {
-                ("78mbit", "19950kbit")
+                (Rate::from_mbit(78), Rate::from_kbit(19_950))
             };
-            row.set_rate.push(unbloat(&[
-                "set-rate", "benchwan", "--down", down, "--up", up,
-            ])?);
-            row.status.push(unbloat(&["status", "benchwan"])?);
-            row.stop.push(unbloat(&["stop", "benchwan"])?);
+            row.set_rate.push(unbloat(
+                SetRate {
+                    iface: wan.clone(),
+                    down: Some(down),
+                    up: Some(up),
+                    i_mean_it: false,
+                    json: false,
+                }
+                .into(),
+            )?);
+            let iface = Some(wan.clone());
+            row.status.push(unbloat(
+                Status {
+                    iface: iface.clone(),
+                    json: false,
+                }
+                .into(),
+            )?);
+            row.stop.push(unbloat(Stop { iface, json: false }.into())?);
             // The sqm-scripts way by hand: each command its own process, nothing checked.
             let t = Instant::now();
             for cmd in script_commands_one_by_one(&plan.script()) {
