@@ -26,7 +26,9 @@ use serde::{Deserialize, Serialize};
 use unbloat_measure::http::{self, HttpOptions};
 use unbloat_measure::profile::StreamPlan;
 use unbloat_report::Direction;
+use unbloat_shaper::invocation::{FarEnd, Invocation, Test};
 use unbloat_testbed::netns::{call_in, wait_listening, Netns, Reaped, Testbed};
+use unbloat_units::Time;
 
 use crate::bench_measure::iperf3::{compare_with_iperf3_client, Comparison};
 use crate::bench_measure::irtt::{compare_with_irtt_client, IrttComparison, IrttServer};
@@ -232,25 +234,24 @@ fn cpu_part(bed: &Testbed, nginx: &Nginx, direction: Direction) -> Result<CpuRow
 
 fn rpm_part(bed: &Testbed, nginx: &Nginx, exe: &std::path::Path) -> Result<RpmRow, String> {
     let config = nginx.site.config_url();
-    let ca = nginx.site.ca_file().display().to_string();
+    let test = Invocation::Test(Test {
+        far_end: FarEnd {
+            server: Some(config.clone()),
+            ca_file: Some(nginx.site.ca_file()),
+            ..FarEnd::default()
+        },
+        profile: Some("rrul_be".into()),
+        duration: Some(Time::from_secs(10)),
+        idle: Some(Time::from_secs(3)),
+        json: true,
+        ..Test::default()
+    });
     let exe = exe.display().to_string();
-    let out = bed
-        .b
-        .exec(&[
-            &exe,
-            "test",
-            &config,
-            "--ca-file",
-            &ca,
-            "--profile",
-            "rrul_be",
-            "--duration",
-            "10s",
-            "--idle",
-            "3s",
-            "--json",
-        ])
-        .map_err(|e| e.to_string())?;
+    let argv = test.argv().map_err(|e| e.to_string())?;
+    let argv: Vec<&str> = std::iter::once(exe.as_str())
+        .chain(argv.iter().map(String::as_str))
+        .collect();
+    let out = bed.b.exec(&argv).map_err(|e| e.to_string())?;
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
         format!(
             "unbloat test printed no summary ({e}): {}",

@@ -20,9 +20,11 @@ use serde::Serialize;
 use unbloat_report::locate::{Gateway, Location, Place, Way};
 use unbloat_report::model::Results;
 use unbloat_report::summary::Summary;
+use unbloat_shaper::invocation::{Invocation, Test};
 use unbloat_system::runner::{Cmd, Runner, SystemRunner};
+use unbloat_units::Time;
 
-use crate::farend::FarEndKind;
+use crate::farend::{FarEndKind, Started};
 use crate::lab::LabError;
 use crate::profile::LinkProfile;
 use crate::strategies::in_netns;
@@ -170,7 +172,7 @@ pub fn run_scenario(scenario: &Scenario, plan: &RunPlan) -> Result<Vec<LocateRun
             ));
             let args = TestRun {
                 exe: plan.exe,
-                far: &started.args,
+                far: &started,
                 test,
                 out: &out,
                 locate,
@@ -197,7 +199,7 @@ pub fn run_scenario(scenario: &Scenario, plan: &RunPlan) -> Result<Vec<LocateRun
 
 struct TestRun<'a> {
     exe: &'a Path,
-    far: &'a [String],
+    far: &'a Started,
     test: &'a str,
     out: &'a Path,
     locate: bool,
@@ -216,25 +218,20 @@ struct Tested {
 /// One `unbloat test` from the LAN host with the queues read beside it.
 fn one_test(live: &LiveTopology, t: &TestRun) -> Result<Tested, LabError> {
     let timeout = (t.duration_s + 50).to_string();
-    let (duration, idle) = (format!("{}s", t.duration_s), format!("{IDLE_S}s"));
-    let out = t.out.display().to_string();
-    let mut cmd = Cmd::new("timeout")
+    let test = t.far.aim(Test {
+        profile: Some(t.test.to_string()),
+        duration: Some(Time::from_secs(t.duration_s)),
+        idle: Some(Time::from_secs(IDLE_S)),
+        probe_rate: Some(20.0),
+        no_locate: !t.locate,
+        out: Some(t.out.to_path_buf()),
+        json: true,
+        ..Test::default()
+    });
+    let cmd = Cmd::new("timeout")
         .args(["-s", "KILL", timeout.as_str()])
         .arg(t.exe.display().to_string())
-        .arg("test")
-        .args(t.far.iter().cloned())
-        .args([
-            "--profile",
-            t.test,
-            "--duration",
-            &duration,
-            "--idle",
-            &idle,
-        ])
-        .args(["--probe-rate", "20", "--out", &out, "--json"]);
-    if !t.locate {
-        cmd = cmd.arg("--no-locate");
-    }
+        .args(Invocation::Test(test).argv()?);
     let truth = TruthSampler::start(&live.topo).map_err(LabError::Locate)?;
     let late = lan_answers_late(&live.topo.profile, true);
     let router = live.topo.ns(Node::Router);

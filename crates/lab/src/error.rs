@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use unbloat_shaper::invocation::Unsayable;
 use unbloat_testbed::kernel::KernelError;
 use unbloat_units::Time;
 
@@ -85,6 +86,8 @@ pub enum LabError {
         status: i32,
         detail: String,
     },
+    #[error("unbloat's arguments: {0}")]
+    Argv(#[from] Unsayable),
 }
 
 pub(crate) fn io<'a>(

@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use unbloat_shaper::invocation::{FarEnd, Test};
+
 use crate::error::{io, LabError};
 use crate::topology::{LiveTopology, Node};
 
@@ -68,8 +70,8 @@ impl FarEndKind {
         }
     }
 
-    /// Starts the servers in the server namespace; `dir` takes their logs. Returns the
-    /// arguments `unbloat test` reaches them with, and the site nginx serves (removed on drop).
+    /// Starts the servers in the server namespace; `dir` takes their logs. Returns how
+    /// `unbloat test` reaches them, and the site nginx serves (removed on drop).
     pub fn start(
         self,
         live: &mut LiveTopology,
@@ -77,8 +79,12 @@ impl FarEndKind {
         exe: &Path,
     ) -> Result<Started, LabError> {
         let mut site = None;
-        let args = self.start_servers(live, dir, exe, &mut site)?;
-        Ok(Started { args, site })
+        let (far_end, max_connections) = self.start_servers(live, dir, exe, &mut site)?;
+        Ok(Started {
+            far_end,
+            max_connections,
+            site,
+        })
     }
 
     fn start_servers(
@@ -87,7 +93,7 @@ impl FarEndKind {
         dir: &Path,
         exe: &Path,
         site_slot: &mut Option<Site>,
-    ) -> Result<Vec<String>, LabError> {
+    ) -> Result<(FarEnd, Option<u32>), LabError> {
         let addr = live.topo.server_addr();
         match self {
             FarEndKind::Unbloat => {
@@ -103,7 +109,11 @@ impl FarEndKind {
                     "1440m".into(),
                 ];
                 spawn_listening(live, dir, "serve", &argv, addr, SERVE_PORT, Proto::Tcp)?;
-                Ok(vec![listen])
+                let far_end = FarEnd {
+                    server: Some(listen),
+                    ..FarEnd::default()
+                };
+                Ok((far_end, None))
             }
             FarEndKind::IrttIperf3 => {
                 let irtt = [
@@ -115,12 +125,12 @@ impl FarEndKind {
                 spawn_listening(live, dir, "irtt", &irtt, addr, 2112, Proto::Udp)?;
                 let iperf3 = ["iperf3".into(), "-s".into(), "-B".into(), addr.to_string()];
                 spawn_listening(live, dir, "iperf3", &iperf3, addr, 5201, Proto::Tcp)?;
-                Ok(vec![
-                    "--load".into(),
-                    format!("iperf3://{addr}"),
-                    "--probe".into(),
-                    format!("irtt://{addr}"),
-                ])
+                let far_end = FarEnd {
+                    load: Some(format!("iperf3://{addr}")),
+                    probe: Some(format!("irtt://{addr}")),
+                    ..FarEnd::default()
+                };
+                Ok((far_end, None))
             }
             FarEndKind::Http => {
                 let site = site_slot.insert(Site::make(addr, dir)?);
@@ -133,15 +143,14 @@ impl FarEndKind {
                     HTTPS_PORT,
                     Proto::Tcp,
                 )?;
-                Ok(vec![
-                    site.config_url(),
-                    "--ca-file".into(),
-                    site.ca_file().display().to_string(),
-                    // As many connections as unbloat serve's rrul streams: the emulation has one
-                    // CPU, and TLS for 16 more would measure it rather than the link.
-                    "--max-connections".into(),
-                    "4".into(),
-                ])
+                let far_end = FarEnd {
+                    server: Some(site.config_url()),
+                    ca_file: Some(site.ca_file()),
+                    ..FarEnd::default()
+                };
+                // As many connections as unbloat serve's rrul streams: the emulation has one
+                // CPU, and TLS for 16 more would measure it rather than the link.
+                Ok((far_end, Some(4)))
             }
         }
     }
@@ -150,11 +159,22 @@ impl FarEndKind {
 /// Running far end servers.
 pub struct Started {
     /// How `unbloat test` reaches them.
-    pub args: Vec<String>,
+    pub far_end: FarEnd,
+    /// The load connections a web server gets (`--max-connections`).
+    pub max_connections: Option<u32>,
     site: Option<Site>,
 }
 
 impl Started {
+    /// `test` aimed at these servers.
+    pub fn aim(&self, test: Test) -> Test {
+        Test {
+            far_end: self.far_end.clone(),
+            max_connections: self.max_connections,
+            ..test
+        }
+    }
+
     /// Whether a web server's site directory is in use (for tests).
     pub fn site(&self) -> Option<&Path> {
         self.site.as_ref().map(|s| s.root.as_path())

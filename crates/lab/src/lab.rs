@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use unbloat_report::model::Results;
+use unbloat_shaper::invocation::{Invocation, Test};
 use unbloat_system::runner::{is_root, SystemRunner};
 use unbloat_testbed::kernel::{
     describe_current, in_guest, own_argv, GuestOptions, Kernel, KernelError,
@@ -41,7 +42,7 @@ pub(crate) use crate::error::io;
 pub use crate::error::LabError;
 pub use crate::farend::SERVE_PORT;
 /// Length of each calibration direction's load.
-const CALIBRATION_LOAD: &str = "6s";
+const CALIBRATION_LOAD: Time = Time::from_secs(6);
 
 /// `unbloat-lab run` arguments.
 #[derive(Debug, Clone)]
@@ -556,13 +557,12 @@ fn run_here(
             args.test, args.duration
         );
         let dir = out.join(strategy.dir_name());
-        let streams = args.streams.map(|n| n.to_string());
-        let mut test_args = vec!["--profile", args.test.as_str(), "--duration"];
-        let duration = args.duration.to_string();
-        test_args.push(&duration);
-        if let Some(n) = &streams {
-            test_args.extend(["--streams", n.as_str()]);
-        }
+        let test = Test {
+            profile: Some(args.test.clone()),
+            duration: Some(args.duration),
+            streams: args.streams,
+            ..Test::default()
+        };
         let Ran {
             results,
             busy,
@@ -576,7 +576,7 @@ fn run_here(
             req,
             args.far_end,
             args.tune_max_time,
-            &test_args,
+            &test,
             &dir,
             exe,
         )?;
@@ -645,7 +645,7 @@ fn run_strategy(
     req: &Request,
     far_end: FarEndKind,
     tune_max_time: MaxTime,
-    test_args: &[&str],
+    test: &Test,
     dir: &Path,
     exe: &Path,
 ) -> Result<Ran, LabError> {
@@ -696,7 +696,7 @@ fn run_strategy(
         _ => None,
     };
     let played = player.is_some();
-    let measured = measure(&mut live, &strategy.name(), far_end, test_args, dir, exe);
+    let measured = measure(&mut live, &strategy.name(), far_end, test, dir, exe);
     if let Some(p) = player {
         p.stop().map_err(|e| LabError::Script {
             strategy: strategy.name(),
@@ -735,14 +735,14 @@ struct Ran {
     trace_started_unix: Option<f64>,
 }
 
-/// Starts the far end's servers in the server namespace, runs `unbloat test` from the LAN host
-/// with `extra` arguments and `--out dir`, stops the servers, and reads the results file. Also
-/// returns how busy the CPU was during the load ([`crate::cpu`]).
+/// Starts the far end's servers in the server namespace, runs `test` aimed at them from the LAN
+/// host with `--out dir`, stops the servers, and reads the results file. Also returns how busy
+/// the CPU was during the load ([`crate::cpu`]).
 fn measure(
     live: &mut LiveTopology,
     label: &str,
     far_end: FarEndKind,
-    extra: &[&str],
+    test: &Test,
     dir: &Path,
     exe: &Path,
 ) -> Result<(Results, Option<crate::cpu::CpuUse>), LabError> {
@@ -759,15 +759,13 @@ fn measure(
         },
         e => e,
     })?;
+    let test = servers.aim(Test {
+        out: Some(dir.to_path_buf()),
+        json: true,
+        ..test.clone()
+    });
     let cmd = unbloat_system::runner::Cmd::new(exe.display().to_string())
-        .args(["test".to_string()])
-        .args(servers.args.iter().cloned())
-        .args(extra.iter().copied())
-        .args([
-            "--out".to_string(),
-            dir.display().to_string(),
-            "--json".to_string(),
-        ]);
+        .args(Invocation::Test(test).argv()?);
     let cpu = crate::cpu::Sampler::start();
     let out = live.run_in(Node::Lan, &cmd)?;
     live.stop_all();
@@ -828,14 +826,12 @@ fn calibrate(profile: &LinkProfile, out: &Path, exe: &Path) -> Result<Calibratio
             &mut live,
             "calibration",
             FarEndKind::Unbloat,
-            &[
-                "--profile",
-                test,
-                "--duration",
-                CALIBRATION_LOAD,
-                "--idle",
-                "3s",
-            ],
+            &Test {
+                profile: Some(test.to_string()),
+                duration: Some(CALIBRATION_LOAD),
+                idle: Some(Time::from_secs(3)),
+                ..Test::default()
+            },
             &base.join(test),
             exe,
         )?;

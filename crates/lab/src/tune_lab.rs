@@ -272,9 +272,9 @@ fn start_serve(
         .start(live, dir, exe)
         .map_err(|e| err(&e))?;
     let server = started
-        .args
-        .first()
-        .cloned()
+        .far_end
+        .server
+        .clone()
         .ok_or_else(|| TuneLabError::Build("no server address".into()))?;
     Ok((started, server))
 }
