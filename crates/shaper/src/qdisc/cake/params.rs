@@ -249,13 +249,18 @@ pub struct Param {
     /// Its word in a plan's one-line summary, when it has one.
     pub summary: fn(&CakeParams) -> Option<String>,
     /// Its key and value in `unbloat status --json`.
-    pub status: Option<(&'static str, fn(&CakeOptions) -> Setting)>,
+    pub status: Option<(&'static str, StatusValue)>,
     /// Its text in `unbloat status`: which line, and the text (None: not shown).
-    pub text: Option<(Line, fn(&CakeOptions) -> Option<String>)>,
+    pub text: Option<(Line, StatusText)>,
     /// The kernel keeps it once set: going back is a replace, not a change (q_cake.c sends it
     /// only when set, and `cake_change` keeps what it is not sent).
     pub sticky: fn(&CakeParams) -> bool,
 }
+
+/// A parameter's value in `unbloat status --json`, from what the kernel reports.
+pub type StatusValue = fn(&CakeOptions) -> Setting;
+/// A parameter's words in `unbloat status`'s text, from what the kernel reports.
+pub type StatusText = fn(&CakeOptions) -> Option<String>;
 
 /// The line of `unbloat status` a parameter is shown on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
