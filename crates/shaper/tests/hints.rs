@@ -114,10 +114,7 @@ fn cli_commands() -> BTreeSet<String> {
 
 /// The config keys of [`ShapeOptions`], as a file spells them.
 fn config_keys() -> Vec<String> {
-    match serde_json::to_value(ShapeOptions::default()) {
-        Ok(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
-        other => panic!("{other:?}"),
-    }
+    OPTIONS.iter().map(|o| o.key.to_string()).collect()
 }
 
 fn spec_error(table: &str) -> Option<String> {

@@ -90,9 +90,17 @@ fn errors_land_on_their_interface_and_key() {
 
 #[test]
 fn every_field_and_choice_is_one_the_validator_takes() {
+    use unbloat_shaper::options::{Web, OPTIONS};
+    // The form's keys, and the ones the declarations keep for the TOML editor (a list).
     let mut keys: Vec<&str> = fields().iter().map(|f| f.key).collect();
+    keys.extend(OPTIONS.iter().filter(|o| o.web == Web::Hidden).map(|o| o.key));
     keys.sort();
-    let all = serde_json::to_value(unbloat_shaper::options::ShapeOptions::default()).unwrap();
+    // Every key the config file has: the options with each set (some are left out unset).
+    let mut every = unbloat_shaper::options::ShapeOptions::default();
+    for o in OPTIONS {
+        o.field.set(&mut every, o.example).unwrap();
+    }
+    let all = serde_json::to_value(every).unwrap();
     let mut want: Vec<&str> = all
         .as_object()
         .unwrap()

@@ -291,7 +291,9 @@ options! {
         dir: Dir::Both, words: Words::Cake(&[Word::Value("memlimit")]), web: Web::More,
         uci: None,
     }
-    /// A mask of the packets' firewall mark that picks their tin; 0: off.
+    /// A mask of the packets' firewall mark that picks their tin; 0: off. Left out of unbloat's
+    /// records when not said, so records written before it read back unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     fwmark: u32 [parse = mark_mask] => {
         key: "fwmark",
         example: "0xff",

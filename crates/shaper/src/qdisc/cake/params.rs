@@ -45,9 +45,14 @@ pub struct CakeParams {
     /// `overhead`, `mpu`, `atm`/`ptm`/`noatm`, `raw`.
     pub link: LinkLayer,
     /// `fwmark MASK`: the mask of the firewall mark that picks a packet's tin; 0, not written:
-    /// off. (Absent from records written before it: off.)
-    #[serde(default)]
+    /// off. Left out of unbloat's records when off, so records written before it read back
+    /// unchanged.
+    #[serde(default, skip_serializing_if = "is_off")]
     pub fwmark: u32,
+}
+
+fn is_off(mask: &u32) -> bool {
+    *mask == 0
 }
 
 /// cake's options as `tc -j` reports them (iproute2 tc/q_cake.c `cake_print_opt`), or as the
