@@ -93,7 +93,12 @@ fn every_field_and_choice_is_one_the_validator_takes() {
     use unbloat_shaper::options::{Web, OPTIONS};
     // The form's keys, and the ones the declarations keep for the TOML editor (a list).
     let mut keys: Vec<&str> = fields().iter().map(|f| f.key).collect();
-    keys.extend(OPTIONS.iter().filter(|o| o.web == Web::Hidden).map(|o| o.key));
+    keys.extend(
+        OPTIONS
+            .iter()
+            .filter(|o| o.web == Web::Hidden)
+            .map(|o| o.key),
+    );
     keys.sort();
     // Every key the config file has: the options with each set (some are left out unset).
     let mut every = unbloat_shaper::options::ShapeOptions::default();
