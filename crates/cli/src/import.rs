@@ -43,6 +43,10 @@ pub struct ImportSqmArgs {
     /// Print the result as JSON: the TOML, each interface's typed options and every note.
     #[arg(long)]
     pub json: bool,
+    /// Write OpenWrt's UCI for /etc/config/unbloat instead of TOML (a disabled sqm queue is a
+    /// section with `option enabled '0'`).
+    #[arg(long)]
+    pub uci: bool,
     /// The interface of a shell file that names none (sqm-scripts' default.conf).
     #[arg(long, value_name = "IFACE")]
     pub iface: Option<String>,
@@ -66,10 +70,13 @@ pub fn import_sqm(args: &ImportSqmArgs) -> Result<(), Failure> {
         i_mean_it: args.i_mean_it,
     };
     let imp = sqm_import::import(&text, &path, &opts).map_err(invalid)?;
-    let toml = render::toml(&imp, &path);
-    // The TOML is unbloat's own config format, read back as `start --config` will read it.
+    let toml = match args.uci {
+        true => render::uci(&imp, &path),
+        false => render::toml(&imp, &path),
+    };
+    // unbloat's own config format, read back as `start --config` will read it.
     ConfigFile::parse(&toml, Path::new(&path))
-        .map_err(|e| anyhow!("the imported TOML does not read back (a bug): {e}"))?;
+        .map_err(|e| anyhow!("the imported configuration does not read back (a bug): {e}"))?;
     if let Some(out) = &args.out {
         if out.exists() && !args.force {
             return Err(invalid(anyhow!(

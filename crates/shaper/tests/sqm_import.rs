@@ -129,6 +129,39 @@ fn sqm_import_golden_files() {
 
 /// What `unbloat start --config` would read from the TOML is what the import meant, and it
 /// validates; a disabled table, uncommented, too.
+/// The same import written as UCI (`import-sqm --uci`, for `/etc/config/unbloat`) reads back to
+/// the options of every enabled queue, and a disabled one is there with `enabled '0'`.
+#[test]
+fn sqm_import_every_uci_is_read_back_by_the_config_parser() {
+    let mut checked = 0;
+    for (name, text) in inputs() {
+        let Ok(imp) = import(&name, &text) else {
+            continue;
+        };
+        let uci = render::uci(&imp, &name);
+        let c = ConfigFile::parse(&uci, Path::new("/etc/config/unbloat"))
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{uci}"));
+        let enabled: Vec<_> = imp.interfaces.iter().filter(|i| i.enabled).collect();
+        assert_eq!(c.interfaces.len(), enabled.len(), "{name}\n{uci}");
+        for (read, meant) in c.interfaces.iter().zip(&enabled) {
+            assert_eq!(read.name, meant.iface, "{name}");
+            assert_eq!(
+                read.options, meant.options,
+                "{name}: {}\n{uci}",
+                meant.iface
+            );
+        }
+        let off = imp.interfaces.iter().filter(|i| !i.enabled).count();
+        assert_eq!(
+            uci.matches("option enabled '0'").count(),
+            off,
+            "{name}\n{uci}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 10, "{checked}");
+}
+
 #[test]
 fn sqm_import_every_toml_is_read_back_by_the_config_parser() {
     let mut checked = 0;

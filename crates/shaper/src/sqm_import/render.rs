@@ -60,6 +60,78 @@ pub fn table(i: &Imported) -> String {
     s
 }
 
+/// The same import as OpenWrt's UCI, for `/etc/config/unbloat`: a `config interface` section
+/// per queue, named like sqm's, with `option enabled '0'` for a disabled one (UCI has no
+/// commented-out section that `uci` keeps), each option by its UCI name and each classification
+/// rule a `list` line. [`ConfigFile`](crate::config::ConfigFile) reads it back to the same options.
+pub fn uci(import: &Import, source: &str) -> String {
+    let mut out = format!(
+        "# unbloat configuration imported from {} by `unbloat config import-sqm --uci`.\n\
+         # Each option's comment names the sqm options it came from (`uci commit` drops comments).\n\
+         # Check: unbloat config check /etc/config/unbloat\n",
+        comment_text(source)
+    );
+    let mut names: Vec<String> = Vec::new();
+    for i in &import.interfaces {
+        // sqm's section name where it has one (`queue 'wan'`), else the device's; once each.
+        let base: String = i
+            .queue
+            .split_once('\'')
+            .and_then(|(_, r)| r.strip_suffix('\''))
+            .unwrap_or(i.iface.as_str())
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let mut name = base.clone();
+        let mut n = 1;
+        while names.contains(&name) {
+            n += 1;
+            name = format!("{base}_{n}");
+        }
+        names.push(name.clone());
+        out.push_str(&format!(
+            "\n# {} (line {}): {}\nconfig interface '{name}'\n\toption interface {}\n",
+            comment_text(&i.queue),
+            i.line,
+            i.script.name(),
+            uci_value(i.iface.as_str())
+        ));
+        if !i.enabled {
+            out.push_str("\toption enabled '0'\n");
+        }
+        for opt in OPTIONS {
+            let values = opt.field.show_each(&i.options);
+            let list = opt.field.kind() == crate::options::value::Kind::List;
+            let comment = i
+                .comments
+                .iter()
+                .find(|(k, c)| k == opt.key && !c.is_empty())
+                .map(|(_, c)| format!(" # {}", comment_text(c)))
+                .unwrap_or_default();
+            for v in values {
+                let word = if list { "list" } else { "option" };
+                out.push_str(&format!(
+                    "\t{word} {} {}{comment}\n",
+                    opt.uci_name(),
+                    uci_value(&v)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// A UCI value in single quotes, a quote inside written as `'\''` (as `uci export` does).
+fn uci_value(v: &str) -> String {
+    format!("'{}'", v.replace('\'', "'\\''"))
+}
+
 /// The notes for people: all but the mapped ones (the TOML's comments say those), one per line.
 pub fn notes(import: &Import) -> String {
     import
