@@ -4,7 +4,7 @@ BIN := target/release/unbloat
 # The test bench (crates/labcli): the lab and the benchmarks, never packaged; it runs $(BIN).
 LAB := target/release/unbloat-lab
 
-.PHONY: all deps build uml lab test bench deb static router clean
+.PHONY: all deps build uml lab test bench deb static router openwrt clean
 
 all: build
 
@@ -38,10 +38,12 @@ lab: build
 # through the feature test-knobs (crates/system/src/knobs.rs); it rebuilds target/release/unbloat
 # with them, and the next `make build` (every target that ships depends on it) builds it without.
 # Last, the router build of the router set (scripts/router): its size in the log, and a failure
-# when it grows past its budget (`make router` builds the full set too; CI's minutes are short).
+# when it grows past its budget (`make router` builds the full set too; CI's minutes are short);
+# then its OpenWrt package, checked (scripts/openwrt/check; `make openwrt` builds every CPU's).
 test: deps uml
 	scripts/test
 	scripts/router x86_64-unknown-linux-musl router
+	scripts/openwrt/check $$(scripts/openwrt/package target/x86_64-unknown-linux-musl/router/unbloat-router x86_64 target/openwrt | cut -d, -f1)
 
 # The Debian package (docs/install.md): target/debian/unbloat_VERSION-1_ARCH.deb.
 deb: build
@@ -59,6 +61,11 @@ static:
 router:
 	scripts/router $(TARGET) router
 	scripts/router $(TARGET) full
+
+# OpenWrt's packages (docs/openwrt.md): target/openwrt/unbloat_VERSION-1_ARCH.ipk for each
+# router CPU (scripts/openwrt/build), each checked (scripts/openwrt/check).
+openwrt:
+	scripts/openwrt/build
 
 bench: deps build uml
 	$(LAB) bench start
