@@ -41,10 +41,12 @@ impl Planned {
 pub enum PlanError {
     #[error(transparent)]
     Config(Box<ConfigError>),
-    #[error("{path}: [interface.{iface}]: {source}")]
+    #[error("{path}: {label}: {source}")]
     System {
         path: String,
         iface: String,
+        /// How the file names the interface: `[interface.eth0]`, or UCI's `interface 'wan'`.
+        label: String,
         source: Box<SpecError>,
     },
 }
@@ -85,6 +87,7 @@ pub fn of_config(runner: &dyn Runner, config: &ConfigFile) -> Result<Vec<Planned
             PlanError::System {
                 path: config.path.display().to_string(),
                 iface: i.name.to_string(),
+                label: i.label.clone(),
                 source: Box::new(source),
             }
         })?;

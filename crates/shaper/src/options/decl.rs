@@ -8,7 +8,6 @@ use super::{Qdisc, ShapeOptions};
 use crate::model::Direction;
 
 /// One option: everything any reader needs to know of it. See [`super::table`].
-#[derive(Debug)]
 pub struct Opt {
     /// The config key (`ecn-egress`): TOML, the web page's form, UCI, messages.
     pub key: &'static str,
@@ -198,7 +197,7 @@ impl Opt {
 
 /// Typed access to one field of [`ShapeOptions`], the same for every type (through
 /// [`OptValue`]).
-pub trait Field: Sync + std::fmt::Debug {
+pub trait Field: Sync {
     fn kind(&self) -> Kind;
     fn noun(&self) -> &'static str;
     fn choices(&self) -> Vec<&'static str>;
@@ -230,12 +229,6 @@ pub struct Acc<T: 'static> {
     /// How a user's text is read: the type's own parser unless the option has its own (cake's
     /// rtt also takes its names: `internet`).
     pub parse: fn(&str) -> Result<T, String>,
-}
-
-impl<T> std::fmt::Debug for Acc<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Acc<{}>", std::any::type_name::<T>())
-    }
 }
 
 impl<T: OptValue> Field for Acc<T> {

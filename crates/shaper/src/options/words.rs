@@ -26,13 +26,11 @@ pub enum Units {
 }
 
 /// What the words at one place said, and how many of them it took.
-#[derive(Debug)]
 pub struct Step {
     pub used: usize,
     pub said: Said,
 }
 
-#[derive(Debug)]
 pub enum Said {
     /// `opt` took the word(s) (the options hold its value now); `reading` is tc's reading of a
     /// bare number ([`Units::Tc`]).
