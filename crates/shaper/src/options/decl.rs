@@ -211,8 +211,6 @@ pub trait Field: Sync {
     fn word(&self, o: &ShapeOptions) -> Option<&'static str>;
     /// Parses what a user typed and sets it (a list gets one more item).
     fn set(&self, o: &mut ShapeOptions, text: &str) -> Result<(), String>;
-    /// Parses what tc would read and sets it; the reading when the number was bare.
-    fn set_tc(&self, o: &mut ShapeOptions, text: &str) -> Result<Option<String>, String>;
     /// Sets the value a keyword stands for; false if it is not one of the type's.
     fn set_word(&self, o: &mut ShapeOptions, w: &str) -> bool;
     fn add_one(&self, o: &mut ShapeOptions) -> bool;
@@ -264,11 +262,6 @@ impl<T: OptValue> Field for Acc<T> {
             None => v,
         });
         Ok(())
-    }
-    fn set_tc(&self, o: &mut ShapeOptions, text: &str) -> Result<Option<String>, String> {
-        let (v, reading) = T::parse_tc(text)?;
-        *(self.get_mut)(o) = Some(v);
-        Ok(reading)
     }
     fn set_word(&self, o: &mut ShapeOptions, w: &str) -> bool {
         match T::from_word(w) {

@@ -1,13 +1,12 @@
 //! The value types of the options, and the one way each is read and written: from what a user
-//! types (flags, forms, option strings; a unit is required), from what tc reads (sqm-scripts'
-//! option strings: a bare number is in tc's unit), as a TOML value, and as the qdisc's own keyword
-//! where the value is one (`diffserv4`, `dual-srchost`, `ptm`).
+//! types (flags, forms, option strings; a unit is required; what tc would read is first written
+//! so by [`super::words`]), as a TOML value, and as the qdisc's own keyword where the value is one
+//! (`diffserv4`, `dual-srchost`, `ptm`).
 //!
 //! Each option of [`super::table`] names its type, and everything that lists options (the
 //! command line, the config file's writer, the forms, the option strings) goes through this trait,
 //! so a value is spelled the same everywhere: `parse(show(v)) == v` for every type (tested).
 
-use super::tc_units::{bare, tc_rate, tc_time, tc_unsigned};
 use super::{Isolation, Qdisc, ISOLATION_NAMES};
 use crate::linklayer::{Framing, LinkPreset};
 use crate::model::{AckFilter, Diffserv};
@@ -43,11 +42,6 @@ pub trait OptValue: Sized + Clone + PartialEq + 'static {
     }
     /// What a user types; a number needs its unit.
     fn parse(text: &str) -> Result<Self, String>;
-    /// What tc reads: a bare number in tc's unit, with what it read when it was bare (for a
-    /// note: a person typing `rtt 100` may well have meant milliseconds).
-    fn parse_tc(text: &str) -> Result<(Self, Option<String>), String> {
-        Self::parse(text).map(|v| (v, None))
-    }
     /// The value as a user types it; [`OptValue::parse`] reads it back.
     fn show(&self) -> String;
     /// The value as a user types it once per time the option is said: a list says each item
@@ -102,10 +96,6 @@ impl OptValue for Rate {
     fn parse(text: &str) -> Result<Rate, String> {
         text.parse().map_err(text_err)
     }
-    fn parse_tc(text: &str) -> Result<(Rate, Option<String>), String> {
-        let r = tc_rate(text)?;
-        Ok((r, bare(text).then(|| r.to_string())))
-    }
     fn show(&self) -> String {
         self.to_string()
     }
@@ -124,10 +114,6 @@ impl OptValue for Time {
     const NOUN: &'static str = "time";
     fn parse(text: &str) -> Result<Time, String> {
         text.parse().map_err(text_err)
-    }
-    fn parse_tc(text: &str) -> Result<(Time, Option<String>), String> {
-        let t = tc_time(text)?;
-        Ok((t, bare(text).then(|| t.to_string())))
     }
     fn show(&self) -> String {
         self.to_string()
@@ -152,15 +138,6 @@ macro_rules! whole_number {
             const NOUN: &'static str = "number";
             fn parse(text: &str) -> Result<$t, String> {
                 text.parse().map_err(|e| format!("{:?}: {e}", crate::clip::clip(text)))
-            }
-            /// tc's `get_unsigned` and `get_integer` (decimal, or hex after 0x).
-            fn parse_tc(text: &str) -> Result<($t, Option<String>), String> {
-                let (minus, digits) = text.strip_prefix('-').map_or((false, text), |d| (true, d));
-                tc_unsigned(digits)
-                    .map(|n| if minus { -i64::from(n) } else { i64::from(n) })
-                    .and_then(|n| <$t>::try_from(n).ok())
-                    .map(|n| (n, None))
-                    .ok_or_else(|| format!("`{text}`: not a whole number"))
             }
             fn show(&self) -> String {
                 self.to_string()
@@ -449,24 +426,6 @@ mod tests {
         check::<Isolation>();
         check::<Diffserv>();
         check::<AckFilter>();
-    }
-
-    #[test]
-    fn tc_reads_bare_numbers_in_its_units_and_says_so() {
-        assert_eq!(
-            Rate::parse_tc("20000"),
-            Ok((Rate::from_kbit(20), Some("20kbit".into())))
-        );
-        assert_eq!(Rate::parse_tc("20mbit"), Ok((Rate::from_mbit(20), None)));
-        assert_eq!(
-            Time::parse_tc("50"),
-            Ok((Time::from_micros(50), Some("50us".into())))
-        );
-        assert_eq!(u32::parse_tc("0x10"), Ok((16, None)));
-        assert!(
-            Rate::parse("20000").is_err(),
-            "a user's bare number is refused"
-        );
     }
 
     #[test]

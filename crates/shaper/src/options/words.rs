@@ -13,6 +13,7 @@
 //! user's string, a note for sqm's, cake's adding link-layer keywords) is the caller's.
 
 use super::decl::{Opt, Word};
+use super::tc_units::{bare, tc_rate, tc_time, tc_unsigned};
 use super::{Qdisc, ShapeOptions, OPTIONS};
 use crate::model::Direction;
 
@@ -124,7 +125,8 @@ pub fn read(
                     };
                     let set = match units {
                         Units::User => opt.field.set(o, v).map(|()| None),
-                        Units::Tc => opt.field.set_tc(o, v),
+                        Units::Tc => as_tc_reads(opt.field.noun(), v)
+                            .and_then(|(text, reading)| opt.field.set(o, &text).map(|()| reading)),
                     };
                     return match set {
                         Ok(reading) => step(2, Said::Set { opt, reading }),
@@ -170,6 +172,25 @@ pub fn read(
     }
 }
 
+/// What tc reads `v` as (iproute2 `get_rate64`, `get_time`, `get_unsigned`: a bare number is
+/// bit/s, microseconds, decimal or 0x hex), written as a user writes it (`20000` is `20kbit`),
+/// with that reading when the number was bare (for a note: a person typing `rtt 100` may well
+/// have meant milliseconds). `noun` is what the option holds; other values are read as written.
+fn as_tc_reads(noun: &str, v: &str) -> Result<(String, Option<String>), String> {
+    let text = match noun {
+        "rate" => tc_rate(v)?.to_string(),
+        "time" => tc_time(v)?.to_string(),
+        "number" => {
+            let (minus, digits) = v.strip_prefix('-').map_or(("", v), |d| ("-", d));
+            let n = tc_unsigned(digits).ok_or_else(|| format!("`{v}`: not a whole number"))?;
+            format!("{minus}{n}")
+        }
+        _ => return Ok((v.to_string(), None)),
+    };
+    let reading = (noun != "number" && bare(v)).then(|| text.clone());
+    Ok((text, reading))
+}
+
 /// Why unbloat refuses `w`, one of `qdisc`'s words, if it does.
 pub fn refused(qdisc: Qdisc, w: &str) -> Option<&'static str> {
     REFUSED_WORDS
@@ -207,4 +228,25 @@ pub fn listed(qdisc: Qdisc) -> String {
         }
     }
     out.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tc_reads_bare_numbers_in_its_units_and_says_so() {
+        assert_eq!(
+            as_tc_reads("rate", "20000"),
+            Ok(("20kbit".into(), Some("20kbit".into())))
+        );
+        assert_eq!(as_tc_reads("rate", "20mbit"), Ok(("20mbit".into(), None)));
+        assert_eq!(
+            as_tc_reads("time", "50"),
+            Ok(("50us".into(), Some("50us".into())))
+        );
+        assert_eq!(as_tc_reads("number", "0x10"), Ok(("16".into(), None)));
+        assert_eq!(as_tc_reads("number", "-10"), Ok(("-10".into(), None)));
+        assert!(as_tc_reads("number", "ten").is_err());
+    }
 }
