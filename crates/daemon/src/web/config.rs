@@ -133,6 +133,15 @@ pub fn view(path: &Path) -> View {
             return v;
         }
     }
+    // OpenWrt's UCI is read as the config, but the form edits TOML's text: say how to change it.
+    if unbloat_shaper::uci::is_uci(&v.text) {
+        v.error = Some(FieldError::general(format!(
+            "{} is OpenWrt's UCI: change it with uci (uci set unbloat.wan.down=70mbit; uci \
+             commit unbloat; reload_config) or LuCI; the form here edits TOML files only",
+            v.path
+        )));
+        return v;
+    }
     match splice::parse(&v.text) {
         Ok(doc) => {
             if let Some(toml::de::DeValue::Table(t)) = doc.get("defaults").map(|d| d.get_ref()) {

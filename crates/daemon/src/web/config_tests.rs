@@ -184,3 +184,20 @@ fn a_refused_reload_puts_the_old_file_back_and_a_bad_value_writes_nothing() {
         "no temporary file left"
     );
 }
+
+/// A UCI file (OpenWrt's /etc/config/unbloat) is shown as such, read-only, with how to change
+/// it; a form edit of it is refused, so its text is never rewritten as TOML.
+#[test]
+fn a_uci_config_is_read_only_here_and_says_how_to_change_it() {
+    let scratch = crate::web::scratch::Scratch::new("webuci");
+    let path = scratch.path().join("unbloat");
+    let uci = "config interface 'wan'\n\toption interface 'eth0'\n\toption down '20mbit'\n";
+    std::fs::write(&path, uci).unwrap();
+    let v = view(&path);
+    let e = v.error.expect("an error for the form");
+    assert!(
+        e.message.contains("OpenWrt's UCI") && e.message.contains("uci commit"),
+        "{e:?}"
+    );
+    assert!(edit(uci, "eth0", &values(&[("down", "30mbit")])).is_err());
+}
