@@ -11,6 +11,9 @@
 //! where a controller that cut the download to what it carried held p95 under 60 ms and
 //! carried a quarter less of the download on the LTE traces.
 //!
+//! It runs `alone` (no other test's guest beside it): beside the other lane's guests (CI,
+//! 2026-12-01) one run's steady p95 was 122 ms and the next followed the halving in 2.02 s.
+//!
 //! It needs the `unbloat` binary (see `common::unbloat_exe`).
 
 mod common;
@@ -135,7 +138,7 @@ fn one_run(d: &std::path::Path) -> Result<(), String> {
 }
 
 unbloat_testbed::real_kernel_test! {
-    fn autorate_follows_a_step_down_within_2s_and_back_up_within_10s() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred", "u32"] {
+    fn autorate_follows_a_step_down_within_2s_and_back_up_within_10s() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred", "u32"] alone {
         let dir = WorkDir::new("autorate-step").expect("a directory");
         let d = &dir.0;
         std::fs::write(d.join("step.down"), steps(&[(20.0, 15), (10.0, 15), (20.0, 15)])).unwrap();
