@@ -36,6 +36,7 @@
 //! acknowledged), so the client alone sees both directions every 200 ms, even if the server
 //! vanishes mid-run. The server's own byte counts come back at the end as a cross-check.
 
+mod atomic64;
 pub mod backlog;
 pub mod client;
 pub mod farend;

@@ -15,9 +15,10 @@
 //!   still sits in the send buffer: after the load phase the link must go idle at once, not
 //!   drain seconds of buffered upload into the idle tail.
 
+use crate::atomic64::AtomicU64;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};

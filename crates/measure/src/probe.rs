@@ -25,8 +25,9 @@
 //! arrival stamps (see [`unbloat_icmp::rxtime`]), so a receiver that waited for a CPU does not add its
 //! wait to the round trip.
 
+use crate::atomic64::AtomicU64;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};

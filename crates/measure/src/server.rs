@@ -26,11 +26,12 @@
 //! plain blocking sockets with timeouts. Timestamps are nanoseconds since the server started;
 //! a probe's receive stamp is the kernel's arrival time (see [`unbloat_icmp::rxtime`]).
 
+use crate::atomic64::AtomicU64;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};

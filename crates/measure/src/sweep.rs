@@ -21,8 +21,9 @@
 //! - `stop` (Ctrl-C) is looked at before every echo and at least every 50 ms; the sweep then
 //!   returns what it has, marked [`SweepSamples::stopped`].
 
+use crate::atomic64::AtomicU64;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};

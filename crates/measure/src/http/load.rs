@@ -13,7 +13,8 @@
 //! - [`Load::stop`] sets SO_LINGER 0 on every socket and ends every task: connections are
 //!   reset, nothing still buffered drains into the idle tail.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::atomic64::AtomicU64;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

@@ -15,7 +15,8 @@
 //! - A probe is one connection and a few hundred bytes: five a second cost little next to the
 //!   load, so the test measures the link and not this process.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use crate::atomic64::AtomicU64;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

@@ -17,10 +17,11 @@
 //! and they arrive before TEST_END's retransmission (the lab's unshaped run saw it as the
 //! server resetting the control connection before EXCHANGE_RESULTS).
 
+use crate::atomic64::AtomicU64;
 use std::hash::{BuildHasher, RandomState};
 use std::io::Read;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -6,9 +6,10 @@
 //! download and `tcpi_bytes_acked` for an upload, read at any moment; once the stop flag is set
 //! nothing the connection does counts as an error (the server closes its end on TEST_END).
 
+use crate::atomic64::AtomicU64;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
