@@ -1,9 +1,9 @@
 //! The web page's files, gzip-compressed at build time: the binary carries them compressed
-//! (36 KB of text, 13 KB compressed) and sends them as they are, with `Content-Encoding: gzip`
+//! (36 KB of text, 12.7 KB compressed; by Zopfli, whose slower deflate search saves 300 bytes
+//! against gzip -9: the router build is counted in bytes) and sends them as they are, with `Content-Encoding: gzip`
 //! (src/web/mod.rs), so no compressor or decompressor is linked. The gzip header carries no time
 //! stamp, so the same sources give the same binary.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 /// The files of src/web/assets, as the page asks for them.
@@ -15,9 +15,14 @@ fn main() {
         let src = format!("src/web/assets/{name}");
         println!("cargo:rerun-if-changed={src}");
         let text = std::fs::read(&src).unwrap_or_else(|e| panic!("{src}: {e}"));
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-        gz.write_all(&text).expect("compress in memory");
-        let gz = gz.finish().expect("compress in memory");
+        let mut gz = Vec::new();
+        zopfli::compress(
+            zopfli::Options::default(),
+            zopfli::Format::Gzip,
+            &text[..],
+            &mut gz,
+        )
+        .expect("compress in memory");
         std::fs::write(out.join(format!("{name}.gz")), gz).expect("write to OUT_DIR");
     }
 }
