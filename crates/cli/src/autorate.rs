@@ -229,6 +229,9 @@ pub fn autorate(args: &AutorateArgs) -> Result<(), Failure> {
         None => {
             let p = planned::with_fairness(&runner, iface.clone(), &base_opts).map_err(invalid)?;
             cake_both_ways(&iface, &p.plan).map_err(|e| invalid(anyhow!(e)))?;
+            for warning in shaper.check_offload(&[p.request()])? {
+                eprintln!("unbloat autorate: warning: {warning}");
+            }
             shaper
                 .start(&[p.request()])
                 .with_context(|| format!("cannot shape {iface}"))?;

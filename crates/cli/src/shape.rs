@@ -271,10 +271,12 @@ pub fn start(args: &StartArgs) -> Result<(), Failure> {
     shaper.confirm = args.confirm;
     let reqs: Vec<Request> = plans.iter().map(Planned::request).collect();
     let names: Vec<String> = reqs.iter().map(|r| r.plan.wan.to_string()).collect();
+    let cannot = || format!("cannot shape {}", names.join(", "));
+    for warning in shaper.check_offload(&reqs).with_context(cannot)? {
+        eprintln!("unbloat: warning: {warning}");
+    }
     // Every interface of the command in one transaction: all are shaped, or none is changed.
-    let outcomes = shaper
-        .start(&reqs)
-        .with_context(|| format!("cannot shape {}", names.join(", ")))?;
+    let outcomes = shaper.start(&reqs).with_context(cannot)?;
     for (Planned { plan, fairness, .. }, outcome) in plans.iter().zip(&outcomes) {
         match outcome {
             Outcome::Applied { replaced, in_place } => {

@@ -252,7 +252,11 @@ pub fn tune(args: &TuneArgs) -> Result<(), Failure> {
         up: Some(Rate::from_mbit(10)),
         ..args.link_options()
     };
-    shaper.check_free(&with_fairness(iface.clone(), &sample)?.plan)?;
+    let sample = with_fairness(iface.clone(), &sample)?;
+    shaper.check_free(&sample.plan)?;
+    for warning in shaper.check_offload(&[sample.request()])? {
+        eprintln!("unbloat: warning: {warning}");
+    }
     let prior = state.load(&iface)?;
     let shaping: Shared = Arc::new(Mutex::new(Box::new(CliShaping {
         iface: iface.clone(),

@@ -354,6 +354,10 @@ impl<'r> Keeper<'r> {
             reason: e.to_string(),
             bad_config: false,
         };
+        let all: Vec<_> = plans.iter().map(|p| p.request()).collect();
+        for warning in self.shaper.check_offload(&all).map_err(|e| refused(&e))? {
+            say::warn(&warning);
+        }
         let mut out = Reloaded::default();
         let new: BTreeSet<String> = plans.iter().map(|p| p.plan.wan.to_string()).collect();
         let rtnl = unbloat_system::rtnl::Rtnl::open().map_err(|e| refused(&e))?;

@@ -138,6 +138,8 @@ pub enum ApplyError {
     NotARateChange { iface: String, why: String },
     #[error("{0}; nothing was changed")]
     Journal(StateError),
+    #[error(transparent)]
+    Offload(#[from] crate::offload::HardwareOffload),
     #[error("an interrupted change (journal of process {pid}) could not be undone: {why}\nfix the interfaces by hand, then `unbloat recover --discard` forgets it")]
     RecoveryIncomplete { pid: u32, why: String },
     #[error("a change of {ifaces} waits for confirmation for {left} s more: `unbloat confirm` keeps it; without it, it is undone then; until then nothing else is changed")]
@@ -285,6 +287,19 @@ impl<'r> Shaper<'r> {
         let ifb = ifb_of(Some(plan));
         let before = Snapshot::take(&rtnl, &link, ifb.as_ref().map(IfName::as_str))?;
         refuse_foreign(plan, &before)
+    }
+
+    /// Refuses, without changing anything, a plan's device that the hardware forwards (flow
+    /// offloading); returns what software offloading takes from a plan ([`crate::offload`]).
+    /// Once per command or configuration, before its first start, not at each rate change.
+    pub fn check_offload(&self, reqs: &[Request]) -> Result<Vec<String>, ApplyError> {
+        let listed = crate::offload::listed(self.runner);
+        let tables = crate::offload::parse(&listed);
+        let mut warnings = vec![];
+        for req in reqs {
+            warnings.extend(crate::offload::judge(&tables, &req.plan)?);
+        }
+        Ok(warnings)
     }
 
     pub fn start(&self, reqs: &[Request]) -> Result<Vec<Outcome>, ApplyError> {

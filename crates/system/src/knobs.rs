@@ -1,6 +1,6 @@
 //! Test knobs: environment variables that make unbloat misbehave on purpose, for the tests of
-//! the binary. `UNBLOAT_TC` and `UNBLOAT_IP` replace the `tc` and `ip` programs
-//! ([`crate::runner`]); `UNBLOAT_CHILD_TIMEOUT_MS` shortens the deadline of every child
+//! the binary. `UNBLOAT_TC`, `UNBLOAT_IP` and `UNBLOAT_NFT` replace the `tc`, `ip` and `nft`
+//! programs ([`crate::runner`]); `UNBLOAT_CHILD_TIMEOUT_MS` shortens the deadline of every child
 //! ([`crate::runner::DEFAULT_TIMEOUT`]); `UNBLOAT_CRASH_AT` kills the process at a point of a
 //! transaction ([`crate::apply::crash_point`]).
 //!

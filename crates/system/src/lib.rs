@@ -33,6 +33,7 @@ pub mod journal;
 pub mod knobs;
 pub mod live;
 pub mod lock;
+pub mod offload;
 pub mod planned;
 pub mod probe;
 pub mod recover;

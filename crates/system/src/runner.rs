@@ -17,8 +17,9 @@
 //!   lab's measurements and far ends, `ip netns exec NS PROGRAM`) run as long as their [`Cmd`]
 //!   allows, without a limit if it sets none: a 45 s test is not a hung `tc`.
 //! - [`SystemRunner`] finds programs through `PATH`. In test builds only (the `test-knobs`
-//!   feature, [`crate::knobs`]), the environment variables `UNBLOAT_TC` and `UNBLOAT_IP` replace
-//!   the `tc` and `ip` programs (tests put a fault-injecting wrapper there).
+//!   feature, [`crate::knobs`]), the environment variables `UNBLOAT_TC`, `UNBLOAT_IP` and
+//!   `UNBLOAT_NFT` replace the `tc`, `ip` and `nft` programs (tests put a fault-injecting
+//!   wrapper there, or one that answers as a kernel with flowtables would).
 //! - [`RecordingRunner`] runs nothing: it records every command and answers from a script, for tests
 //!   of the code that builds commands.
 //! - [`Cmd::display`] is a line a POSIX shell would run with the same meaning (used by `--dry-run`).
@@ -301,11 +302,15 @@ pub struct SystemRunner {
 }
 
 /// The environment variables that replace a program, and the program they replace.
-pub const PROGRAM_OVERRIDES: [(&str, &str); 2] = [("tc", "UNBLOAT_TC"), ("ip", "UNBLOAT_IP")];
+pub const PROGRAM_OVERRIDES: [(&str, &str); 3] = [
+    ("tc", "UNBLOAT_TC"),
+    ("ip", "UNBLOAT_IP"),
+    ("nft", "UNBLOAT_NFT"),
+];
 
 impl SystemRunner {
-    /// The runner of the product. Test builds (feature `test-knobs`) honour `UNBLOAT_TC` and
-    /// `UNBLOAT_IP` as they are set now (empty = unset); a release build never reads them, so a
+    /// The runner of the product. Test builds (feature `test-knobs`) honour `UNBLOAT_TC`,
+    /// `UNBLOAT_IP` and `UNBLOAT_NFT` as they are set now (empty = unset); a release build never reads them, so a
     /// root process that inherits them (sudo, a unit file, cron) still runs the real `tc`.
     pub fn from_env() -> SystemRunner {
         let mut runner = SystemRunner::default();
