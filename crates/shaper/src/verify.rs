@@ -18,8 +18,8 @@
 //! `egress cake: overhead is 18, expected 26`.
 //!
 //! What is not compared, and why: HTB `burst`/`cburst` (the kernel keeps them as transmit times
-//! and tc prints them back rounded, e.g. 1600 as 1598b), counters, and cake's `fwmark` (unbloat
-//! does not set it).
+//! and tc prints them back rounded, e.g. 1600 as 1598b) and counters. cake's own options, `fwmark`
+//! among them, are compared row by row from [`crate::qdisc::cake::params`].
 
 use crate::cake::{self, CakeParams};
 use crate::fq_codel;

@@ -12,7 +12,7 @@
 //! before them (`overhead 44 pppoe-llcsnap` is 84; `ethernet` also sets mpu 84, `docsis` mpu 64):
 //! [`LinkState`] follows q_cake.c line by line ([`link_word`]). A word tc would refuse ("What is
 //! ...?") made sqm-scripts' whole tc command fail, so that direction was not shaped at all; such
-//! words, and the ones unbloat refuses on purpose (`autorate-ingress`, `fwmark`, ...; see
+//! words, and the ones unbloat refuses on purpose (`autorate-ingress`, `unlimited`, ...; see
 //! [`REFUSED_WORDS`](crate::options::REFUSED_WORDS)), are left out with a note naming the word.
 
 use super::dir::{tc_refuses, DirWords, LinkState, Problem};
