@@ -204,13 +204,7 @@ pub fn lab_hosts(args: &LabHostsArgs) -> Result<(), Failure> {
     );
     for family in args.family.list() {
         for setup in setups(&tools) {
-            let scenario = Scenario {
-                family,
-                nat: true,
-                load_s: secs(args.duration),
-                down: args.link.down,
-                up: args.link.up,
-            };
+            let scenario = scenario(family, args.duration, &args.link);
             let o = hosts::run(&scenario, setup, &tools)
                 .with_context(|| format!("{} over {}", setup.name(), family.name()))?;
             println!("{}", row(&o));
@@ -226,6 +220,17 @@ pub fn lab_hosts(args: &LabHostsArgs) -> Result<(), Failure> {
     put("index.html", html(&all, args.link.down, args.link.up))?;
     println!("report: {}", args.out.join("index.html").display());
     Ok(())
+}
+
+/// Both LAN hosts behind masquerade for `load` on `link`: the scenario of the lab and the bench.
+fn scenario(family: Family, load: Time, link: &LinkRates) -> Scenario {
+    Scenario {
+        family,
+        nat: true,
+        load_s: secs(load),
+        down: link.down,
+        up: link.up,
+    }
 }
 
 fn svg_name(o: &Outcome) -> String {
@@ -276,13 +281,7 @@ pub fn bench_fair(args: &FairBenchArgs) -> Result<(), Failure> {
             .into_iter()
             .filter(|s| *s != Setup::None && wanted(s))
         {
-            let scenario = Scenario {
-                family,
-                nat: true,
-                load_s: secs(args.duration),
-                down: args.link.down,
-                up: args.link.up,
-            };
+            let scenario = scenario(family, args.duration, &args.link);
             let mut runs = vec![];
             for _ in 0..args.runs {
                 let o = hosts::run(&scenario, setup, &tools)
