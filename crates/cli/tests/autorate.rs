@@ -11,6 +11,10 @@
 //!   keeper plans at the controller's rates, not the file's), it waits while a controller run by
 //!   hand holds wan0, `unbloat autorate wan0` by hand beside it is refused (exit 1) without
 //!   touching the rates, `unbloat status` shows them, and SIGTERM leaves the base rates.
+//!
+//! The two that wait for cuts within seconds run `alone` (no other test's guest beside them): in
+//! CI (2026-12-01) the controller's 200 ms ticks came 1.5 s apart beside the lab lane's guests,
+//! and the download was still at 13.5 Mbit/s when the test gave up on it.
 
 mod common;
 
@@ -90,7 +94,7 @@ impl Run {
 }
 
 real_kernel_test! {
-    fn reflectors_are_replaced_bloat_cuts_and_every_exit_leaves_the_base_rate() needs ["cake", "netem", "ifb", "mirred", "u32", "ingress"] {
+    fn reflectors_are_replaced_bloat_cuts_and_every_exit_leaves_the_base_rate() needs ["cake", "netem", "ifb", "mirred", "u32", "ingress"] alone {
         let ns = Netns::new();
         let far = ns.wan_to_far_end();
         for i in 3..=7 {
@@ -192,7 +196,7 @@ real_kernel_test! {
 }
 
 real_kernel_test! {
-    fn the_daemons_autorate_table_moves_the_rates_and_the_keeper_keeps_them() needs ["cake", "netem", "ifb", "mirred", "u32", "ingress"] {
+    fn the_daemons_autorate_table_moves_the_rates_and_the_keeper_keeps_them() needs ["cake", "netem", "ifb", "mirred", "u32", "ingress"] alone {
         let ns = Netns::new();
         let far = ns.wan_to_far_end();
         for i in 3..=7 {
