@@ -39,11 +39,13 @@ lab: build
 # with them, and the next `make build` (every target that ships depends on it) builds it without.
 # Last, the router build of the router set (scripts/router): its size in the log, and a failure
 # when it grows past its budget (`make router` builds the full set too; CI's minutes are short);
-# then its OpenWrt package, checked (scripts/openwrt/check; `make openwrt` builds every CPU's).
+# then its OpenWrt package, checked (scripts/openwrt/check; `make openwrt` builds every CPU's),
+# and LuCI's page for it (scripts/openwrt/package-luci, scripts/openwrt/check-luci).
 test: deps uml
 	scripts/test
 	scripts/router x86_64-unknown-linux-musl router
 	scripts/openwrt/check $$(scripts/openwrt/package target/x86_64-unknown-linux-musl/router/unbloat-router x86_64 target/openwrt | cut -d, -f1)
+	scripts/openwrt/check-luci $$(scripts/openwrt/package-luci target/openwrt | cut -d, -f1)
 
 # The Debian package (docs/install.md): target/debian/unbloat_VERSION-1_ARCH.deb.
 deb: build
@@ -63,7 +65,8 @@ router:
 	scripts/router $(TARGET) full
 
 # OpenWrt's packages (docs/openwrt.md): target/openwrt/unbloat_VERSION-1_ARCH.ipk for each
-# router CPU (scripts/openwrt/build), each checked (scripts/openwrt/check).
+# router CPU (scripts/openwrt/build), each checked (scripts/openwrt/check), and
+# luci-app-unbloat_VERSION-1_all.ipk (scripts/openwrt/check-luci).
 openwrt:
 	scripts/openwrt/build
 

@@ -19,6 +19,7 @@
 //! so flags, files and extra strings get the same checks and the same messages.
 
 mod decl;
+pub mod luci;
 mod table;
 pub mod tc_units;
 pub mod value;

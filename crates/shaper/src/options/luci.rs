@@ -1,0 +1,132 @@
+//! LuCI's form for `/etc/config/unbloat` (the package `luci-app-unbloat`), written from the
+//! option declarations: a field per option, named as UCI names it ([`super::Opt::uci_name`]),
+//! with its one-line help and its example as the placeholder, on the tab of its place on the
+//! daemon's own page (the card's or "more"). The file is `packaging/openwrt/luci/unbloat.js`;
+//! the test below fails when it is not what the declarations write, and writes it again with
+//! `UPDATE_GOLDEN=1 cargo test -p unbloat-shaper luci`.
+//!
+//! Heads up! LuCI's client-side forms (`luci-static/resources/form.js`: `form.Map`,
+//! `TypedSection`, `Value`, `ListValue`, `DynamicList`, `taboption`), its views (`view.extend`)
+//! and `menu.d`/`acl.d` JSON; sqm's own page (luci-app-sqm's `view/sqm.js`) is the model.
+//!
+//! An option left empty is not written, and then the qdisc's default holds, as in the TOML: so a
+//! boolean is a choice of default, on or off rather than a checkbox, which cannot say "default".
+//! What a value means is checked by unbloat itself, not here: a bad value is refused at the
+//! reload (`logread -e unbloat` says why, and the shaping stays), and `unbloat config check
+//! /etc/config/unbloat` says it first.
+
+use super::value::Kind;
+use super::{Web, OPTIONS};
+
+/// The view's JavaScript.
+pub fn view() -> String {
+    let js = |s: &str| serde_json::to_string(s).expect("a string is JSON");
+    let mut out = String::from(HEAD);
+    for o in OPTIONS {
+        let tab = if o.web == Web::Card { "basic" } else { "more" };
+        let name = js(&o.uci_name());
+        let (class, choices) = match o.field.kind() {
+            Kind::Bool => ("ListValue", vec!["1", "0"]),
+            Kind::Choice => ("ListValue", o.field.choices()),
+            Kind::List => ("DynamicList", vec![]),
+            Kind::Rate | Kind::Text | Kind::Int => ("Value", vec![]),
+        };
+        out += &format!(
+            "\n\t\to = s.taboption('{tab}', form.{class}, {name}, _({}));\n",
+            js(o.key)
+        );
+        out += &format!("\t\to.description = _({});\n", js(o.short));
+        if class == "ListValue" {
+            out += "\t\to.value('', _('default'));\n";
+            for c in choices {
+                let label = match c {
+                    "1" => "on",
+                    "0" => "off",
+                    c => c,
+                };
+                out += &format!("\t\to.value({}, {});\n", js(c), js(label));
+            }
+        } else {
+            out += &format!("\t\to.placeholder = {};\n", js(o.example));
+        }
+        out += "\t\to.rmempty = true;\n";
+    }
+    out + TAIL
+}
+
+const HEAD: &str = "'use strict';
+'require view';
+'require form';
+
+// luci-app-unbloat: the form for /etc/config/unbloat. Written from unbloat's option declarations
+// (crates/shaper/src/options/luci.rs); do not edit it by hand.
+
+return view.extend({
+\trender: function() {
+\t\tvar m, s, o;
+
+\t\tm = new form.Map('unbloat', _('Smart Queue Management (unbloat)'),
+\t\t\t_('A section per device to shape. Rates need their unit (78mbit, 19950kbit). An empty field keeps the default. Save & Apply reloads the service: a value it refuses leaves the shaping as it was, and the system log says why.'));
+
+\t\ts = m.section(form.TypedSection, 'interface', _('Interfaces'));
+\t\ts.addremove = true;
+\t\ts.anonymous = false;
+\t\ts.tab('basic', _('Basic settings'));
+\t\ts.tab('more', _('More options'));
+
+\t\to = s.taboption('basic', form.Flag, 'enabled', _('Enabled'));
+\t\to.default = '0';
+\t\to.rmempty = false;
+
+\t\to = s.taboption('basic', form.Value, 'interface', _('Interface'));
+\t\to.description = _('The device to shape: the WAN device, as `ip link` names it (pppoe-wan, eth1).');
+\t\to.rmempty = false;
+";
+
+const TAIL: &str = "
+\t\treturn m.render();
+\t}
+});
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../packaging/openwrt/luci/unbloat.js"
+    );
+
+    #[test]
+    fn the_luci_view_is_what_the_declarations_write() {
+        let want = view();
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::write(FILE, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(FILE).unwrap_or_default();
+        assert!(have == want, "{FILE} is not what the option declarations write: run UPDATE_GOLDEN=1 cargo test -p unbloat-shaper luci, and review its diff");
+    }
+
+    #[test]
+    fn every_option_has_a_field_named_as_uci_names_it() {
+        let v = view();
+        for o in OPTIONS {
+            let field = format!(
+                "form.{}, \"{}\", _(\"{}\"));",
+                match o.field.kind() {
+                    Kind::Bool | Kind::Choice => "ListValue",
+                    Kind::List => "DynamicList",
+                    _ => "Value",
+                },
+                o.uci_name(),
+                o.key
+            );
+            assert!(v.contains(&field), "{}: no {field}", o.key);
+        }
+        assert!(
+            v.contains("\"eqdisc_opts\"") && v.contains("\"ack_filter\""),
+            "sqm's and unbloat's names"
+        );
+    }
+}
