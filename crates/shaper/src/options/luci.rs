@@ -25,11 +25,11 @@ pub fn view() -> String {
     for o in OPTIONS {
         let tab = if o.web == Web::Card { "basic" } else { "more" };
         let name = js(&o.uci_name());
-        let (class, choices) = match o.field.kind() {
-            Kind::Bool => ("ListValue", vec!["1", "0"]),
-            Kind::Choice => ("ListValue", o.field.choices()),
-            Kind::List => ("DynamicList", vec![]),
-            Kind::Rate | Kind::Text | Kind::Int => ("Value", vec![]),
+        let class = class(o.field.kind());
+        // A boolean as UCI writes it; LuCI's labels below.
+        let choices = match o.field.kind() {
+            Kind::Bool => vec!["1", "0"],
+            _ => o.field.choices(),
         };
         out += &format!(
             "\n\t\to = s.taboption('{tab}', form.{class}, {name}, _({}));\n",
@@ -52,6 +52,16 @@ pub fn view() -> String {
         out += "\t\to.rmempty = true;\n";
     }
     out + TAIL
+}
+
+/// LuCI's form class for an option of this kind: a list of choices for a boolean too, whose
+/// first choice is the default (see the module's note).
+fn class(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Bool | Kind::Choice => "ListValue",
+        Kind::List => "DynamicList",
+        Kind::Rate | Kind::Text | Kind::Int => "Value",
+    }
 }
 
 const HEAD: &str = "'use strict';
@@ -114,11 +124,7 @@ mod tests {
         for o in OPTIONS {
             let field = format!(
                 "form.{}, \"{}\", _(\"{}\"));",
-                match o.field.kind() {
-                    Kind::Bool | Kind::Choice => "ListValue",
-                    Kind::List => "DynamicList",
-                    _ => "Value",
-                },
+                class(o.field.kind()),
                 o.uci_name(),
                 o.key
             );
