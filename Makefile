@@ -40,8 +40,11 @@ lab: build
 # Last, the router build of the router set (scripts/router): its size in the log, and a failure
 # when it grows past its budget (`make router` builds the full set too; CI's minutes are short);
 # then its OpenWrt package, checked (scripts/openwrt/check; `make openwrt` builds every CPU's),
-# and LuCI's page for it (scripts/openwrt/package-luci, scripts/openwrt/check-luci).
+# and LuCI's page for it (scripts/openwrt/package-luci, scripts/openwrt/check-luci). Before the
+# tests, OpenWrt's own `uci`, built from its source once (scripts/openwrt/userland): the UCI
+# tests read what it writes.
 test: deps uml
+	scripts/openwrt/userland
 	scripts/test
 	scripts/router x86_64-unknown-linux-musl router
 	scripts/openwrt/check $$(scripts/openwrt/package target/x86_64-unknown-linux-musl/router/unbloat-router x86_64 target/openwrt | cut -d, -f1)

@@ -1,13 +1,20 @@
 //! OpenWrt's UCI files (`/etc/config/NAME`), read as libuci reads them, without running anything:
 //! the sections, each with its options and lists. Two readers use it: unbloat's own
 //! `/etc/config/unbloat` ([`crate::config`]) and sqm-scripts' `/etc/config/sqm`
-//! ([`crate::sqm_import`]), whose shell files (`/etc/sqm/*.iface.conf`) share the quoting.
+//! ([`crate::sqm_import`]), whose shell files (`/etc/sqm/*.iface.conf`) share the quoting
+//! ([`words`]).
 //!
-//! Heads up! The syntax is libuci's `file.c` (what `uci export` writes): a line is
-//! `package NAME`, `config TYPE ['NAME']`, `option NAME 'VALUE'` or `list NAME 'VALUE'`; words
-//! are bare, `'single quoted'` (nothing special inside) or `"double quoted"` (backslash escapes),
-//! and adjacent pieces join into one word (`'it'\''s'`, as `uci export` writes a quote); `#`
-//! starts a comment outside quotes. An anonymous section is `@TYPE[INDEX]`, as `uci show` names it.
+//! Heads up! The syntax is libuci's `file.c` (what `uci export` writes), tokenized by
+//! [`commands`]: `package NAME`, `config TYPE ['NAME']`, `option NAME ['VALUE']`, `list NAME
+//! ['VALUE']` (or `p`, `c`, `o`, `l`). What the file means is what libuci makes of it, checked
+//! against OpenWrt's own `uci` by tests/libuci.rs: a section named twice is one section (of one
+//! type); an option said again replaces the earlier one and moves to the end; an empty option
+//! unsets it; a `list` adds to what is there; names are letters, digits and `_`, a type any
+//! printable ASCII. An anonymous section is `@TYPE[INDEX]`, as `uci show` names it.
+
+mod commands;
+
+pub use commands::{commands, Command, Word};
 
 /// One `config TYPE ['NAME']` section.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,22 +23,21 @@ pub struct Section {
     pub name: Option<String>,
     /// How messages name it: `interface 'wan'`, or `@interface[1]` when it has no name.
     pub label: String,
-    /// Its `config` line (1-based).
+    /// Its first `config` line (1-based).
     pub line: usize,
-    /// Its options and lists, in the file's order.
+    /// Its options and lists as libuci holds them (in `uci show`'s order), each item of a list
+    /// an entry of its own.
     pub options: Vec<UciOption>,
 }
 
-/// One `option NAME 'VALUE'` or `list NAME 'VALUE'` line.
+/// One `option NAME 'VALUE'` or `list NAME 'VALUE'` item.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UciOption {
     pub name: String,
     pub value: String,
-    /// Written with `list`: one item of a list.
+    /// An item of a list (`list`, or an `option` a later `list` added to).
     pub list: bool,
     pub line: usize,
-    /// The value has a `$` or backquote outside single quotes (kept as written, never run).
-    pub expanded: bool,
 }
 
 /// Why a UCI file cannot be read: its line and what is wrong there.
@@ -41,61 +47,125 @@ pub struct UciError {
     pub message: String,
 }
 
-/// The sections of `text`.
+/// The sections of `text`, merged as libuci merges them.
 pub fn parse(text: &str) -> Result<Vec<Section>, UciError> {
+    let commands = commands(text).map_err(|(line, message)| UciError { line, message })?;
     let mut sections: Vec<Section> = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
+    for Command { line, words } in commands {
         let err = |message: String| UciError { line, message };
-        let w = words(raw).map_err(err)?;
-        let Some(((keyword, _), rest)) = w.split_first() else {
-            continue;
+        let (keyword, args) = words.split_first().expect("a command has a word");
+        let keyword = match keyword.quoted {
+            false => keyword.text.as_str(),
+            true => "",
         };
-        match (keyword.as_str(), rest) {
-            ("package", [_]) => {}
-            ("config", [(kind, _)] | [(kind, _), _]) => {
-                let index = sections.iter().filter(|s| &s.kind == kind).count();
-                let name = rest.get(1).map(|(n, _)| n.clone());
+        let arg = |i: usize| args.get(i).map_or("", |w| w.text.as_str());
+        if args.len() > 2 {
+            return Err(err(format!(
+                "too many words after `{}`; UCI writes `config TYPE 'NAME'` and `option NAME 'VALUE'`, quoting a value with spaces",
+                crate::clip::clip(keyword)
+            )));
+        }
+        match keyword {
+            "package" | "p" => {}
+            "config" | "c" => {
+                let (kind, name) = (arg(0), arg(1));
+                if kind.is_empty() || !kind.bytes().all(|b| b.is_ascii_graphic()) {
+                    return Err(err(format!(
+                        "the section's type {:?} is not a UCI type (printable ASCII, no spaces)",
+                        crate::clip::clip(kind)
+                    )));
+                }
+                check_name(name, "section").map_err(err)?;
+                let name = (!name.is_empty()).then(|| name.to_string());
+                if let Some(same) = sections.iter().find(|s| name.is_some() && s.name == name) {
+                    if same.kind != kind {
+                        return Err(err(format!(
+                            "section '{}' is a `{}` above and a `{}` here: one name, one type",
+                            crate::clip::clip(arg(1)),
+                            crate::clip::clip(&same.kind),
+                            crate::clip::clip(kind)
+                        )));
+                    }
+                    // libuci goes on filling the section it already has.
+                    let at = sections.iter().position(|s| s.name == name).expect("found");
+                    let again = sections.remove(at);
+                    sections.push(again);
+                    continue;
+                }
+                let index = sections.iter().filter(|s| s.kind == kind).count();
                 let label = match &name {
-                    Some(n) => format!("{kind} '{}'", crate::clip::clip(n)),
-                    None => format!("@{kind}[{index}]"),
+                    Some(n) => format!("{} '{}'", crate::clip::clip(kind), crate::clip::clip(n)),
+                    None => format!("@{}[{index}]", crate::clip::clip(kind)),
                 };
                 sections.push(Section {
-                    kind: kind.clone(),
+                    kind: kind.to_string(),
                     name,
                     label,
                     line,
                     options: Vec::new(),
                 });
             }
-            ("option" | "list", [(name, _), (value, expanded)]) => {
+            "option" | "o" | "list" | "l" => {
                 let Some(s) = sections.last_mut() else {
                     return Err(err(format!("`{keyword}` before any `config` section")));
                 };
-                s.options.push(UciOption {
-                    name: name.clone(),
-                    value: value.clone(),
-                    list: keyword == "list",
+                let (name, value) = (arg(0), arg(1));
+                if name.is_empty() {
+                    return Err(err(format!("`{keyword}` without a name")));
+                }
+                check_name(name, "option").map_err(err)?;
+                let item = UciOption {
+                    name: name.to_string(),
+                    value: value.to_string(),
+                    list: keyword.starts_with('l'),
                     line,
-                    expanded: *expanded,
-                });
+                };
+                set(&mut s.options, item);
             }
-            ("package" | "config" | "option" | "list", _) => {
+            other => {
                 return Err(err(format!(
-                    "`{}` with {} word(s) after it; UCI writes `config TYPE 'NAME'` and `option NAME 'VALUE'`",
-                    crate::clip::clip(keyword),
-                    rest.len()
-                )))
-            }
-            (other, _) => {
-                return Err(err(format!(
-                    "{:?} is not a UCI line (package, config, option or list)",
+                    "{:?} is not a UCI command (package, config, option or list)",
                     crate::clip::clip(other)
                 )))
             }
         }
     }
+    // A section named again moved to the end above, to be filled; libuci keeps it in its place.
+    sections.sort_by_key(|s| s.line);
     Ok(sections)
+}
+
+/// An option or a list item into a section's options, as libuci's `uci_set` and
+/// `uci_add_list` do.
+fn set(options: &mut Vec<UciOption>, item: UciOption) {
+    if item.list {
+        match options.iter().rposition(|o| o.name == item.name) {
+            Some(last) => {
+                for o in options.iter_mut().filter(|o| o.name == item.name) {
+                    o.list = true;
+                }
+                options.insert(last + 1, item);
+            }
+            None => options.push(item),
+        }
+    } else {
+        options.retain(|o| o.name != item.name);
+        if !item.value.is_empty() {
+            options.push(item);
+        }
+    }
+}
+
+/// libuci's `uci_validate_name`: letters, digits and `_`, for section and option names (an
+/// empty section name is an anonymous section).
+fn check_name(name: &str, what: &str) -> Result<(), String> {
+    match name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        true => Ok(()),
+        false => Err(format!(
+            "the {what} name {:?} is not a UCI name (letters, digits and _ only)",
+            crate::clip::clip(name)
+        )),
+    }
 }
 
 /// Whether `text` is a UCI file: its first line that is neither blank nor a comment starts with
@@ -221,12 +291,12 @@ mod tests {
 
     #[test]
     fn uci_lines_that_are_not_uci_name_their_line() {
-        let e = parse("config interface 'wan'\n\toption down\n").unwrap_err();
+        let e = parse("config interface 'wan'\n\toption down 1 2\n").unwrap_err();
         assert_eq!(e.line, 2);
-        assert!(e.message.contains("1 word(s)"), "{}", e.message);
+        assert!(e.message.contains("too many words"), "{}", e.message);
         let e = parse("option down '1mbit'\n").unwrap_err();
         assert!(e.message.contains("before any `config`"), "{}", e.message);
         let e = parse("config interface 'wan\n").unwrap_err();
-        assert!(e.message.contains("not closed"), "{}", e.message);
+        assert!(e.message.contains("never closed"), "{}", e.message);
     }
 }

@@ -161,20 +161,18 @@ mod tests {
 
     #[test]
     fn sqm_uci_errors_name_the_line() {
-        let e = read("config queue\noption x\n", "f", None).unwrap_err();
-        assert!(
-            e.to_string().starts_with("f:2: `option` with 1 word"),
-            "{e}"
-        );
+        let e = read("config queue\noption x 'y' z\n", "f", None).unwrap_err();
+        assert!(e.to_string().starts_with("f:2: too many words"), "{e}");
         let e = read("config queue\nfrob x y\n", "f", None).unwrap_err();
         assert!(
-            e.to_string().starts_with("f:2: \"frob\" is not a UCI line"),
+            e.to_string()
+                .starts_with("f:2: \"frob\" is not a UCI command"),
             "{e}"
         );
         let e = read("package sqm\noption a 'b'\n", "f", None).unwrap_err();
         assert!(e.to_string().contains("before any `config`"), "{e}");
         let e = read("config queue\noption a 'b\n", "f", None).unwrap_err();
-        assert!(e.to_string().contains("not closed"), "{e}");
+        assert!(e.to_string().contains("never closed"), "{e}");
         let e = read("# only\n\n", "f", None).unwrap_err();
         assert!(e.to_string().starts_with("f: nothing to import"), "{e}");
     }
