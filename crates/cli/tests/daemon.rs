@@ -22,10 +22,10 @@
 
 mod common;
 
-use common::{in_ns, must, udp_flood, wait_until, Netns, UNBLOAT};
+use common::{in_ns, must, udp_flood, wait_until, Daemon, Netns, UNBLOAT};
 use std::io::Write;
 use std::os::unix::net::UnixDatagram;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use unbloat_system::rtnl::{Rtnl, TC_H_INGRESS, TC_H_ROOT};
 use unbloat_testbed::real_kernel_test;
@@ -54,49 +54,6 @@ fn shaped(rtnl: &Rtnl, dev: &str, ifb: Option<&str>) -> Option<u32> {
         }
     };
     (root && (ifb.is_none() || ingress) && ifb_ok).then_some(link.index)
-}
-
-struct Daemon {
-    child: Child,
-}
-
-impl Daemon {
-    /// `unbloat daemon --config ARGS...` in the namespace.
-    fn start(ns: &Netns, args: &[&str], env: &[(&str, &str)]) -> Daemon {
-        let mut argv = vec![UNBLOAT, "daemon", "--config"];
-        argv.extend(args);
-        Daemon::start_argv(ns, &argv, env)
-    }
-
-    /// The command line `argv` in the namespace.
-    fn start_argv(ns: &Netns, argv: &[&str], env: &[(&str, &str)]) -> Daemon {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &ns.name])
-            .args(argv)
-            .env("UNBLOAT_RUN_DIR", &ns.run_dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        Daemon {
-            child: c.spawn().expect("the daemon starts"),
-        }
-    }
-
-    fn kill9(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        // SAFETY: a signal to our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
 }
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {

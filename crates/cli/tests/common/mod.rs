@@ -2,6 +2,9 @@
 //! veth, running the built `unbloat` in it, and snapshots of a device to prove "unchanged".
 #![allow(dead_code)]
 
+mod daemon;
+pub use daemon::Daemon;
+
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::{Command, Output};
