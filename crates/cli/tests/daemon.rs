@@ -22,7 +22,8 @@
 
 mod common;
 
-use common::{in_ns, must, udp_flood, wait_until, Daemon, Netns, UNBLOAT};
+use common::daemon::Daemon;
+use common::{in_ns, must, udp_flood, wait_until, Netns, UNBLOAT};
 use std::io::Write;
 use std::os::unix::net::UnixDatagram;
 use std::process::{Command, Stdio};

@@ -9,7 +9,8 @@
 
 mod common;
 
-use common::{wait_until, Daemon, Netns};
+use common::daemon::Daemon;
+use common::{wait_until, Netns};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};

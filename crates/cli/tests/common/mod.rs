@@ -2,8 +2,7 @@
 //! veth, running the built `unbloat` in it, and snapshots of a device to prove "unchanged".
 #![allow(dead_code)]
 
-mod daemon;
-pub use daemon::Daemon;
+pub mod daemon;
 
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
