@@ -51,6 +51,8 @@ pub struct UciError {
 pub fn parse(text: &str) -> Result<Vec<Section>, UciError> {
     let commands = commands(text).map_err(|(line, message)| UciError { line, message })?;
     let mut sections: Vec<Section> = Vec::new();
+    // The section options go to: the last one opened, or one named again.
+    let mut current = None;
     for Command { line, words } in commands {
         let err = |message: String| UciError { line, message };
         let (keyword, args) = words.split_first().expect("a command has a word");
@@ -77,19 +79,19 @@ pub fn parse(text: &str) -> Result<Vec<Section>, UciError> {
                 }
                 check_name(name, "section").map_err(err)?;
                 let name = (!name.is_empty()).then(|| name.to_string());
-                if let Some(same) = sections.iter().find(|s| name.is_some() && s.name == name) {
-                    if same.kind != kind {
+                // A name said again: libuci goes on filling the section it has.
+                if let Some(at) = sections
+                    .iter()
+                    .position(|s| name.is_some() && s.name == name)
+                {
+                    if sections[at].kind != kind {
                         return Err(err(format!(
-                            "section '{}' is a `{}` above and a `{}` here: one name, one type",
+                            "section '{}' was a `{}` above: one name, one type",
                             crate::clip::clip(arg(1)),
-                            crate::clip::clip(&same.kind),
-                            crate::clip::clip(kind)
+                            crate::clip::clip(&sections[at].kind),
                         )));
                     }
-                    // libuci goes on filling the section it already has.
-                    let at = sections.iter().position(|s| s.name == name).expect("found");
-                    let again = sections.remove(at);
-                    sections.push(again);
+                    current = Some(at);
                     continue;
                 }
                 let index = sections.iter().filter(|s| s.kind == kind).count();
@@ -97,6 +99,7 @@ pub fn parse(text: &str) -> Result<Vec<Section>, UciError> {
                     Some(n) => format!("{} '{}'", crate::clip::clip(kind), crate::clip::clip(n)),
                     None => format!("@{}[{index}]", crate::clip::clip(kind)),
                 };
+                current = Some(sections.len());
                 sections.push(Section {
                     kind: kind.to_string(),
                     name,
@@ -106,7 +109,7 @@ pub fn parse(text: &str) -> Result<Vec<Section>, UciError> {
                 });
             }
             "option" | "o" | "list" | "l" => {
-                let Some(s) = sections.last_mut() else {
+                let Some(s) = current.map(|at| &mut sections[at]) else {
                     return Err(err(format!("`{keyword}` before any `config` section")));
                 };
                 let (name, value) = (arg(0), arg(1));
@@ -130,8 +133,6 @@ pub fn parse(text: &str) -> Result<Vec<Section>, UciError> {
             }
         }
     }
-    // A section named again moved to the end above, to be filled; libuci keeps it in its place.
-    sections.sort_by_key(|s| s.line);
     Ok(sections)
 }
 

@@ -9,8 +9,16 @@ pub const IFNAMSIZ_MAX: usize = 15;
 
 /// A valid interface name: 1 to 15 bytes, not `.` or `..`, no `/`, `:` or whitespace.
 /// Whether the interface exists is a question for the system, not for this type.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct IfName(String);
+
+/// As a string (`"wan0"`): the daemon's messages list names with `{:?}`, and the router build
+/// keeps derived `Debug` to type names (`-Z fmt-debug=shallow`, scripts/static).
+impl fmt::Debug for IfName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
 
 impl IfName {
     pub fn as_str(&self) -> &str {

@@ -26,115 +26,112 @@ pub struct Word {
 }
 
 /// The commands of `text`, or the line where a quote is left open and what is wrong.
+///
+/// Bytes, not characters: every byte libuci treats specially is ASCII, so a word is cut only
+/// between characters and stays UTF-8.
 pub fn commands(text: &str) -> Result<Vec<Command>, (usize, String)> {
-    let mut out = Vec::new();
-    let mut chars = text.chars().peekable();
-    let mut line = 1;
-    // The words of the command being read, and the line it started on.
-    let mut words: Vec<Word> = Vec::new();
-    let mut start = 1;
-    let mut end = |words: &mut Vec<Word>, start: usize| {
-        if !words.is_empty() {
-            out.push(Command {
-                line: start,
-                words: std::mem::take(words),
-            });
-        }
+    let mut lexer = Lexer {
+        bytes: text.as_bytes(),
+        at: 0,
+        line: 1,
     };
-    while let Some(&c) = chars.peek() {
-        match c {
-            '\n' => {
-                chars.next();
-                end(&mut words, start);
-                line += 1;
-            }
-            ';' => {
-                chars.next();
-                end(&mut words, start);
-            }
-            '#' => {
-                while chars.next_if(|&c| c != '\n').is_some() {}
-                end(&mut words, start);
-            }
-            c if c.is_ascii_whitespace() || c == '\u{b}' => {
-                chars.next();
-            }
-            _ => {
-                if words.is_empty() {
-                    start = line;
+    let mut out: Vec<Command> = Vec::new();
+    // Whether the last command is still taking words.
+    let mut open = false;
+    while let Some(b) = lexer.peek() {
+        match b {
+            b'\n' | b';' | b'#' => {
+                if b == b'#' {
+                    while lexer.peek().is_some_and(|b| b != b'\n') {
+                        lexer.at += 1;
+                    }
+                    continue;
                 }
-                words.push(word(&mut chars, &mut line)?);
+                lexer.next();
+                open = false;
+            }
+            b' ' | b'\t' | b'\r' | 0x0b | 0x0c => lexer.at += 1,
+            _ => {
+                let line = lexer.line;
+                let word = lexer.word()?;
+                match out.last_mut() {
+                    Some(c) if open => c.words.push(word),
+                    _ => out.push(Command {
+                        line,
+                        words: vec![word],
+                    }),
+                }
+                open = true;
             }
         }
     }
-    end(&mut words, start);
     Ok(out)
 }
 
-/// One word, from its first character up to (not including) whitespace, `;`, `#` or the end.
-fn word(
-    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
-    line: &mut usize,
-) -> Result<Word, (usize, String)> {
-    let mut w = Word {
-        text: String::new(),
-        quoted: false,
-    };
-    let opened = *line;
-    let take = |c: char, w: &mut Word, line: &mut usize| {
-        if c == '\n' {
-            *line += 1;
-        }
-        w.text.push(c);
-    };
-    while let Some(&c) = chars.peek() {
-        if c.is_ascii_whitespace() || c == '\u{b}' || c == ';' || c == '#' {
-            break;
-        }
-        chars.next();
-        match c {
-            '\'' => {
-                w.quoted = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => take(c, &mut w, line),
-                        None => return Err((opened, "a quote (') is never closed".into())),
-                    }
-                }
-            }
-            '"' => {
-                w.quoted = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => backslash(chars, &mut w, line),
-                        Some(c) => take(c, &mut w, line),
-                        None => return Err((opened, "a quote (\") is never closed".into())),
-                    }
-                }
-            }
-            '\\' => {
-                w.quoted = true;
-                backslash(chars, &mut w, line)
-            }
-            c => w.text.push(c),
-        }
-    }
-    Ok(w)
+struct Lexer<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    line: usize,
 }
 
-/// After a backslash: the next character as itself, or nothing when the line ends there (the
-/// next line continues this one, `\r\n` too).
-fn backslash(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, w: &mut Word, line: &mut usize) {
-    match chars.next() {
-        Some('\n') => *line += 1,
-        Some('\r') if chars.peek() == Some(&'\n') => {
-            chars.next();
-            *line += 1;
+impl Lexer<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    /// The next byte, counting lines.
+    fn next(&mut self) -> Option<u8> {
+        let b = self.peek()?;
+        self.at += 1;
+        self.line += usize::from(b == b'\n');
+        Some(b)
+    }
+
+    /// One word, up to (not including) whitespace, `;`, `#` or the end.
+    fn word(&mut self) -> Result<Word, (usize, String)> {
+        let opened = self.line;
+        let mut text = Vec::new();
+        let mut quoted = false;
+        while let Some(b) = self.peek() {
+            if b.is_ascii_whitespace() || matches!(b, 0x0b | b';' | b'#') {
+                break;
+            }
+            self.at += 1;
+            if !matches!(b, b'\'' | b'"' | b'\\') {
+                text.push(b);
+                continue;
+            }
+            quoted = true;
+            if b == b'\\' {
+                self.backslash(&mut text);
+                continue;
+            }
+            // Up to the same quote, newlines too; in double quotes a backslash escapes.
+            loop {
+                match self.next() {
+                    Some(q) if q == b => break,
+                    Some(b'\\') if b == b'"' => self.backslash(&mut text),
+                    Some(c) => text.push(c),
+                    None => {
+                        return Err((opened, format!("a quote ({}) is never closed", b as char)))
+                    }
+                }
+            }
         }
-        Some(c) => w.text.push(c),
-        None => {}
+        let text = String::from_utf8(text).expect("cut between characters");
+        Ok(Word { text, quoted })
+    }
+
+    /// After a backslash: the next byte as itself, or nothing when the line ends there (the next
+    /// line continues this one, after `\r\n` too).
+    fn backslash(&mut self, text: &mut Vec<u8>) {
+        if self.peek() == Some(b'\r') && self.bytes.get(self.at + 1) == Some(&b'\n') {
+            self.at += 1;
+        }
+        match self.next() {
+            Some(b'\n') | None => {}
+            Some(c) => text.push(c),
+        }
     }
 }
 
