@@ -4,7 +4,7 @@ BIN := target/release/unbloat
 # The test bench (crates/labcli): the lab and the benchmarks, never packaged; it runs $(BIN).
 LAB := target/release/unbloat-lab
 
-.PHONY: all deps build uml lab test bench deb static router openwrt clean
+.PHONY: all deps build uml lab test fuzz bench deb static router openwrt clean
 
 all: build
 
@@ -40,12 +40,22 @@ lab: build
 # Last, the router build of the router set (scripts/router): its size in the log, and a failure
 # when it grows past its budget (`make router` builds the full set too; CI's minutes are short);
 # then its OpenWrt package, checked (scripts/openwrt/check; `make openwrt` builds every CPU's),
-# and LuCI's page for it (scripts/openwrt/package-luci, scripts/openwrt/check-luci).
+# and LuCI's page for it (scripts/openwrt/package-luci, scripts/openwrt/check-luci); and a short
+# libFuzzer run of each fuzz target over its seeds (scripts/fuzz smoke; after the lanes, whose
+# timed tests it would take CPU from).
 test: deps uml
 	scripts/test
+	scripts/fuzz smoke
 	scripts/router x86_64-unknown-linux-musl router
 	scripts/openwrt/check $$(scripts/openwrt/package target/x86_64-unknown-linux-musl/router/unbloat-router x86_64 target/openwrt | cut -d, -f1)
 	scripts/openwrt/check-luci $$(scripts/openwrt/package-luci target/openwrt | cut -d, -f1)
+
+# Each fuzz target for FUZZ_SECONDS (60) under libFuzzer, one at a time (docs/reliability.md#fuzzing):
+# executions, time and findings per target; what a run learns is kept in target/fuzz/corpus/.
+FUZZ_SECONDS ?= 60
+fuzz:
+	scripts/install-deps fuzz
+	scripts/fuzz run $(FUZZ_SECONDS)
 
 # The Debian package (docs/install.md): target/debian/unbloat_VERSION-1_ARCH.deb.
 deb: build
