@@ -19,8 +19,11 @@ pub mod kernel;
 pub mod probes;
 pub mod wire;
 
+/// A target's body: whether the parser took the input.
+pub type Body = fn(&[u8]) -> bool;
+
 /// Every target: its name (its directory in `fuzz/corpus/` and its binary in `fuzz/`) and body.
-pub const TARGETS: &[(&str, fn(&[u8]) -> bool)] = &[
+pub const TARGETS: &[(&str, Body)] = &[
     ("http_head", wire::http_head),
     ("serve_frames", wire::serve_frames),
     ("config", files::config),
