@@ -4,7 +4,7 @@ BIN := target/release/unbloat
 # The test bench (crates/labcli): the lab and the benchmarks, never packaged; it runs $(BIN).
 LAB := target/release/unbloat-lab
 
-.PHONY: all deps build uml lab test bench deb static router openwrt clean
+.PHONY: all deps build uml lab test fuzz bench deb static router openwrt clean
 
 all: build
 
@@ -42,13 +42,21 @@ lab: build
 # then its OpenWrt package, checked (scripts/openwrt/check; `make openwrt` builds every CPU's),
 # and LuCI's page for it (scripts/openwrt/package-luci, scripts/openwrt/check-luci). Before the
 # tests, OpenWrt's own `uci`, built from its source once (scripts/openwrt/userland): the UCI
-# tests read what it writes.
+# tests read what it writes. The fuzz targets' bodies run over their seeds in the lanes
+# (crates/fuzz); libFuzzer itself runs in `make fuzz` (its nightly build alone takes minutes).
 test: deps uml
 	scripts/openwrt/userland
 	scripts/test
 	scripts/router x86_64-unknown-linux-musl router
 	scripts/openwrt/check $$(scripts/openwrt/package target/x86_64-unknown-linux-musl/router/unbloat-router x86_64 target/openwrt | cut -d, -f1)
 	scripts/openwrt/check-luci $$(scripts/openwrt/package-luci target/openwrt | cut -d, -f1)
+
+# Each fuzz target for FUZZ_SECONDS (60) under libFuzzer, one at a time (docs/reliability.md#fuzzing):
+# executions, time and findings per target; what a run learns is kept in target/fuzz/corpus/.
+FUZZ_SECONDS ?= 60
+fuzz:
+	scripts/install-deps fuzz
+	scripts/fuzz run $(FUZZ_SECONDS)
 
 # The Debian package (docs/install.md): target/debian/unbloat_VERSION-1_ARCH.deb.
 deb: build

@@ -339,8 +339,10 @@ fn wrap(d: f64) -> f64 {
 type Times = Option<(u32, u32)>;
 
 /// A reply with our identifier: what it claims to answer (matched against what was sent by
-/// [`crate::sent::Out::take`]), and a timestamp's times. None for anything else.
-fn parse_reply(icmp: &[u8], ident: u16) -> Option<(Reply, Times)> {
+/// [`crate::sent::Out::take`]), and a timestamp's times. None for anything else. Public for the
+/// fuzz targets (fuzz/).
+#[doc(hidden)]
+pub fn parse_reply(icmp: &[u8], ident: u16) -> Option<(Reply, Times)> {
     if icmp.len() < 8 || u16::from_be_bytes([icmp[4], icmp[5]]) != ident {
         return None;
     }

@@ -321,27 +321,9 @@ impl Connection {
     fn head(&mut self) -> Result<Result<(Request, usize, bool), Response>, Closed> {
         let deadline = Instant::now() + self.limits.header_timeout;
         loop {
-            if !self.buf.is_empty() {
-                let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-                let mut parsed = httparse::Request::new(&mut headers);
-                match parsed.parse(&self.buf) {
-                    Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => {
-                        return Ok(Err(Response::text(431, "the request head is too large")))
-                    }
-                    Ok(httparse::Status::Complete(n)) => {
-                        let head = Self::take(&parsed);
-                        self.buf.drain(..n);
-                        return Ok(head);
-                    }
-                    Ok(httparse::Status::Partial) if self.buf.len() > MAX_HEAD => {
-                        return Ok(Err(Response::text(431, "the request head is too large")))
-                    }
-                    Ok(httparse::Status::Partial) => {}
-                    Err(httparse::Error::TooManyHeaders) => {
-                        return Ok(Err(Response::text(431, "too many header lines")))
-                    }
-                    Err(e) => return Ok(Err(Response::text(400, format!("bad request: {e}")))),
-                }
+            if let Some((n, head)) = parse_head(&self.buf) {
+                self.buf.drain(..n);
+                return Ok(head);
             }
             self.fill(deadline)?;
         }
@@ -466,6 +448,33 @@ impl Connection {
                 Ok(n) => left = left.saturating_sub(n),
             }
         }
+    }
+}
+
+/// What a server decides from the bytes a connection has sent so far: `None` while the head is
+/// incomplete; else how many bytes the head took and the head (its body's length and whether the
+/// connection ends after it), or the refusal to send. Public for the fuzz targets (fuzz/).
+#[doc(hidden)]
+#[allow(clippy::type_complexity)]
+pub fn parse_head(buf: &[u8]) -> Option<(usize, Result<(Request, usize, bool), Response>)> {
+    if buf.is_empty() {
+        return None;
+    }
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut parsed = httparse::Request::new(&mut headers);
+    // A refusal ends the connection, so what it took does not matter.
+    let refused = |status, text: String| Some((0, Err(Response::text(status, text))));
+    match parsed.parse(buf) {
+        Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => {
+            refused(431, "the request head is too large".into())
+        }
+        Ok(httparse::Status::Complete(n)) => Some((n, Connection::take(&parsed))),
+        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
+            refused(431, "the request head is too large".into())
+        }
+        Ok(httparse::Status::Partial) => None,
+        Err(httparse::Error::TooManyHeaders) => refused(431, "too many header lines".into()),
+        Err(e) => refused(400, format!("bad request: {e}")),
     }
 }
 

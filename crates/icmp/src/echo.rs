@@ -172,29 +172,36 @@ impl IcmpSocket {
     /// Parses a received datagram: the 32-bit sequence of one of our echo replies, and the
     /// reply's ICMP length (header and payload, without the IP header a raw socket delivers).
     pub fn parse_reply(&self, data: &[u8], test_id: u64) -> Option<(u32, usize)> {
-        let icmp = if self.raw && !self.v6 {
-            // Raw IPv4 sockets deliver the IP header first; its length is in the low nibble.
-            let ihl = usize::from(*data.first()? & 0x0f) * 4;
-            data.get(ihl..)?
-        } else {
-            data
-        };
-        let want = if self.v6 {
-            ICMPV6_ECHO_REPLY
-        } else {
-            ICMP_ECHO_REPLY
-        };
-        if icmp.len() < ICMP_HEADER + ICMP_PAYLOAD || icmp[0] != want {
-            return None;
-        }
-        if u64::from_be_bytes(icmp[8..16].try_into().ok()?) != test_id {
-            return None;
-        }
-        Some((
-            u32::from_be_bytes(icmp[16..20].try_into().ok()?),
-            icmp.len(),
-        ))
+        parse_reply(data, self.raw, self.v6, test_id)
     }
+}
+
+/// [`IcmpSocket::parse_reply`] for a socket that is `raw` (or a datagram one) and `v6` (or
+/// IPv4); public for the fuzz targets (fuzz/), which have no socket.
+#[doc(hidden)]
+pub fn parse_reply(data: &[u8], raw: bool, v6: bool, test_id: u64) -> Option<(u32, usize)> {
+    let icmp = if raw && !v6 {
+        // Raw IPv4 sockets deliver the IP header first; its length is in the low nibble.
+        let ihl = usize::from(*data.first()? & 0x0f) * 4;
+        data.get(ihl..)?
+    } else {
+        data
+    };
+    let want = if v6 {
+        ICMPV6_ECHO_REPLY
+    } else {
+        ICMP_ECHO_REPLY
+    };
+    if icmp.len() < ICMP_HEADER + ICMP_PAYLOAD || icmp[0] != want {
+        return None;
+    }
+    if u64::from_be_bytes(icmp[8..16].try_into().ok()?) != test_id {
+        return None;
+    }
+    Some((
+        u32::from_be_bytes(icmp[16..20].try_into().ok()?),
+        icmp.len(),
+    ))
 }
 
 #[cfg(test)]

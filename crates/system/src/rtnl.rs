@@ -32,6 +32,8 @@
 //!   again, up to [`DUMP_ATTEMPTS`] times.
 
 pub mod events;
+#[doc(hidden)]
+pub mod fuzz;
 mod tc_dump;
 mod wire;
 

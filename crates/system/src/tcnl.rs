@@ -186,14 +186,32 @@ impl Reader<'_> {
         self.rtnl
             .tc_dump(what, index)?
             .iter()
-            .map(|payload| {
-                let header = header(payload).ok_or("an answer shorter than struct tcmsg")?;
-                let attrs = Attrs::parse(&payload[TCMSG_LEN..], "the answer's attributes")?;
-                decode(&header, &attrs)
-            })
+            .map(|payload| decode_with(payload, &decode))
             .collect::<Result<_, String>>()
             .map_err(decode_error)
     }
+}
+
+/// One answer of a dump (`struct tcmsg` and its attributes) decoded by `decode`.
+fn decode_with<T>(
+    payload: &[u8],
+    decode: impl Fn(&Header, &Attrs) -> Result<T, String>,
+) -> Result<T, String> {
+    let header = header(payload).ok_or("an answer shorter than struct tcmsg")?;
+    let attrs = Attrs::parse(&payload[TCMSG_LEN..], "the answer's attributes")?;
+    decode(&header, &attrs)
+}
+
+/// One answer read as a qdisc, a class and a filter, as a dump of each would: every decoder of
+/// this module on bytes that came from no kernel. For the fuzz targets (fuzz/); not an API.
+#[doc(hidden)]
+pub fn decode_answer(payload: &[u8]) -> [Result<(), String>; 3] {
+    let name_of = |index: u32| Some(format!("if{index}"));
+    [
+        decode_with(payload, qdisc::qdisc).map(drop),
+        decode_with(payload, class::class).map(drop),
+        decode_with(payload, |h, a| filter::filter(h, a, None, &name_of)).map(drop),
+    ]
 }
 
 fn header(payload: &[u8]) -> Option<Header> {

@@ -76,7 +76,7 @@ impl LinkEvents {
 
 /// The link events of one datagram; messages that do not parse are skipped (a newer kernel's
 /// attribute must not stop the daemon), other message types are ignored.
-fn parse(datagram: &[u8]) -> Vec<LinkEvent> {
+pub(super) fn parse(datagram: &[u8]) -> Vec<LinkEvent> {
     wire::messages(datagram)
         .filter_map(Result::ok)
         .filter_map(|(_, reply)| match reply {

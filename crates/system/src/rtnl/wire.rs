@@ -95,6 +95,13 @@ impl<'a> Iterator for Messages<'a> {
     }
 }
 
+/// The errno of an error `code` the kernel sends negated. i32::MIN has no negation (and is no
+/// errno): an error, where negating it would panic (or wrap to a negative errno).
+fn errno_of(code: i32, what: &str) -> Result<i32, String> {
+    code.checked_neg()
+        .ok_or_else(|| format!("{what}: the error code {code} is no errno"))
+}
+
 /// The first message of `bytes` and its length (`nlmsg_len`).
 fn message(bytes: &[u8]) -> Result<(usize, Message<'_>), String> {
     let buf = NetlinkBuffer::new_checked(bytes).map_err(|e| e.to_string())?;
@@ -108,7 +115,7 @@ fn message(bytes: &[u8]) -> Result<(usize, Message<'_>), String> {
             match code {
                 None => Reply::Ack,
                 Some(code) => Reply::Refused {
-                    errno: -code.get(),
+                    errno: errno_of(code.get(), "NLMSG_ERROR")?,
                     message: ack_message(flags, error_tlvs(flags, payload)),
                 },
             }
@@ -121,7 +128,7 @@ fn message(bytes: &[u8]) -> Result<(usize, Message<'_>), String> {
                 .map_or(0, |b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
             if errno < 0 {
                 Reply::Refused {
-                    errno: -errno,
+                    errno: errno_of(errno, "NLMSG_DONE")?,
                     message: ack_message(flags, payload.get(4..).unwrap_or(&[])),
                 }
             } else {
@@ -370,6 +377,30 @@ mod tests {
                     message: None
                 }
             )]
+        );
+    }
+
+    /// Found by fuzzing (fuzz/corpus/netlink): `-errno` of i32::MIN overflowed, a panic with
+    /// overflow checks and a negative errno without.
+    #[test]
+    fn an_error_code_of_i32_min_is_an_error_not_a_panic() {
+        let done = msg(NLMSG_DONE, 0, 1, &i32::MIN.to_ne_bytes());
+        let err = messages(&done).next().unwrap().unwrap_err();
+        assert!(
+            err.contains("NLMSG_DONE: the error code -2147483648 is no errno"),
+            "{err}"
+        );
+        let request_header = msg(36, 0x5, 7, &[])[..16].to_vec();
+        let refusal = msg(
+            NLMSG_ERROR,
+            0,
+            7,
+            &[&i32::MIN.to_ne_bytes()[..], &request_header].concat(),
+        );
+        let err = messages(&refusal).next().unwrap().unwrap_err();
+        assert!(
+            err.contains("NLMSG_ERROR: the error code -2147483648 is no errno"),
+            "{err}"
         );
     }
 
