@@ -64,6 +64,50 @@ fn class(kind: Kind) -> &'static str {
     }
 }
 
+/// The translation template (`po/templates/unbloat.pot`, as LuCI's `build/i18n-scan.pl` writes
+/// one): every text of the view in `_()`, once, in order of first use. Translators copy it to
+/// `po/LANG/unbloat.po`; LuCI's build turns those into the `luci-i18n-unbloat-LANG` packages.
+pub fn pot() -> String {
+    let view = view();
+    let mut ids: Vec<String> = Vec::new();
+    let mut rest = view.as_str();
+    while let Some(at) = rest.find("_(") {
+        rest = &rest[at + 2..];
+        let Some(text) = js_literal(rest) else {
+            continue;
+        };
+        if !ids.contains(&text) {
+            ids.push(text);
+        }
+    }
+    let po = |t: &str| {
+        t.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+    };
+    let mut out = String::from("msgid \"\"\nmsgstr \"Content-Type: text/plain; charset=UTF-8\"\n");
+    for id in ids {
+        out += &format!("\n#: {VIEW}\nmsgid \"{}\"\nmsgstr \"\"\n", po(&id));
+    }
+    out
+}
+
+/// Where LuCI's scan finds the view, for the template's references.
+const VIEW: &str = "htdocs/luci-static/resources/view/unbloat.js";
+
+/// The JavaScript string literal `s` starts with (the view's: JSON's double quotes, or single
+/// quotes without escapes in its fixed text).
+fn js_literal(s: &str) -> Option<String> {
+    match s.chars().next()? {
+        '"' => serde_json::Deserializer::from_str(s)
+            .into_iter::<String>()
+            .next()?
+            .ok(),
+        '\'' => s[1..].split_once('\'').map(|(t, _)| t.to_string()),
+        _ => None,
+    }
+}
+
 const HEAD: &str = "'use strict';
 'require view';
 'require form';
@@ -116,6 +160,28 @@ mod tests {
         }
         let have = std::fs::read_to_string(FILE).unwrap_or_default();
         assert!(have == want, "{FILE} is not what the option declarations write: run UPDATE_GOLDEN=1 cargo test -p unbloat-shaper luci, and review its diff");
+    }
+
+    #[test]
+    fn the_translation_template_is_what_the_view_says() {
+        let file = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../packaging/openwrt/luci/po/templates/unbloat.pot"
+        );
+        let want = pot();
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::create_dir_all(std::path::Path::new(file).parent().unwrap()).unwrap();
+            std::fs::write(file, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(file).unwrap_or_default();
+        assert!(have == want, "{file} is not the view's texts: run UPDATE_GOLDEN=1 cargo test -p unbloat-shaper luci, and review its diff");
+        // Each option's label and help, once; the fixed texts too.
+        for o in OPTIONS {
+            let id = format!("msgid {}", serde_json::to_string(o.short).unwrap());
+            assert_eq!(want.matches(&id).count(), 1, "{id}");
+        }
+        assert!(want.contains("msgid \"Basic settings\"") && want.contains("msgid \"default\""));
+        assert_eq!(want.matches("msgid \"default\"").count(), 1);
     }
 
     #[test]
