@@ -195,7 +195,20 @@ mod tests {
     }
 
     fn route_msg(prefix_len: u8, table: u8, kind: u8, attrs: &[Vec<u8>]) -> Vec<u8> {
-        let mut m = vec![libc::AF_INET as u8, prefix_len, 0, 0, table, 3, 0, kind, 0, 0, 0, 0];
+        let mut m = vec![
+            libc::AF_INET as u8,
+            prefix_len,
+            0,
+            0,
+            table,
+            3,
+            0,
+            kind,
+            0,
+            0,
+            0,
+            0,
+        ];
         for a in attrs {
             m.extend(a);
         }
@@ -217,7 +230,12 @@ mod tests {
             })
         );
         // A policy table's default (a VPN's table 51820), a blackhole, a route without gateway.
-        let other = route_msg(0, 252, RTN_UNICAST, &[gw.clone(), oif(3), nla(RTA_TABLE, &51820u32.to_ne_bytes())]);
+        let other = route_msg(
+            0,
+            252,
+            RTN_UNICAST,
+            &[gw.clone(), oif(3), nla(RTA_TABLE, &51820u32.to_ne_bytes())],
+        );
         assert_eq!(route(&other), None);
         assert_eq!(route(&route_msg(0, 254, 6, &[gw.clone(), oif(3)])), None);
         assert_eq!(route(&route_msg(0, 254, RTN_UNICAST, &[oif(5)])), None);
@@ -243,7 +261,10 @@ mod tests {
         ];
         assert_eq!(choose(&routes, 3), Some("fe80::1".parse().unwrap()));
         // The VPN deleted wlan0's default route: its server's route still says the gateway.
-        assert_eq!(choose(&routes[..4], 3), Some("192.168.1.1".parse().unwrap()));
+        assert_eq!(
+            choose(&routes[..4], 3),
+            Some("192.168.1.1".parse().unwrap())
+        );
         assert_eq!(choose(&routes, 4), None);
     }
 
@@ -262,12 +283,30 @@ mod tests {
         let mac = [0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0x01];
         // Reachable, stale (known, not confirmed lately), permanent: all say the MAC.
         for state in [0x02, 0x04, 0x80] {
-            assert_eq!(neighbour(&msg(3, state, [192, 168, 1, 1], &mac), 3, gw), Some(Mac(mac)));
+            assert_eq!(
+                neighbour(&msg(3, state, [192, 168, 1, 1], &mac), 3, gw),
+                Some(Mac(mac))
+            );
         }
-        assert_eq!(neighbour(&msg(3, 0x01, [192, 168, 1, 1], &mac), 3, gw), None);
-        assert_eq!(neighbour(&msg(3, 0x20, [192, 168, 1, 1], &mac), 3, gw), None);
-        assert_eq!(neighbour(&msg(4, 0x02, [192, 168, 1, 1], &mac), 3, gw), None);
-        assert_eq!(neighbour(&msg(3, 0x02, [192, 168, 1, 2], &mac), 3, gw), None);
-        assert_eq!(neighbour(&msg(3, 0x02, [192, 168, 1, 1], &mac[..4]), 3, gw), None);
+        assert_eq!(
+            neighbour(&msg(3, 0x01, [192, 168, 1, 1], &mac), 3, gw),
+            None
+        );
+        assert_eq!(
+            neighbour(&msg(3, 0x20, [192, 168, 1, 1], &mac), 3, gw),
+            None
+        );
+        assert_eq!(
+            neighbour(&msg(4, 0x02, [192, 168, 1, 1], &mac), 3, gw),
+            None
+        );
+        assert_eq!(
+            neighbour(&msg(3, 0x02, [192, 168, 1, 2], &mac), 3, gw),
+            None
+        );
+        assert_eq!(
+            neighbour(&msg(3, 0x02, [192, 168, 1, 1], &mac[..4]), 3, gw),
+            None
+        );
     }
 }
