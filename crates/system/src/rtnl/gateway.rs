@@ -188,7 +188,7 @@ mod tests {
         let mut out = ((4 + value.len()) as u16).to_ne_bytes().to_vec();
         out.extend(kind.to_ne_bytes());
         out.extend(value);
-        while out.len() % 4 != 0 {
+        while !out.len().is_multiple_of(4) {
             out.push(0);
         }
         out
