@@ -32,6 +32,9 @@ impl Follow {
         let mut plans: BTreeMap<String, BTreeMap<String, Planned>> = BTreeMap::new();
         for i in &file.interfaces {
             for n in file.networks.for_iface(&i.name) {
+                // Over the interface's options as the file gives them; under an [autorate.NAME]
+                // table those carry cake's ingress mode pinned at the base rate (autorate's
+                // `pinned`), which a network then keeps unless its table says `ingress-keyword`.
                 let options = Networks::options(n, &i.options);
                 let planned =
                     planned::with_fairness(runner, i.name.clone(), &options).map_err(|source| {
