@@ -106,6 +106,18 @@ pub fn reload(args: &ReloadArgs) -> Result<(), Failure> {
     }
 }
 
+/// The network the running daemon recognised on each interface that follows one (empty when
+/// no daemon runs), for `unbloat status --json`.
+#[cfg(feature = "networks")]
+pub fn networks(
+    state: &StateDir,
+) -> std::collections::BTreeMap<String, unbloat_daemon::seen::Seen> {
+    match control::ask(state.path(), &Request::Status) {
+        Ok(Some(Answer::Status(s))) => s.networks,
+        _ => Default::default(),
+    }
+}
+
 /// The daemon's lines for `unbloat status`, when one runs.
 pub fn status_text(state: &StateDir) -> Option<String> {
     match control::ask(state.path(), &Request::Status) {

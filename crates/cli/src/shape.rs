@@ -611,6 +611,8 @@ pub fn status(args: &StatusArgs) -> Result<(), Failure> {
             all.push(status_of(&shaper, &state, iface)?);
         }
         if args.json {
+            #[cfg(feature = "networks")]
+            let all = with_networks(&all, &crate::daemon::networks(&state))?;
             println!("{}", serde_json::to_string_pretty(&all)?);
         } else {
             if args.watch.is_some() {
@@ -625,6 +627,25 @@ pub fn status(args: &StatusArgs) -> Result<(), Failure> {
             None => return Ok(()),
         }
     }
+}
+
+/// Each interface's status with, when the daemon follows its network, a `network` member: the
+/// network's name (null: unknown), the shaping it gets, the gateway and its MAC, and why.
+#[cfg(feature = "networks")]
+fn with_networks(
+    all: &[Status],
+    seen: &std::collections::BTreeMap<String, unbloat_daemon::seen::Seen>,
+) -> Result<Vec<serde_json::Value>, Failure> {
+    let mut out = vec![];
+    for s in all {
+        let mut v = serde_json::to_value(s)?;
+        let iface = Some(s.device.clone());
+        if let (Some(network), Some(obj)) = (iface.and_then(|i| seen.get(&i)), v.as_object_mut()) {
+            obj.insert("network".into(), serde_json::to_value(network)?);
+        }
+        out.push(v);
+    }
+    Ok(out)
 }
 
 fn status_of(shaper: &Shaper, state: &StateDir, iface: &IfName) -> Result<Status, Failure> {

@@ -53,6 +53,10 @@ pub struct DaemonStatus {
     /// The rates autorate has set, download and upload in bits per second, by interface.
     #[serde(default)]
     pub autorate: BTreeMap<String, (u64, u64)>,
+    /// The network each interface that follows one is on, and why.
+    #[cfg(feature = "networks")]
+    #[serde(default)]
+    pub networks: BTreeMap<String, crate::seen::Seen>,
 }
 
 impl DaemonStatus {
@@ -64,6 +68,10 @@ impl DaemonStatus {
         );
         for (name, h) in &self.interfaces {
             out.push_str(&format!("  {name}: {}\n", h.describe()));
+            #[cfg(feature = "networks")]
+            if let Some(seen) = self.networks.get(name) {
+                out.push_str(&format!("  {name}: on {}\n", seen.describe()));
+            }
             if let Some(&(down, up)) = self.autorate.get(name) {
                 out.push_str(&format!(
                     "  {name}: autorate at {} down, {} up\n",

@@ -12,6 +12,12 @@
 //!   values changed: no gap for flows); interfaces no longer in the file are stopped.
 //! - Periodically: the same check as a link event for every interface, which puts back shaping
 //!   someone deleted by hand (a setup replaced by someone else's is left alone and reported).
+//! - With networks (feature `networks`, [`follow`]): the plan an interface gets is its network's,
+//!   its own, or none; route and neighbour events, reloads and the periodic check recognise the
+//!   network again ([`Keeper::recognise`]).
+
+#[cfg(feature = "networks")]
+mod follow;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -56,6 +62,9 @@ pub fn decide(events: &[LinkEvent], configured: &BTreeSet<String>) -> Vec<Action
             LinkEvent::Changed(l) => (l.name.as_str(), true),
             LinkEvent::Removed(l) => (l.name.as_str(), false),
             LinkEvent::Lost => unreachable!("handled above"),
+            // The caller recognises the networks again after every batch.
+            #[cfg(feature = "networks")]
+            LinkEvent::Network => continue,
         };
         if !configured.contains(name) {
             continue;
@@ -87,6 +96,9 @@ pub enum Health {
     /// The last apply failed; the text says why. Tried again on its next link event, a reload
     /// or the periodic check.
     Failed(String),
+    /// Left unshaped on purpose: an unknown network, and `unknown_network = "none"`.
+    #[cfg(feature = "networks")]
+    Unshaped,
 }
 
 impl Health {
@@ -96,6 +108,10 @@ impl Health {
             Health::Shaped => "shaped as configured".to_string(),
             Health::Waiting => "no such device; shaped when it appears".to_string(),
             Health::Failed(why) => format!("FAILED: {why}"),
+            #[cfg(feature = "networks")]
+            Health::Unshaped => {
+                "not shaped: an unknown network (unknown_network = \"none\")".into()
+            }
         }
     }
 }
@@ -131,6 +147,9 @@ pub struct Keeper<'r> {
     live: Live,
     health: BTreeMap<String, Health>,
     counters: Arc<Mutex<DaemonCounters>>,
+    /// The networks, planned, and what each interface is on.
+    #[cfg(feature = "networks")]
+    follow: follow::Follow,
 }
 
 impl<'r> Keeper<'r> {
@@ -141,7 +160,12 @@ impl<'r> Keeper<'r> {
         counters: Arc<Mutex<DaemonCounters>>,
         live: Live,
     ) -> Result<Keeper<'r>, PlanError> {
-        let (plans, autorate) = plan(&shaper, config)?;
+        let Plans {
+            plans,
+            autorate,
+            #[cfg(feature = "networks")]
+            follow,
+        } = plan(&shaper, config)?;
         Ok(Keeper {
             shaper,
             config: config.to_path_buf(),
@@ -150,6 +174,8 @@ impl<'r> Keeper<'r> {
             live,
             health: BTreeMap::new(),
             counters,
+            #[cfg(feature = "networks")]
+            follow,
         })
     }
 
@@ -170,9 +196,30 @@ impl<'r> Keeper<'r> {
         &self.health
     }
 
-    /// The interfaces whose rates a controller moves, and its settings.
-    pub fn autorate(&self) -> &[(IfName, AutorateConfig)] {
-        &self.autorate
+    /// The interfaces whose rates a controller moves, and its settings: with networks, only
+    /// those on their own table now (a known network's rates are fixed).
+    pub fn autorate(&self) -> Vec<(IfName, AutorateConfig)> {
+        #[cfg(feature = "networks")]
+        return self
+            .autorate
+            .iter()
+            .filter(|(i, _)| self.follow.on_own_table(i.as_str()))
+            .cloned()
+            .collect();
+        #[cfg(not(feature = "networks"))]
+        self.autorate.clone()
+    }
+
+    /// Whether the file has any `[autorate.NAME]` table.
+    #[cfg(feature = "networks")]
+    pub fn has_autorate(&self) -> bool {
+        !self.autorate.is_empty()
+    }
+
+    /// What each interface that follows a network is on.
+    #[cfg(feature = "networks")]
+    pub fn networks(&self) -> &BTreeMap<String, crate::seen::Seen> {
+        self.follow.seen()
     }
 
     /// The rates the controllers have set now.
@@ -190,6 +237,8 @@ impl<'r> Keeper<'r> {
             Ok(_) => {}
             Err(e) => say::error(&format!("recovering an interrupted change: {e}")),
         }
+        #[cfg(feature = "networks")]
+        self.recognise();
         for name in self.names() {
             self.ensure(&name, "start");
         }
@@ -215,6 +264,10 @@ impl<'r> Keeper<'r> {
     pub fn ensure(&mut self, name: &str, why: &str) -> bool {
         let Some(p) = self.plans.iter().find(|p| p.plan.wan.as_str() == name) else {
             return false;
+        };
+        #[cfg(feature = "networks")]
+        let Some(p) = self.follow.current(name, p) else {
+            return self.unshape(name);
         };
         let t0 = Instant::now();
         let index = link_index(name);
@@ -269,6 +322,9 @@ impl<'r> Keeper<'r> {
                     "{name}: no such device yet; it is shaped when it appears"
                 )),
                 Health::Failed(why) => say::error(&format!("{name}: cannot shape it: {why}")),
+                // Said by `unshape` when it removed something.
+                #[cfg(feature = "networks")]
+                Health::Unshaped => {}
             }
         }
         health == Health::Shaped
@@ -346,10 +402,33 @@ impl<'r> Keeper<'r> {
     fn try_reload(&mut self) -> Result<Reloaded, Refusal> {
         let live = self.live.clone();
         let _changes = live.lock();
-        let (plans, autorate) = plan(&self.shaper, &self.config).map_err(|e| Refusal {
+        let Plans {
+            plans,
+            autorate,
+            #[cfg(feature = "networks")]
+            follow,
+        } = plan(&self.shaper, &self.config).map_err(|e| Refusal {
             reason: e.to_string(),
             bad_config: true,
         })?;
+        // The new networks, recognised now; the old ones back if the kernel refuses the change.
+        #[cfg(feature = "networks")]
+        let old_follow = {
+            let old = std::mem::replace(&mut self.follow, follow);
+            self.follow.carry(&old);
+            self.recognise();
+            old
+        };
+        let result = self.apply_reload(plans, autorate);
+        #[cfg(feature = "networks")]
+        if result.is_err() {
+            self.follow = old_follow;
+        }
+        result
+    }
+
+    /// The checked and planned file applied: [`Keeper::try_reload`]'s effects.
+    fn apply_reload(&mut self, plans: Vec<Planned>, autorate: Tables) -> Result<Reloaded, Refusal> {
         let refused = |e: &dyn std::fmt::Display| Refusal {
             reason: e.to_string(),
             bad_config: false,
@@ -362,8 +441,15 @@ impl<'r> Keeper<'r> {
         let new: BTreeSet<String> = plans.iter().map(|p| p.plan.wan.to_string()).collect();
         let rtnl = unbloat_system::rtnl::Rtnl::open().map_err(|e| refused(&e))?;
         let mut present = vec![];
+        #[cfg(feature = "networks")]
+        let mut unshaped = vec![];
         for p in &plans {
             let name = p.plan.wan.to_string();
+            #[cfg(feature = "networks")]
+            let Some(p) = self.follow.current(&name, p) else {
+                unshaped.push(name);
+                continue;
+            };
             match rtnl.link(&name).map_err(|e| refused(&e))? {
                 Some(_) => present.push(p),
                 None => out.waiting.push(name),
@@ -386,6 +472,10 @@ impl<'r> Keeper<'r> {
         }
         for name in &out.waiting {
             self.health.insert(name.clone(), Health::Waiting);
+        }
+        #[cfg(feature = "networks")]
+        for name in unshaped {
+            self.unshape(&name);
         }
         for old in self.names() {
             if new.contains(&old) {
@@ -414,14 +504,28 @@ fn link_index(name: &str) -> Option<u32> {
 
 type Tables = Vec<(IfName, AutorateConfig)>;
 
-fn plan(shaper: &Shaper, config: &Path) -> Result<(Vec<Planned>, Tables), PlanError> {
+/// A file read and planned.
+struct Plans {
+    /// Per interface, its own table's plan.
+    plans: Vec<Planned>,
+    autorate: Tables,
+    #[cfg(feature = "networks")]
+    follow: follow::Follow,
+}
+
+fn plan(shaper: &Shaper, config: &Path) -> Result<Plans, PlanError> {
     let file = ConfigFile::load(config)?;
-    let tables = file
+    let autorate = file
         .interfaces
         .iter()
         .filter_map(|i| Some((i.name.clone(), i.autorate.clone()?)))
         .collect();
-    Ok((planned::of_config(shaper.runner, &file)?, tables))
+    Ok(Plans {
+        plans: planned::of_config(shaper.runner, &file)?,
+        autorate,
+        #[cfg(feature = "networks")]
+        follow: follow::Follow::plan(shaper.runner, &file)?,
+    })
 }
 
 #[cfg(test)]

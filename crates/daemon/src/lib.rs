@@ -13,6 +13,8 @@
 //! - [`web`]: the web page: status, live graphs, the config form, test and tune runs, reports.
 //! - [`metrics`]: Prometheus's text format from what tc reports (pure).
 //! - [`say`]: log lines with journald's priorities.
+//! - `seen` (feature `networks`): which network an interface is on and why, decided from its
+//!   gateway's MAC (pure); the keeper's side is `keeper::follow`.
 pub mod autorate;
 pub mod control;
 pub mod http;
@@ -20,5 +22,7 @@ pub mod keeper;
 pub mod metrics;
 pub mod run;
 pub mod say;
+#[cfg(feature = "networks")]
+pub mod seen;
 pub mod serve;
 pub mod web;

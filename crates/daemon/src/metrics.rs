@@ -68,6 +68,9 @@ pub struct DaemonCounters {
     pub last_apply_unix: Option<u64>,
     /// When the daemon started (Unix seconds).
     pub start_unix: u64,
+    /// The network each interface that follows one is on.
+    #[cfg(feature = "networks")]
+    pub networks: BTreeMap<String, crate::seen::Seen>,
 }
 
 /// One shaped interface as read at scrape time: the kernel's state, and the plan unbloat's state
@@ -663,6 +666,36 @@ fn write_daemon(out: &mut String, samples: &[Sample], d: &DaemonCounters) {
     if let Some(t) = d.last_apply_unix {
         write_family(out, &LAST_APPLY, &one(t));
     }
+    #[cfg(feature = "networks")]
+    write_family(out, &NETWORK, &network_samples(d));
+}
+
+#[cfg(feature = "networks")]
+static NETWORK: Family = Family {
+    name: "unbloat_daemon_network_info",
+    help: "The network an interface is on (network empty: unknown), the shaping it gets (network, interface, none) and its gateway's MAC (empty: not resolved).",
+    kind: Kind::Gauge,
+};
+
+#[cfg(feature = "networks")]
+fn network_samples(d: &DaemonCounters) -> Vec<(String, Value)> {
+    d.networks
+        .iter()
+        .map(|(iface, s)| {
+            let shaping = match s.shaping {
+                crate::seen::Shaping::Network => "network",
+                crate::seen::Shaping::Interface => "interface",
+                crate::seen::Shaping::None => "none",
+            };
+            let l = labels(&[
+                ("iface", iface),
+                ("network", s.network.as_deref().unwrap_or("")),
+                ("shaping", shaping),
+                ("gateway_mac", s.mac.as_deref().unwrap_or("")),
+            ]);
+            (l, Value::Int(1))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -739,5 +772,33 @@ mod tests {
             !text.contains("unbloat_cake"),
             "no cake without samples:\n{text}"
         );
+    }
+
+    #[cfg(feature = "networks")]
+    #[test]
+    fn the_network_of_each_interface_is_a_labelled_gauge() {
+        use crate::seen::{Seen, Shaping};
+        let mut d = DaemonCounters::default();
+        let seen = |network: Option<&str>, shaping, mac: Option<&str>| Seen {
+            network: network.map(str::to_string),
+            shaping,
+            gateway: None,
+            mac: mac.map(str::to_string),
+            why: String::new(),
+        };
+        d.networks.insert(
+            "wlan0".into(),
+            seen(Some("home"), Shaping::Network, Some("aa:bb:cc:dd:ee:01")),
+        );
+        d.networks
+            .insert("eth0".into(), seen(None, Shaping::None, None));
+        let text = render(&[], &d);
+        for l in [
+            "# TYPE unbloat_daemon_network_info gauge",
+            "unbloat_daemon_network_info{iface=\"eth0\",network=\"\",shaping=\"none\",gateway_mac=\"\"} 1",
+            "unbloat_daemon_network_info{iface=\"wlan0\",network=\"home\",shaping=\"network\",gateway_mac=\"aa:bb:cc:dd:ee:01\"} 1",
+        ] {
+            assert!(text.lines().any(|x| x == l), "{l} in\n{text}");
+        }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! One thread owns the keeper and makes every change, one message at a time, so two changes
 //! never race. Around it: a thread reading link events (rtnetlink), one waiting for signals
-//! (`sigwait`: SIGHUP reloads, SIGTERM and SIGINT end the daemon), one serving the control
+//! (`sigwait`: SIGHUP reloads, SIGTERM and SIGINT end the daemon, SIGUSR1 looks at the networks
+//! again), one serving the control
 //! socket, the HTTP servers (metrics, web page) on their own runtime, and a controller per
 //! `[autorate.NAME]` table ([`crate::autorate`]). The keeper's loop pings
 //! systemd's watchdog, so a stuck apply gets the daemon restarted; a restart recovers from the
@@ -70,6 +71,9 @@ enum Msg {
     Stop(&'static str),
     Control(Request, Sender<Answer>),
     EventsFailed(std::io::Error),
+    /// SIGUSR1: look at the networks again (the NetworkManager and networkd-dispatcher hooks).
+    #[cfg(feature = "networks")]
+    Networks,
 }
 
 /// A way for other threads (the web page's handlers) to ask the keeper's thread, as the control
@@ -170,7 +174,7 @@ pub fn run(opts: &Options) -> Result<(), DaemonError> {
     ));
 
     let mut autorates = Autorates::new(live);
-    autorates.start(keeper.autorate());
+    autorates.start(&keeper.autorate());
     let result = serve_loop(&mut keeper, &mut autorates, &rx, opts, &counters, &servers);
     notify(&[sd_notify::NotifyState::Stopping]);
     // Each controller puts its base rates back: the config's setup is what stays.
@@ -229,10 +233,15 @@ fn serve_loop(
                     keeper.act(std::slice::from_ref(&action));
                     ping(watchdog);
                 }
+                // A route, a neighbour or a device changed: the network behind one may have.
+                #[cfg(feature = "networks")]
+                follow_networks(keeper, autorates, watchdog);
             }
             Some(Msg::Reload) => {
                 let _ = reload(keeper, autorates);
             }
+            #[cfg(feature = "networks")]
+            Some(Msg::Networks) => follow_networks(keeper, autorates, watchdog),
             Some(Msg::Control(Request::Reload, reply)) => {
                 let answer = match reload(keeper, autorates) {
                     Ok(r) => Answer::Reloaded(r),
@@ -257,12 +266,37 @@ fn serve_loop(
             }
         }
         if Instant::now() >= next_check {
+            #[cfg(feature = "networks")]
+            follow_networks(keeper, autorates, watchdog);
             for name in keeper.names() {
                 keeper.ensure(&name, "the periodic check");
                 ping(watchdog);
             }
             next_check = Instant::now() + opts.check_every;
         }
+    }
+}
+
+/// Recognises each interface's network again and applies what changed, each interface in its
+/// transaction (in place when only values change). The controllers stop around it when any
+/// interface has one: a network with rates of its own takes an interface from autorate, an
+/// unknown one gives it back.
+#[cfg(feature = "networks")]
+fn follow_networks(keeper: &mut Keeper, autorates: &mut Autorates, watchdog: Option<Duration>) {
+    let changed = keeper.recognise();
+    if changed.is_empty() {
+        return;
+    }
+    let controllers = keeper.has_autorate();
+    if controllers {
+        autorates.stop_all();
+    }
+    for name in &changed {
+        keeper.ensure(name, "a network change");
+        ping(watchdog);
+    }
+    if controllers {
+        autorates.start(&keeper.autorate());
     }
 }
 
@@ -277,7 +311,7 @@ fn reload(
     keeper.check()?;
     autorates.stop_all();
     let result = keeper.reload();
-    autorates.start(keeper.autorate());
+    autorates.start(&keeper.autorate());
     result
 }
 
@@ -309,6 +343,8 @@ fn status(
             .into_iter()
             .map(|(n, (d, u))| (n, (d.bits_per_sec(), u.bits_per_sec())))
             .collect(),
+        #[cfg(feature = "networks")]
+        networks: keeper.networks().clone(),
     }
 }
 
@@ -353,7 +389,7 @@ fn spawn_control(listener: std::os::unix::net::UnixListener, tx: Sender<Msg>) {
     });
 }
 
-/// SIGHUP, SIGTERM and SIGINT, blocked in the calling thread (and so in every thread it starts).
+/// SIGHUP, SIGTERM and SIGINT (and SIGUSR1 with networks), blocked in the calling thread (and so in every thread it starts).
 fn block_signals() -> libc::sigset_t {
     // SAFETY: sigset_t is plain data; sigemptyset/sigaddset initialise it, and pthread_sigmask
     // only changes this thread's mask.
@@ -363,6 +399,8 @@ fn block_signals() -> libc::sigset_t {
         for s in [libc::SIGHUP, libc::SIGTERM, libc::SIGINT] {
             libc::sigaddset(&mut set, s);
         }
+        #[cfg(feature = "networks")]
+        libc::sigaddset(&mut set, libc::SIGUSR1);
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         set
     }
@@ -377,6 +415,8 @@ fn spawn_signals(set: libc::sigset_t, tx: Sender<Msg>) {
         }
         let msg = match sig {
             libc::SIGHUP => Msg::Reload,
+            #[cfg(feature = "networks")]
+            libc::SIGUSR1 => Msg::Networks,
             libc::SIGTERM => Msg::Stop("SIGTERM"),
             _ => Msg::Stop("SIGINT"),
         };

@@ -52,6 +52,9 @@ pub struct ConfigFile {
     pub defaults: ShapeOptions,
     /// In the order of the file (by line).
     pub interfaces: Vec<InterfaceConfig>,
+    /// The `[network.NAME]` tables and each interface's `unknown_network`.
+    #[cfg(feature = "networks")]
+    pub networks: crate::network::Networks,
 }
 
 /// One `[interface.NAME]` table.
@@ -114,6 +117,15 @@ pub enum ConfigError {
         path: PathBuf,
         at: Position,
         name: String,
+        message: String,
+    },
+    /// A `[network.NAME]` table, or an interface's `unknown_network`.
+    #[cfg(feature = "networks")]
+    #[error("{path}:{at}: {table}: {message}")]
+    Network {
+        path: PathBuf,
+        at: Position,
+        table: String,
         message: String,
     },
     #[error("{path}:{at}: {label}: {source}")]
@@ -206,23 +218,46 @@ impl ConfigFile {
         let mut defaults = ShapeOptions::default();
         let mut tables = vec![];
         let mut autorates = vec![];
+        #[cfg(feature = "networks")]
+        let (mut raw_networks, mut unknowns) = (vec![], vec![]);
+        #[cfg(feature = "networks")]
+        let refused = |r: crate::network::read::Refused| ConfigError::Network {
+            path: path.to_path_buf(),
+            at: lines.position(text, r.offset),
+            table: r.table,
+            message: r.message,
+        };
         for (key, value) in root.iter() {
             match key.get_ref().as_ref() {
                 "defaults" => defaults = tomlread::typed(value).map_err(syntax)?,
-                "interface" => tables = named::<ShapeOptions>("interface", value).map_err(syntax)?,
-                "autorate" => autorates = named::<AutorateTable>("autorate", value).map_err(syntax)?,
+                #[cfg(not(feature = "networks"))]
+                "interface" => {
+                    tables = named::<ShapeOptions>("interface", value).map_err(syntax)?
+                }
+                #[cfg(feature = "networks")]
+                "interface" => {
+                    let (value, said) =
+                        crate::network::read::take_unknown(value).map_err(refused)?;
+                    unknowns = said;
+                    tables = named::<ShapeOptions>("interface", &value).map_err(syntax)?;
+                }
+                "autorate" => {
+                    autorates = named::<AutorateTable>("autorate", value).map_err(syntax)?
+                }
+                #[cfg(feature = "networks")]
+                "network" => raw_networks = crate::network::read::tables(value).map_err(refused)?,
                 other => {
                     return Err(syntax(TomlError {
                         offset: key.span().start,
                         key: Some(other.to_string()),
-                        message: format!(
-                            "unknown field `{other}`, expected one of `defaults`, `interface`, `autorate`"
-                        ),
+                        message: format!("unknown field `{other}`, expected one of {TABLES}"),
                     }))
                 }
             }
         }
         let mut interfaces = Vec::new();
+        #[cfg(feature = "networks")]
+        let mut bases = vec![];
         for (name, offset, table) in tables {
             let at = lines.position(text, offset);
             let label = format!("[interface.{}]", clip(name.as_str()));
@@ -233,6 +268,12 @@ impl ConfigFile {
                 label: label.clone(),
                 source: Box::new(source),
             })?;
+            #[cfg(feature = "networks")]
+            bases.push((
+                iface.clone(),
+                offset,
+                ShapeOptions::merge(&defaults, &table),
+            ));
             interfaces.push(InterfaceConfig {
                 name: iface,
                 at,
@@ -261,10 +302,22 @@ impl ConfigFile {
             i.options = pinned(&i.options);
         }
         interfaces.sort_by_key(|i| i.at.line);
+        // In the file's order too, so a refusal names the first interface it applies to.
+        #[cfg(feature = "networks")]
+        bases.sort_by_key(|&(_, offset, _)| offset);
+        #[cfg(feature = "networks")]
+        let bases: Vec<_> = bases.into_iter().map(|(i, _, o)| (i, o)).collect();
+        #[cfg(feature = "networks")]
+        let networks = crate::network::read::resolve(raw_networks, unknowns, &bases, |o| {
+            lines.position(text, o).line
+        })
+        .map_err(refused)?;
         Ok(ConfigFile {
             path: path.to_path_buf(),
             defaults,
             interfaces,
+            #[cfg(feature = "networks")]
+            networks,
         })
     }
 
@@ -298,6 +351,12 @@ impl ConfigFile {
             .collect()
     }
 }
+
+/// The top-level tables a file may have, for the message about one it may not.
+#[cfg(not(feature = "networks"))]
+const TABLES: &str = "`defaults`, `interface`, `autorate`";
+#[cfg(feature = "networks")]
+const TABLES: &str = "`defaults`, `interface`, `autorate`, `network`";
 
 /// The tables under `v` (`[interface.NAME]`, `[autorate.NAME]`): each name, where it is written,
 /// and its table read as a `T`.
@@ -439,12 +498,29 @@ mod tests {
     #[test]
     fn a_table_of_tables_written_as_a_value_says_which_form_it_takes() {
         for (text, want) in [
-            ("interface = 3\n", "1:13: key `interface`: expected tables, one per name ([interface.NAME])"),
-            ("autorate = \"x\"\n", "1:12: key `autorate`: expected tables, one per name ([autorate.NAME])"),
-            ("[interface]\neth0 = 3\n", "2:8: key `eth0`: expected a table"),
-            ("[interfaces.eth0]\n", "1:2: unknown field `interfaces`, expected one of `defaults`, `interface`, `autorate`"),
+            (
+                "interface = 3\n",
+                "1:13: key `interface`: expected tables, one per name ([interface.NAME])",
+            ),
+            (
+                "autorate = \"x\"\n",
+                "1:12: key `autorate`: expected tables, one per name ([autorate.NAME])",
+            ),
+            (
+                "[interface]\neth0 = 3\n",
+                "2:8: key `eth0`: expected a table",
+            ),
+            (
+                "[interfaces.eth0]\n",
+                "1:2: unknown field `interfaces`, expected one of ",
+            ),
         ] {
             let m = parse(text).unwrap_err().to_string();
+            let want = if want.ends_with("of ") {
+                format!("{want}{TABLES}")
+            } else {
+                want.to_string()
+            };
             assert_eq!(m, format!("/etc/unbloat/unbloat.toml:{want}"));
         }
     }

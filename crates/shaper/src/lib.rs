@@ -13,6 +13,8 @@
 //! - [`config`]: the TOML file, one table per interface, errors with file:line:column and key;
 //!   [`autorate_config`]: its `[autorate.NAME]` tables, for the daemon's autorate; [`tomlread`]:
 //!   the product's one way to read TOML (toml's parser, serde_json's deserializer), with places.
+//! - `network` (feature `networks`): `[network.NAME]` tables, a laptop's shaping per network,
+//!   recognised by the default gateway's MAC (a pure function of it).
 //! - [`spec`]: every check that needs no system, and the defaults of the field
 //!   ([`spec::Spec::new`]); errors name the flag and the value.
 //! - [`linklayer`]: link-layer presets with cake's exact numbers; [`qdisc`]: one module per
@@ -45,6 +47,8 @@ pub mod ifb;
 pub mod invocation;
 pub mod linklayer;
 pub mod model;
+#[cfg(feature = "networks")]
+pub mod network;
 pub mod options;
 pub mod plan;
 pub mod qdisc;

@@ -34,6 +34,8 @@
 pub mod events;
 #[doc(hidden)]
 pub mod fuzz;
+#[cfg(feature = "networks")]
+pub mod gateway;
 mod tc_dump;
 mod wire;
 
@@ -190,6 +192,9 @@ enum Op<'a> {
     ChangeCake(u32, u64),
     /// A dump of qdiscs, classes or filters with their statistics (see [`tc_dump`]).
     DumpTc(TcObjects, u32),
+    /// A dump of something else: "the routes".
+    #[cfg(feature = "networks")]
+    Read(&'static str),
 }
 
 /// How a request failed, before it is told which operation it was.
@@ -560,6 +565,8 @@ impl Rtnl {
             Op::Delete(index) => format!("delete {}", device(index)),
             Op::ListQdiscs(index) => format!("list the qdiscs of {}", device(index)),
             Op::DumpTc(what, index) => format!("read the {what} of {}", device(index)),
+            #[cfg(feature = "networks")]
+            Op::Read(what) => format!("read {what}"),
             Op::ChangeCake(index, rate) => format!(
                 "change cake's bandwidth on {} to {rate} bytes/s",
                 device(index)

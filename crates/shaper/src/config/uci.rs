@@ -122,6 +122,9 @@ pub fn read(text: &str, path: &Path) -> Result<ConfigFile, ConfigError> {
         path: path.to_path_buf(),
         defaults,
         interfaces,
+        // Networks follow a laptop; OpenWrt's UCI config is a router's.
+        #[cfg(feature = "networks")]
+        networks: Default::default(),
     })
 }
 

@@ -3,6 +3,9 @@
 //! flags change (up, down, carrier) and an `RTM_DELLINK` when it goes away. The daemon re-applies
 //! from these within a second of a PPPoE reconnect, a USB modem re-plug or a re-created veth.
 //!
+//! With the feature `networks`, route and neighbour changes come too, as [`LinkEvent::Network`]:
+//! the default gateway of an interface, or its MAC, may have changed.
+//!
 //! Heads up! `RTNLGRP_LINK` is group 1 (include/uapi/linux/rtnetlink.h `enum rtnetlink_groups`),
 //! joined here through the legacy bind mask `RTMGRP_LINK` (= 1 << (1 - 1)). The kernel sends the
 //! events from net/core/rtnetlink.c (`rtmsg_ifinfo`, `rtnl_dellink`). A socket whose buffer
@@ -19,6 +22,12 @@ use super::{set_receive_timeout, wire, Link};
 use unbloat_shaper::qdisc::netlink::RTM_DELLINK;
 /// `RTMGRP_LINK` (rtnetlink.h): the bind mask of the link group.
 const RTMGRP_LINK: u32 = 1;
+/// With networks, the groups that say the network behind an interface may have changed:
+/// `RTMGRP_NEIGH` (group 3, `RTNLGRP_NEIGH`), `RTMGRP_IPV4_ROUTE` (7), `RTMGRP_IPV6_ROUTE` (11).
+#[cfg(feature = "networks")]
+const GROUPS: u32 = RTMGRP_LINK | 0x4 | 0x40 | 0x400;
+#[cfg(not(feature = "networks"))]
+const GROUPS: u32 = RTMGRP_LINK;
 /// A receive buffer large enough for a burst of a few hundred link messages (a re-plug of a
 /// modem with its VLANs and a bridge), so that none are lost while the daemon applies.
 const EVENT_BUFFER: usize = 1 << 20;
@@ -32,6 +41,9 @@ pub enum LinkEvent {
     Removed(Link),
     /// Events were lost (the socket's buffer overflowed): every device may have changed.
     Lost,
+    /// A route or a neighbour entry changed: the network behind an interface may have.
+    #[cfg(feature = "networks")]
+    Network,
 }
 
 /// A socket that receives link events in the calling thread's network namespace.
@@ -44,7 +56,7 @@ impl LinkEvents {
     /// Joins the link group. Events that happen from here on are received, none before.
     pub fn open() -> io::Result<LinkEvents> {
         let mut socket = Socket::new(NETLINK_ROUTE)?;
-        socket.bind(&SocketAddr::new(0, RTMGRP_LINK))?;
+        socket.bind(&SocketAddr::new(0, GROUPS))?;
         let _ = socket.set_rx_buf_sz(EVENT_BUFFER);
         Ok(LinkEvents {
             socket,
@@ -83,6 +95,11 @@ pub(super) fn parse(datagram: &[u8]) -> Vec<LinkEvent> {
             wire::Reply::Answer { kind, payload, .. } => match kind {
                 wire::RTM_NEWLINK => wire::link(payload).ok().map(LinkEvent::Changed),
                 RTM_DELLINK => wire::link(payload).ok().map(LinkEvent::Removed),
+                #[cfg(feature = "networks")]
+                super::gateway::RTM_NEWROUTE
+                | super::gateway::RTM_DELROUTE
+                | super::gateway::RTM_NEWNEIGH
+                | super::gateway::RTM_DELNEIGH => Some(LinkEvent::Network),
                 _ => None,
             },
             _ => None,

@@ -1,0 +1,258 @@
+//! Networks: shaping that follows the network behind an interface (issue 56). A laptop's
+//! `wlan0` is home's DSL in the evening and the office's fibre by day; each `[network.NAME]`
+//! table says how to recognise one and the shaping it gets there.
+//!
+//! ```toml
+//! [interface.wlan0]
+//! down = "20mbit"               # what an unknown network gets (with [autorate.wlan0]: autorate)
+//! up = "5mbit"
+//! unknown_network = "interface" # or "none": leave an unknown network unshaped
+//!
+//! [network.home]
+//! gateway = "aa:bb:cc:dd:ee:ff" # the default gateway's MAC; or a list of them
+//! interface = "wlan0"           # optional: without it, for every interface the file shapes
+//! down = "78mbit"               # any key of an interface table, merged over that table
+//! up = "19950kbit"
+//! ```
+//!
+//! A network is recognised by its default gateway's MAC address, which the machine sees without
+//! asking anyone (the neighbour table): the same router answers at home whatever address DHCP
+//! hands out, and a café's is another box. Wi-Fi SSIDs (nl80211) are not read yet.
+//!
+//! Callers can rely on: [`recognise`] is pure (an interface and the MAC of its gateway in, the
+//! network or none out); every network in a loaded [`Networks`] names an interface the file
+//! shapes, carries options [`crate::spec::Spec::new`] accepts, and no two networks for the same
+//! interface share a gateway, so recognition is never ambiguous. The file's own reading is
+//! [`read`].
+
+pub mod read;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use unbloat_units::IfName;
+
+use crate::clip::clip;
+use crate::options::ShapeOptions;
+
+/// An Ethernet (EUI-48) address, as `ip neigh` prints it: `aa:bb:cc:dd:ee:ff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Mac(pub [u8; 6]);
+
+impl fmt::Display for Mac {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let [a, b, c, d, e, g] = self.0;
+        write!(f, "{a:02x}:{b:02x}:{c:02x}:{d:02x}:{e:02x}:{g:02x}")
+    }
+}
+
+impl FromStr for Mac {
+    type Err = String;
+
+    /// Six pairs of hex digits separated by `:`, either case. A multicast or all-zero address
+    /// cannot be a gateway's (IEEE 802: the group bit is the first octet's lowest), so it is a
+    /// mistake, not a network.
+    fn from_str(s: &str) -> Result<Mac, String> {
+        let bad = || {
+            format!(
+                "{:?} is not a MAC address; write six pairs of hex digits, e.g. \"aa:bb:cc:dd:ee:ff\" (`ip neigh` shows the gateway's)",
+                clip(s)
+            )
+        };
+        let parts: Vec<&str> = s.split(':').collect();
+        if parts.len() != 6 {
+            return Err(bad());
+        }
+        let mut mac = [0u8; 6];
+        for (byte, part) in mac.iter_mut().zip(parts) {
+            if part.len() != 2 || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(bad());
+            }
+            *byte = u8::from_str_radix(part, 16).map_err(|_| bad())?;
+        }
+        if mac == [0; 6] || mac[0] & 1 == 1 {
+            return Err(format!(
+                "{s}: a multicast or all-zero address is never a gateway's; is it a typo?"
+            ));
+        }
+        Ok(Mac(mac))
+    }
+}
+
+impl Serialize for Mac {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Mac {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Mac, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// What an interface gets on a network no table recognises.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownNetwork {
+    /// Its own `[interface.NAME]` table: fixed rates, or autorate within bounds when it has an
+    /// `[autorate.NAME]` table.
+    #[default]
+    Interface,
+    /// No shaping at all.
+    None,
+}
+
+impl UnknownNetwork {
+    pub const WORDS: &'static str = "\"interface\" or \"none\"";
+}
+
+/// One `[network.NAME]` table, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkConfig {
+    pub name: String,
+    /// Where the table's name is, for messages.
+    pub line: usize,
+    /// Its gateways' MACs: any of them recognises it.
+    pub gateways: Vec<Mac>,
+    /// The interface it is for; `None`: every interface the file shapes.
+    pub interface: Option<IfName>,
+    /// Its own keys only; [`Networks::options`] merges them over an interface's table.
+    pub table: ShapeOptions,
+}
+
+impl NetworkConfig {
+    pub fn is_for(&self, iface: &IfName) -> bool {
+        self.interface.as_ref().is_none_or(|i| i == iface)
+    }
+}
+
+/// The file's networks and what each interface gets on an unknown one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Networks {
+    /// In the order of the file.
+    pub tables: Vec<NetworkConfig>,
+    /// Per interface that says `unknown_network`; the others get [`UnknownNetwork::Interface`].
+    pub unknown: Vec<(IfName, UnknownNetwork)>,
+}
+
+impl Networks {
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty()
+    }
+
+    /// The networks `iface` can be on.
+    pub fn for_iface<'a>(&'a self, iface: &'a IfName) -> impl Iterator<Item = &'a NetworkConfig> {
+        self.tables.iter().filter(move |n| n.is_for(iface))
+    }
+
+    /// What `iface` gets on an unknown network.
+    pub fn unknown(&self, iface: &IfName) -> UnknownNetwork {
+        self.unknown
+            .iter()
+            .find(|(i, _)| i == iface)
+            .map_or(UnknownNetwork::Interface, |(_, u)| *u)
+    }
+
+    /// The options of `network` on an interface whose own (merged over `[defaults]`) are
+    /// `iface`: the network's keys win.
+    pub fn options(network: &NetworkConfig, iface: &ShapeOptions) -> ShapeOptions {
+        ShapeOptions::merge(iface, &network.table)
+    }
+}
+
+/// The network `iface` is on when its default gateway has the MAC `gateway`: the one table for
+/// this interface that lists it, or `None` (unknown). Pure: the caller reads the gateway.
+pub fn recognise<'a>(
+    networks: &'a Networks,
+    iface: &IfName,
+    gateway: &Mac,
+) -> Option<&'a NetworkConfig> {
+    networks
+        .tables
+        .iter()
+        .find(|n| n.is_for(iface) && n.gateways.contains(gateway))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mac(s: &str) -> Mac {
+        s.parse().unwrap()
+    }
+
+    fn net(name: &str, gateways: &[&str], iface: Option<&str>) -> NetworkConfig {
+        NetworkConfig {
+            name: name.into(),
+            line: 1,
+            gateways: gateways.iter().map(|g| mac(g)).collect(),
+            interface: iface.map(|i| i.parse().unwrap()),
+            table: ShapeOptions::default(),
+        }
+    }
+
+    #[test]
+    fn macs_parse_in_either_case_and_print_as_ip_neigh_does() {
+        assert_eq!(mac("AA:bb:0C:dd:ee:0f").to_string(), "aa:bb:0c:dd:ee:0f");
+        for bad in [
+            "",
+            "aa:bb:cc:dd:ee",
+            "aa:bb:cc:dd:ee:ff:00",
+            "aa-bb-cc-dd-ee-ff",
+            "aa:bb:cc:dd:ee:f",
+            "aa:bb:cc:dd:ee:fg",
+            "aa:bb:cc:dd:ee:+f",
+            "aabb:cc:dd:ee:ff:",
+        ] {
+            let e = bad.parse::<Mac>().unwrap_err();
+            assert!(e.contains("is not a MAC address"), "{bad}: {e}");
+        }
+        for never in [
+            "00:00:00:00:00:00",
+            "01:00:5e:00:00:01",
+            "ff:ff:ff:ff:ff:ff",
+        ] {
+            let e = never.parse::<Mac>().unwrap_err();
+            assert!(e.contains("never a gateway's"), "{never}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_gateway_is_recognised_only_on_the_interfaces_its_network_is_for() {
+        let networks = Networks {
+            tables: vec![
+                net("home", &["aa:bb:cc:dd:ee:01", "aa:bb:cc:dd:ee:02"], None),
+                net("office", &["aa:bb:cc:dd:ee:03"], Some("eth0")),
+            ],
+            unknown: vec![],
+        };
+        let wlan0: IfName = "wlan0".parse().unwrap();
+        let eth0: IfName = "eth0".parse().unwrap();
+        let name = |i, m| recognise(&networks, i, &mac(m)).map(|n| n.name.as_str());
+        assert_eq!(name(&wlan0, "aa:bb:cc:dd:ee:02"), Some("home"));
+        assert_eq!(name(&eth0, "aa:bb:cc:dd:ee:01"), Some("home"));
+        assert_eq!(name(&eth0, "aa:bb:cc:dd:ee:03"), Some("office"));
+        // The office's gateway seen through wlan0 is not the office network's interface.
+        assert_eq!(name(&wlan0, "aa:bb:cc:dd:ee:03"), None);
+        assert_eq!(name(&wlan0, "aa:bb:cc:dd:ee:04"), None);
+    }
+
+    #[test]
+    fn an_interface_gets_its_own_table_on_an_unknown_network_unless_it_says_none() {
+        let wlan0: IfName = "wlan0".parse().unwrap();
+        let eth0: IfName = "eth0".parse().unwrap();
+        let networks = Networks {
+            tables: vec![],
+            unknown: vec![(wlan0.clone(), UnknownNetwork::None)],
+        };
+        assert_eq!(networks.unknown(&wlan0), UnknownNetwork::None);
+        assert_eq!(networks.unknown(&eth0), UnknownNetwork::Interface);
+    }
+}
+
+#[cfg(test)]
+#[path = "network/config_tests.rs"]
+mod config_tests;
