@@ -9,7 +9,6 @@
 //! view of an IPv4 peer) is that IPv4 address. IPv4 has no wider group: one IPv4 address is all
 //! a household usually has, and a /24 is many strangers.
 
-use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
 
@@ -83,16 +82,17 @@ fn masked(ip: IpAddr, bits: u32) -> IpAddr {
 }
 
 /// A client or a group: counted apart, since a /56 and a /64 can be the same address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Key {
     Client(IpAddr),
     Group(IpAddr),
 }
 
-/// How many each client and group holds now.
+/// How many each client and group holds now. A list, not a hash map: it holds one entry per
+/// client or group that holds something (a few dozen), and the router build is counted in bytes.
 #[derive(Debug, Default)]
 pub struct Tally {
-    held: HashMap<Key, usize>,
+    held: Vec<(Key, usize)>,
     total: usize,
 }
 
@@ -117,9 +117,9 @@ impl Tally {
                     limit: caps.per_group,
                 });
             }
-            *self.held.entry(Key::Group(group)).or_default() += 1;
+            self.add(Key::Group(group));
         }
-        *self.held.entry(Key::Client(client)).or_default() += 1;
+        self.add(Key::Client(client));
         self.total += 1;
         Ok(())
     }
@@ -129,11 +129,11 @@ impl Tally {
         let mut keys = vec![Key::Client(client_key(ip))];
         keys.extend(group_key(ip).map(Key::Group));
         for key in keys {
-            if let Some(n) = self.held.get_mut(&key) {
-                *n -= 1;
-                // Gone at zero: the map holds only who holds something now.
-                if *n == 0 {
-                    self.held.remove(&key);
+            if let Some(i) = self.held.iter().position(|(k, _)| *k == key) {
+                self.held[i].1 -= 1;
+                // Gone at zero: the list holds only who holds something now.
+                if self.held[i].1 == 0 {
+                    self.held.swap_remove(i);
                 }
             }
         }
@@ -150,7 +150,17 @@ impl Tally {
     }
 
     fn count(&self, key: Key) -> usize {
-        self.held.get(&key).copied().unwrap_or(0)
+        self.held
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map_or(0, |(_, n)| *n)
+    }
+
+    fn add(&mut self, key: Key) {
+        match self.held.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => self.held.push((key, 1)),
+        }
     }
 }
 
