@@ -416,9 +416,19 @@ fn inflated(gz: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let size = u32::from_le_bytes(trailer[4..].try_into().ok()?) as usize;
-    miniz_oxide::inflate::decompress_to_vec_with_limit(deflate, size)
-        .ok()
-        .filter(|plain| plain.len() == size)
+    // Into a buffer of the trailer's length, in one call: miniz_oxide's core, without its
+    // growing buffers and checksums (the router build is counted in bytes).
+    use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
+    let mut plain = vec![0u8; size];
+    let flags = inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
+    let (status, _, written) = decompress(
+        &mut Box::<DecompressorOxide>::default(),
+        deflate,
+        &mut plain,
+        0,
+        flags,
+    );
+    (status == miniz_oxide::inflate::TINFLStatus::Done && written == size).then_some(plain)
 }
 
 /// Whether a client that sent this Accept-Encoding takes gzip: one that sent none takes any
