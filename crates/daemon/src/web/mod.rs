@@ -287,6 +287,15 @@ fn file(read: bool, base: Option<&std::path::Path>, rest: &str) -> Response {
 /// The keeper did not answer within [`STATUS_WAIT`].
 struct Busy;
 
+/// Clears its flag when dropped.
+struct Clear(Arc<AtomicBool>);
+
+impl Drop for Clear {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
 /// Asks the keeper on a thread of its own, waiting at most [`STATUS_WAIT`] (it may be applying
 /// a change); `asking` is cleared when the keeper has answered, however long that takes. The
 /// answer, None when the daemon ends.
@@ -300,8 +309,10 @@ fn ask_within(
     let started = std::thread::Builder::new()
         .name("web-ask".into())
         .spawn(move || {
+            // Cleared however the question ends, a panic's unwinding too.
+            let asked = Clear(flag);
             let answer = ask(request);
-            flag.store(false, Ordering::Release);
+            drop(asked);
             let _ = tx.send(answer);
         });
     if started.is_err() {
