@@ -1,7 +1,8 @@
 //! The web page's files, gzip-compressed at build time: the binary carries them compressed
 //! (36 KB of text, 12.7 KB compressed; by Zopfli, whose slower deflate search saves 300 bytes
 //! against gzip -9: the router build is counted in bytes) and sends them as they are, with `Content-Encoding: gzip`
-//! (src/web/mod.rs), so no compressor or decompressor is linked. The gzip header carries no time
+//! (src/web/mod.rs); no compressor is linked, and only miniz_oxide's inflate, for a client that
+//! does not take gzip. The gzip header carries no time
 //! stamp, so the same sources give the same binary.
 
 use std::path::PathBuf;

@@ -26,9 +26,10 @@ pub struct DaemonArgs {
     /// with it. Bind to 127.0.0.1 unless other machines must reach it.
     #[arg(long, value_name = "HOST:PORT")]
     pub web: Option<SocketAddr>,
-    /// A name the web page may be reached by, besides its IP addresses and localhost (e.g.
-    /// router.lan); repeat for more. Other names are refused, which stops DNS rebinding.
-    #[arg(long = "web-host", value_name = "NAME", requires = "web")]
+    /// A name the web page and the metrics may be reached by, besides their IP addresses and
+    /// localhost (e.g. router.lan, or the name Prometheus scrapes); repeat for more. Other names
+    /// are refused, which stops DNS rebinding.
+    #[arg(long = "web-host", value_name = "NAME")]
     pub web_hosts: Vec<String>,
     /// Lab reports (`unbloat-lab run --out` directories) the web page lists and serves read-only.
     #[arg(long, value_name = "DIR", requires = "web")]

@@ -8,14 +8,21 @@
 //! limit is 1024), and the keeper's next apply could not open a netlink socket or start `tc`.
 //! So each server:
 //!
-//! - holds at most [`LIMITS`]`.connections` connections; one more is accepted and closed at once
-//!   (not left in the kernel's queue, where its client would wait without an answer);
+//! - holds at most [`LIMITS`]`.connections` connections, `per_client` of them from one client
+//!   (an IPv4 address or an IPv6 /64) and `per_group` from one IPv6 /56
+//!   ([`unbloat_system::clients`]); one more is accepted and answered 503 with `Retry-After` at
+//!   once (not left in the kernel's queue, where its client would wait without an answer).
+//!   Issue 53: 64 slow clients, from one address, took the page and the metrics down;
 //! - closes a connection whose request head has not arrived within `header_timeout` of its
 //!   first byte or the end of the last answer (a client that sends a byte now and then);
 //! - closes a connection that moves no byte for `idle_timeout` while no request is being
 //!   answered (a keep-alive connection left open by a browser tab, or opened and never used);
-//! - gives a request body the same time, and a client that does not read its answer too;
-//! - takes a body only with `Content-Length`, at most `max_body` bytes (413 otherwise, unread);
+//! - gives a request body the same time, and its whole answer that time and a second more per
+//!   `min_rate` bytes, however the client reads it (one deadline, not one per `write()`: a
+//!   client that reads a few bytes every 9 s is cut off);
+//! - takes a body only with one `Content-Length` of digits alone, at most `max_body` bytes (413
+//!   otherwise, unread);
+//! - sends a file's body from the file, [`CHUNK`] bytes at a time, never whole in memory;
 //! - on an accept error (EMFILE, ENFILE: descriptors are short anyway) waits a moment instead
 //!   of spinning.
 //!
@@ -24,19 +31,24 @@
 //! second or two, so 10 s of idleness is a closed tab; a request that takes long (a reload in a
 //! slow kernel) keeps its connection, since only idleness without a request counts.
 
+use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use unbloat_system::clients;
 
 /// What one server allows.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// Connections held at once.
     pub connections: usize,
+    /// Connections held at once from one client (an IPv4 address, an IPv6 /64).
+    pub per_client: usize,
+    /// Connections held at once from one IPv6 /56.
+    pub per_group: usize,
     /// From a connection's first byte, or the end of the last answer, to a whole request head;
     /// the same again for its body, and for the client to read the answer.
     pub header_timeout: Duration,
@@ -44,14 +56,21 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// The largest request body taken.
     pub max_body: usize,
+    /// An answer's deadline grows by a second for each this many bytes: a large file reaches a
+    /// client on a slow link, a client that reads slower than this is cut off.
+    pub min_rate: u64,
 }
 
 /// The daemon's limits, per server.
 pub const LIMITS: Limits = Limits {
     connections: 64,
+    // A browser opens up to 6 to one server; the page, a second tab and a scraper fit.
+    per_client: 16,
+    per_group: 32,
     header_timeout: Duration::from_secs(10),
     idle_timeout: Duration::from_secs(10),
     max_body: 64 * 1024,
+    min_rate: 32 * 1024,
 };
 
 /// After an accept error, this long before the next accept.
@@ -62,6 +81,12 @@ const MAX_HEAD: usize = 16 * 1024;
 const MAX_HEADERS: usize = 64;
 /// How long a closing connection reads away what its client still sends.
 const LINGER: Duration = Duration::from_secs(1);
+/// A streamed body's bytes read and written at a time.
+pub const CHUNK: usize = 16 * 1024;
+/// The most digits a Content-Length may have (`max_body` is far below 10^9).
+const MAX_LENGTH_DIGITS: usize = 9;
+/// What a client over a cap is told to wait before it tries again.
+const RETRY_AFTER_S: u32 = 5;
 
 /// A request: its head, and its body once read.
 #[derive(Debug, Clone, Default)]
@@ -105,12 +130,14 @@ impl Request {
     }
 }
 
-/// An answer: status, headers (`Content-Length` is added when sent) and body.
-#[derive(Debug, Clone)]
+/// An answer: status, headers (`Content-Length` is added when sent) and body: in memory, or
+/// the first `len` bytes of a file, read as they are sent.
+#[derive(Debug)]
 pub struct Response {
     pub status: u16,
     headers: Vec<(&'static str, String)>,
     pub body: Vec<u8>,
+    pub file: Option<(File, u64)>,
 }
 
 impl Response {
@@ -119,6 +146,7 @@ impl Response {
             status,
             headers: vec![],
             body: vec![],
+            file: None,
         }
     }
 
@@ -147,12 +175,30 @@ impl Response {
         self
     }
 
+    /// The body is the first `len` bytes of `file`, sent a chunk at a time.
+    pub fn with_file(mut self, file: File, len: u64) -> Response {
+        self.file = Some((file, len));
+        self
+    }
+
+    /// The body's length, in memory or in its file.
+    pub fn body_len(&self) -> u64 {
+        self.file
+            .as_ref()
+            .map_or(self.body.len() as u64, |(_, len)| *len)
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         first(&self.headers, name)
     }
 
+    /// The whole body as text (tests: a file body is read here, whole).
     pub fn body_text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
+        let mut bytes = self.body.clone();
+        if let Some((file, len)) = &self.file {
+            let _ = file.take(*len).read_to_end(&mut bytes);
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
     }
 }
 
@@ -219,22 +265,27 @@ pub fn spawn_with(
 
 /// Serves on `listener` for ever, within `limits`.
 pub fn serve(listener: TcpListener, handler: Arc<dyn Handler>, limits: Limits) {
-    let held = Arc::new(AtomicUsize::new(0));
+    let tally = clients::Shared::new(clients::Caps {
+        total: limits.connections,
+        per_client: limits.per_client,
+        per_group: limits.per_group,
+    });
     loop {
-        let stream = match listener.accept() {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match listener.accept() {
+            Ok(accepted) => accepted,
             Err(_) => {
                 std::thread::sleep(ACCEPT_PAUSE);
                 continue;
             }
         };
-        // Over the cap: closed now (the client reads an end of file at once).
-        if held.fetch_add(1, Ordering::AcqRel) >= limits.connections {
-            held.fetch_sub(1, Ordering::AcqRel);
-            drop(stream);
-            continue;
-        }
-        let (handler, counted) = (handler.clone(), Held(held.clone()));
+        let counted = match tally.admit(peer.ip()) {
+            Ok(counted) => counted,
+            Err(why) => {
+                refuse(stream, &why);
+                continue;
+            }
+        };
+        let handler = handler.clone();
         let started = std::thread::Builder::new()
             .name("http-conn".into())
             .spawn(move || {
@@ -249,13 +300,19 @@ pub fn serve(listener: TcpListener, handler: Arc<dyn Handler>, limits: Limits) {
     }
 }
 
-/// One connection counted against the cap until dropped: when its thread ends, or unwinds from
-/// a handler's panic (the Debian build unwinds; the router's aborts).
-struct Held(Arc<AtomicUsize>);
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+/// A connection over a cap: 503 with `Retry-After`, written without waiting (a fresh socket's
+/// buffer takes it whole; a client that has filled its window gets nothing), then closed. On
+/// the accepting thread: no thread is spent on a refusal.
+fn refuse(mut stream: TcpStream, why: &clients::Refusal) {
+    let text = format!("busy: {why} (connections); try again in a few seconds\n");
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n\
+         retry-after: {RETRY_AFTER_S}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        text.len()
+    );
+    if stream.set_nonblocking(true).is_ok() {
+        let _ = stream.write_all((head + &text).as_bytes());
+        let _ = stream.shutdown(std::net::Shutdown::Write);
     }
 }
 
@@ -356,11 +413,7 @@ impl Connection {
                 "chunked bodies are not taken: send Content-Length",
             ));
         }
-        let length = match head.header("content-length").map(str::parse::<usize>) {
-            None => 0,
-            Some(Ok(n)) => n,
-            Some(Err(_)) => return Err(Response::text(400, "bad Content-Length")),
-        };
+        let length = content_length(&head.headers)?;
         let asked = head.header("connection").unwrap_or("");
         let close = if version == 0 {
             !asked.eq_ignore_ascii_case("keep-alive")
@@ -401,13 +454,14 @@ impl Connection {
         }
     }
 
-    /// Writes `answer` (without its body for HEAD); closes the connection when `close`.
+    /// Writes `answer` (without its body for HEAD) by one deadline for the whole of it; closes
+    /// the connection when `close`.
     fn send(&mut self, answer: Response, head_only: bool, close: bool) -> Result<(), Closed> {
+        let len = answer.body_len();
         let mut out = format!(
-            "HTTP/1.1 {} {}\r\ncontent-length: {}\r\n",
+            "HTTP/1.1 {} {}\r\ncontent-length: {len}\r\n",
             answer.status,
             reason(answer.status),
-            answer.body.len()
         );
         for (name, value) in &answer.headers {
             // A value is ours, but a line break in one would split the answer: never sent.
@@ -419,13 +473,57 @@ impl Connection {
             out.push_str("connection: close\r\n");
         }
         out.push_str("\r\n");
+        let seconds = if head_only {
+            0
+        } else {
+            len / self.limits.min_rate.max(1)
+        };
+        let deadline = Instant::now() + self.limits.header_timeout + Duration::from_secs(seconds);
         let mut bytes = out.into_bytes();
         if !head_only {
             bytes.extend_from_slice(&answer.body);
         }
-        self.stream.write_all(&bytes).map_err(drop)?;
+        self.write_by(&bytes, deadline)?;
+        if let (Some((file, len)), false) = (answer.file, head_only) {
+            self.send_file(file, len, deadline)?;
+        }
         if close {
             self.linger();
+        }
+        Ok(())
+    }
+
+    /// The first `len` bytes of `file`, [`CHUNK`] at a time. A file that ends sooner (cut
+    /// short since it was opened) ends the connection: its length was promised.
+    fn send_file(&mut self, mut file: File, len: u64, deadline: Instant) -> Result<(), Closed> {
+        let mut chunk = vec![0u8; CHUNK];
+        let mut left = len;
+        while left > 0 {
+            let want = chunk.len().min(usize::try_from(left).unwrap_or(CHUNK));
+            let n = match file.read(&mut chunk[..want]) {
+                Ok(0) | Err(_) => return Err(()),
+                Ok(n) => n,
+            };
+            self.write_by(&chunk[..n], deadline)?;
+            left -= n as u64;
+        }
+        Ok(())
+    }
+
+    /// Writes all of `bytes` by `deadline`: each `write()` may wait only what is left of it.
+    fn write_by(&mut self, mut bytes: &[u8], deadline: Instant) -> Result<(), Closed> {
+        while !bytes.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(());
+            }
+            self.stream.set_write_timeout(Some(left)).map_err(drop)?;
+            match self.stream.write(bytes) {
+                Ok(0) => return Err(()),
+                Ok(n) => bytes = &bytes[n..],
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return Err(()),
+            }
         }
         Ok(())
     }
@@ -475,6 +573,24 @@ pub fn parse_head(buf: &[u8]) -> Option<(usize, Result<(Request, usize, bool), R
         Ok(httparse::Status::Partial) => None,
         Err(httparse::Error::TooManyHeaders) => refused(431, "too many header lines".into()),
         Err(e) => refused(400, format!("bad request: {e}")),
+    }
+}
+
+/// The body's length from `Content-Length`: 0 without one; refused (400) when there are several
+/// (a proxy in front may have read another one: request smuggling) or when it is anything but
+/// [`MAX_LENGTH_DIGITS`] digits at most (Rust's parse takes a `+`; RFC 9110, 8.6, does not).
+fn content_length(headers: &[(String, String)]) -> Result<usize, Response> {
+    let mut given = headers.iter().filter(|(n, _)| n == "content-length");
+    let Some((_, value)) = given.next() else {
+        return Ok(0);
+    };
+    if given.next().is_some() {
+        return Err(Response::text(400, "more than one Content-Length"));
+    }
+    let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
+    match value.parse::<usize>() {
+        Ok(n) if digits && value.len() <= MAX_LENGTH_DIGITS => Ok(n),
+        _ => Err(Response::text(400, "bad Content-Length: give digits alone")),
     }
 }
 

@@ -129,9 +129,11 @@ pub fn run(opts: &Options) -> Result<(), DaemonError> {
             counters: counters.clone(),
             unread: Default::default(),
         };
-        servers.metrics = Some(crate::serve::metrics(addr, scrape).map_err(io(format!(
-            "serving metrics on {addr} (is the port taken? --metrics HOST:PORT)"
-        )))?);
+        servers.metrics = Some(
+            crate::serve::metrics(addr, scrape, opts.web_hosts.clone()).map_err(io(format!(
+                "serving metrics on {addr} (is the port taken? --metrics HOST:PORT)"
+            )))?,
+        );
         say::info(&format!("metrics on http://{addr}/metrics"));
     }
     if let Some(addr) = opts.web {

@@ -78,10 +78,16 @@ impl Scrape {
     }
 }
 
-/// `/metrics`, read when scraped.
-struct Metrics(Scrape);
+/// `/metrics`, read when scraped; answering to the names in `.1` besides addresses and
+/// `localhost` (`--web-host`).
+struct Metrics(Scrape, Vec<String>);
 
 impl Handler for Metrics {
+    /// A foreign `Host` gets 421, as on the page.
+    fn early(&self, head: &Request) -> Option<Response> {
+        crate::web::host::foreign(head, &self.1).map(|why| Response::text(421, why))
+    }
+
     fn answer(&self, request: Request) -> Response {
         match (request.method.as_str(), request.path.as_str()) {
             ("GET" | "HEAD", "/metrics") => Response::new(200)
@@ -95,7 +101,51 @@ impl Handler for Metrics {
     }
 }
 
-/// Serves `/metrics` on `addr` from a thread of its own; the bound address.
-pub fn metrics(addr: SocketAddr, scrape: Scrape) -> std::io::Result<SocketAddr> {
-    crate::http::spawn(addr, Arc::new(Metrics(scrape)))
+/// Serves `/metrics` on `addr` from a thread of its own, to requests whose `Host` is an
+/// address, `localhost` or one of `hosts`; the bound address.
+pub fn metrics(
+    addr: SocketAddr,
+    scrape: Scrape,
+    hosts: Vec<String>,
+) -> std::io::Result<SocketAddr> {
+    crate::http::spawn(addr, Arc::new(Metrics(scrape, hosts)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 53: `/metrics` answered any `Host`, so a web page the admin visits could read it
+    /// through DNS rebinding. A foreign name gets 421, as on the page; addresses, localhost and
+    /// the `--web-host` names are served.
+    #[test]
+    fn metrics_refuse_a_foreign_host_name() {
+        let scratch = crate::web::scratch::Scratch::new("metrics-host");
+        let scrape = Scrape {
+            state: StateDir::new(scratch.path().to_path_buf()),
+            counters: Arc::default(),
+            unread: Arc::default(),
+        };
+        let metrics = Metrics(scrape, vec!["router.lan".into()]);
+        let get = |host: &str| {
+            let req = Request::new("GET", "/metrics").with_header("host", host);
+            crate::http::respond(&metrics, req, &crate::http::LIMITS)
+        };
+        let refused = get("rebind.evil.example:9723");
+        assert_eq!(refused.status, 421);
+        assert!(refused
+            .body_text()
+            .contains("--web-host rebind.evil.example"));
+        assert!(!refused.body_text().contains("unbloat_"));
+        for ok in [
+            "127.0.0.1:9723",
+            "[::1]:9723",
+            "localhost",
+            "router.lan:9723",
+        ] {
+            let res = get(ok);
+            assert_eq!(res.status, 200, "{ok}");
+            assert!(res.body_text().contains("unbloat_"), "{ok}");
+        }
+    }
 }

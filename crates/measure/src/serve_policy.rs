@@ -13,7 +13,6 @@
 //!   control: routing protocols, often queued strictly first) and not arbitrary values (which
 //!   another network may map to anything). The operator chooses `any` or `off`.
 
-use std::net::IpAddr;
 use std::time::Duration;
 
 use crate::profile::dscp_name;
@@ -83,27 +82,14 @@ impl DscpPolicy {
     }
 }
 
-/// The client an address belongs to: an IPv4 address itself, an IPv6 address its /64 (the
-/// prefix one host or one home network gets, and that it could otherwise fill with addresses).
-pub fn client_key(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let bits = u128::from(v6) & !((1u128 << 64) - 1);
-                IpAddr::V6(bits.into())
-            }
-        },
-        v4 => v4,
-    }
-}
+/// Who a client is, in one place for every server of unbloat's ([`unbloat_system::clients`]).
+pub use unbloat_system::clients::{client_key, client_name, group_key};
 
-/// How a client's address is named in a refusal: `192.0.2.7`, `2001:db8:1:2::/64`.
-pub fn client_name(key: IpAddr) -> String {
-    match key {
-        IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(v6) => format!("{v6}/64"),
-    }
+/// Tests one IPv6 /56 may run at once: half the server's, or one client's own allowance when
+/// that is more. One customer's networks (a /56 is a home's allocation) never take every slot
+/// while there are two or more.
+pub fn tests_per_group(max_tests: usize, per_client: usize) -> usize {
+    per_client.max(max_tests / 2).min(max_tests)
 }
 
 #[cfg(test)]
@@ -111,18 +97,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_v6_client_is_its_64_and_a_mapped_v4_is_the_v4() {
-        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().expect("ip");
-        let b: IpAddr = "2001:db8:1:2:bbbb::9".parse().expect("ip");
-        let c: IpAddr = "2001:db8:1:3::1".parse().expect("ip");
-        assert_eq!(client_key(a), client_key(b));
-        assert_ne!(client_key(a), client_key(c));
-        assert_eq!(client_name(client_key(a)), "2001:db8:1:2::/64");
-        let mapped: IpAddr = "::ffff:192.0.2.7".parse().expect("ip");
-        assert_eq!(
-            client_key(mapped),
-            "192.0.2.7".parse::<IpAddr>().expect("ip")
-        );
+    fn a_56_gets_half_the_tests_or_one_clients_allowance() {
+        assert_eq!(tests_per_group(4, 1), 2);
+        assert_eq!(tests_per_group(1, 1), 1);
+        assert_eq!(tests_per_group(5, 4), 4);
+        assert_eq!(tests_per_group(8, 8), 8);
     }
 
     #[test]

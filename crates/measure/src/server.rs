@@ -5,7 +5,10 @@
 //!   [`ServerMsg::Busy`]), at most `max_tests_per_client` of them from one client (an IPv4
 //!   address or IPv6 /64, see [`crate::serve_policy`]), at most `max_streams` streams and
 //!   `max_session` length per test (a request beyond is [`ServerMsg::Refused`] with the limit
-//!   in the reason), and a cap on open connections. A test's streams and slot end at its
+//!   in the reason), a cap on open connections, and caps per client and per IPv6 /56 on
+//!   connections and tests (issue 53: [`ServeOptions::connection_caps`],
+//!   [`serve_policy::tests_per_group`]), so no client or prefix can take the server from the
+//!   others. A test's streams and slot end at its
 //!   session deadline even if the client vanishes without a word, and its slot is free again
 //!   before the client reads the final report (so its next test is not refused).
 //! - The DSCP marks of what the server sends are the operator's choice ([`DscpPolicy`]): by
@@ -31,7 +34,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -69,6 +72,8 @@ pub const MAX_TESTS_LIMIT: usize = 256;
 /// Connections beyond the tests' own (max_tests * (max_streams + 1)): room for clients that are
 /// still in their handshake or are about to be told the server is busy.
 const SPARE_CONNECTIONS: usize = 16;
+/// Connections one client may hold beyond its tests' own: a handshake or two under way.
+const SPARE_PER_CLIENT: usize = 4;
 
 /// How a server is bounded and where it listens.
 #[derive(Debug, Clone)]
@@ -191,6 +196,24 @@ impl ServeOptions {
             .saturating_mul(self.max_tests)
             .saturating_add(SPARE_CONNECTIONS)
     }
+
+    /// The connections held at once: in all ([`ServeOptions::max_connections`]); by one client,
+    /// its tests' connections and [`SPARE_PER_CLIENT`]; by one IPv6 /56, its tests' and twice
+    /// that spare. Issue 53: one address opened 300 slow connections and took every one of the
+    /// 148 there were, and a test from another address was reset.
+    pub fn connection_caps(&self) -> unbloat_system::clients::Caps {
+        let per_test = self.max_streams.saturating_add(1);
+        let group_tests = serve_policy::tests_per_group(self.max_tests, self.max_tests_per_client);
+        unbloat_system::clients::Caps {
+            total: self.max_connections(),
+            per_client: per_test
+                .saturating_mul(self.max_tests_per_client)
+                .saturating_add(SPARE_PER_CLIENT),
+            per_group: per_test
+                .saturating_mul(group_tests)
+                .saturating_add(2 * SPARE_PER_CLIENT),
+        }
+    }
 }
 
 impl ServeArgs {
@@ -232,7 +255,8 @@ struct Shared {
     epoch: Instant,
     probe_port: u16,
     tests: Mutex<HashMap<u64, Arc<ActiveTest>>>,
-    connections: AtomicUsize,
+    /// Connections held, per client and prefix.
+    connections: unbloat_system::clients::Shared,
     stop: AtomicBool,
 }
 
@@ -330,12 +354,13 @@ impl Server {
             .map_err(|e| MeasureError::io("UDP socket", e))?;
         // Without kernel stamps the receive times are user space's, as rxtime documents.
         let _ = rxtime::enable(&udp);
+        let caps = opts.connection_caps();
         let shared = Arc::new(Shared {
             opts,
             epoch: Instant::now(),
             probe_port: local.port(),
             tests: Mutex::new(HashMap::new()),
-            connections: AtomicUsize::new(0),
+            connections: unbloat_system::clients::Shared::new(caps),
             stop: AtomicBool::new(false),
         });
         Ok((
@@ -357,7 +382,6 @@ impl Server {
             .name("unbloat-udp".into())
             .spawn(move || udp_responder(&udp, &udp_shared))
             .map_err(|e| MeasureError::io("starting the UDP responder", e))?;
-        let max_connections = self.shared.opts.max_connections();
         let mut sessions = Vec::new();
         while !stop.load(Ordering::Relaxed) {
             if !wait_readable(&self.listener, 100) {
@@ -369,26 +393,27 @@ impl Server {
                 Err(_) => continue,
             };
             sessions.retain(|h: &thread::JoinHandle<()>| !h.is_finished());
-            if self.shared.connections.load(Ordering::Relaxed) >= max_connections {
-                // Closed rather than queued: a queue of hostile connections accepted one after
-                // the other would each get a fresh deadline, and a real client behind them wait
-                // for all of them.
-                drop(conn);
-                continue;
-            }
-            self.shared.connections.fetch_add(1, Ordering::Relaxed);
+            // Over a cap (in all, this client's, its /56's): closed rather than queued. A queue
+            // of hostile connections accepted one after the other would each get a fresh
+            // deadline, and a real client behind them wait for all of them.
+            let held = match self.shared.connections.admit(peer.ip()) {
+                Ok(held) => held,
+                // Not logged: a flood would fill the log at the flood's rate.
+                Err(_) => {
+                    drop(conn);
+                    continue;
+                }
+            };
             let shared = Arc::clone(&self.shared);
+            // Without a thread, the closure (the connection and its count) is dropped.
             let spawned = thread::Builder::new()
                 .name("unbloat-session".into())
                 .spawn(move || {
+                    let _held = held;
                     handle_connection(conn, peer, &shared);
-                    shared.connections.fetch_sub(1, Ordering::Relaxed);
                 });
-            match spawned {
-                Ok(h) => sessions.push(h),
-                Err(_) => {
-                    self.shared.connections.fetch_sub(1, Ordering::Relaxed);
-                }
+            if let Ok(h) = spawned {
+                sessions.push(h);
             }
         }
         self.shared.stop.store(true, Ordering::Relaxed);
@@ -577,6 +602,24 @@ fn control_session(mut conn: TcpStream, peer: SocketAddr, req: TestRequest, shar
             .values()
             .filter(|t| serve_policy::client_key(t.peer) == client)
             .count();
+        let group = serve_policy::group_key(peer.ip());
+        let group_limit =
+            serve_policy::tests_per_group(shared.opts.max_tests, shared.opts.max_tests_per_client);
+        let in_group = tests
+            .values()
+            .filter(|t| group.is_some() && serve_policy::group_key(t.peer) == group)
+            .count();
+        if theirs < shared.opts.max_tests_per_client && in_group >= group_limit {
+            drop(tests);
+            let reason = format!(
+                "{}/56 already runs {in_group} test(s) here; this server runs at most \
+                 {group_limit} at a time per IPv6 /56: try again when one ends",
+                group.map(|g| g.to_string()).unwrap_or_default(),
+            );
+            log(shared, format_args!("{peer}: test refused: {reason}"));
+            let _ = send(&mut conn, &ServerMsg::Refused { reason });
+            return;
+        }
         if theirs >= shared.opts.max_tests_per_client {
             drop(tests);
             let reason = format!(

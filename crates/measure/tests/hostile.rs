@@ -621,3 +621,56 @@ fn nonsense_answers_end_the_run_with_an_error() {
         t.join().expect("fake server");
     }
 }
+
+/// A connection to `server` from the loopback address `from` (127.0.0.x is a client of its own).
+fn connect_from(from: [u8; 4], to: SocketAddr) -> std::io::Result<TcpStream> {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    s.bind(&SocketAddr::from((from, 0)).into())?;
+    s.connect(&to.into())?;
+    Ok(s.into())
+}
+
+/// Issue 53: with serve on loopback, 127.0.0.3 opened 300 connections and held them, and a test
+/// from 127.0.0.1 was then reset. Now one client holds its own share (its test's connections and
+/// a few more), the rest are closed at once, and the test from another address runs at once.
+#[test]
+fn one_address_holding_connections_does_not_keep_another_out() {
+    let opts = ServeOptions {
+        // Longer than the test: the holder's connections are not cut by the handshake deadline.
+        handshake_deadline: Duration::from_secs(60),
+        ..quiet("127.0.0.1:0")
+    };
+    let caps = opts.connection_caps();
+    assert!(caps.per_client < 300 && caps.per_client < caps.total);
+    let server = Running::start(opts);
+    let mut held: Vec<TcpStream> = (0..300)
+        .filter_map(|_| connect_from([127, 0, 0, 3], v4(&server)).ok())
+        .collect();
+    assert_eq!(held.len(), 300, "loopback connects");
+    // Those over the cap are closed at once: an end of file, or a reset.
+    std::thread::sleep(Duration::from_millis(500));
+    held.retain_mut(|c| {
+        c.set_nonblocking(true).expect("nonblocking");
+        let mut b = [0u8; 1];
+        matches!(c.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    });
+    assert_eq!(
+        held.len(),
+        caps.per_client,
+        "connections 127.0.0.3 still holds"
+    );
+    let started = Instant::now();
+    still_serves(&server);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the other client waited {:?}",
+        started.elapsed()
+    );
+    // And the holder itself gets no more.
+    let mut one_more = connect_from([127, 0, 0, 3], v4(&server)).expect("connect");
+    one_more
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .expect("timeout");
+    assert!(closed_by_server(&mut one_more), "one more was held");
+}

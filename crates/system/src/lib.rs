@@ -24,8 +24,11 @@
 //!   verification, undo to a [`snapshot`]; the [`journal`] written before any change and
 //!   [`recover`]y from it after a crash; one transaction [`lock`]; the [`state`] records (typed
 //!   plans) of what unbloat created; a change on trial's [`deadline`] on the boot clock.
+//! - [`clients`]: who a peer is (an IPv4 address, an IPv6 /64 in its /56) and how much of a
+//!   server each may hold: the per-client caps of `unbloat serve`, the page and metrics.
 //! - [`exit`]: what a failed command exits with (1, or 2 for invalid input), for both binaries.
 pub mod apply;
+pub mod clients;
 pub mod deadline;
 pub mod exit;
 pub mod hostnet;

@@ -8,7 +8,7 @@
 //! reaches the token the page keeps in sessionStorage.
 
 use std::fs::File;
-use std::io::{ErrorKind, Read};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -16,7 +16,9 @@ use serde::Serialize;
 
 use crate::http::Response;
 
-/// No report file is near this; a larger one is not served (it would be held in memory whole).
+/// No report file is near this; a larger one is not served. It is never held in memory (the
+/// server sends it a chunk at a time, [`crate::http::CHUNK`]); the cap bounds how long one
+/// answer may take ([`crate::http::Limits::min_rate`]).
 const MAX_FILE: u64 = 32 << 20;
 /// How deep [`reports`] looks for `index.html` below the reports directory (a lab writes
 /// `DIR/NAME/index.html`; one level more allows grouping by date).
@@ -33,11 +35,11 @@ pub enum Refused {
     TooLarge,
 }
 
-/// The file `rel` names under `base`, open: a directory means its `index.html`. Opened once,
+/// The file `rel` names under `base`, open, and its length: a directory means its `index.html`. Opened once,
 /// a component at a time, links refused on every one ([`unbloat_safefs::open_beneath`]); what
 /// is checked (a regular file, its size) is the descriptor served, so nothing swapped in after
 /// the check is served. The name the file is served under (its type comes from it).
-pub fn open(base: &Path, rel: &str) -> Result<(File, PathBuf), Refused> {
+pub fn open(base: &Path, rel: &str) -> Result<(File, u64, PathBuf), Refused> {
     let mut rel = PathBuf::from(rel);
     let opened = match unbloat_safefs::open_beneath(base, &rel) {
         Err(e) if e.kind() == ErrorKind::IsADirectory => {
@@ -52,17 +54,18 @@ pub fn open(base: &Path, rel: &str) -> Result<(File, PathBuf), Refused> {
     })?;
     match file.metadata() {
         Ok(m) if m.len() > MAX_FILE => Err(Refused::TooLarge),
-        Ok(_) => Ok((file, rel)),
+        Ok(m) => Ok((file, m.len(), rel)),
         Err(_) => Err(Refused::NotFound),
     }
 }
 
-/// The answer to `GET PREFIX/rel` for the directory `base` (blocking: it reads the file).
+/// The answer to `GET PREFIX/rel` for the directory `base`: the file, open, to be sent a chunk
+/// at a time.
 pub fn answer(base: Option<&Path>, rel: &str) -> Response {
     let Some(base) = base else {
         return Response::text(404, "no such directory is served");
     };
-    let (file, path) = match open(base, rel) {
+    let (file, len, path) = match open(base, rel) {
         Ok(opened) => opened,
         Err(Refused::Outside) => {
             return Response::text(
@@ -73,16 +76,12 @@ pub fn answer(base: Option<&Path>, rel: &str) -> Response {
         Err(Refused::TooLarge) => return Response::text(413, "the file is too large to serve"),
         Err(Refused::NotFound) => return Response::text(404, "no such file"),
     };
-    // At most MAX_FILE, should the file grow after the check.
-    let mut bytes = vec![];
-    match file.take(MAX_FILE).read_to_end(&mut bytes) {
-        Ok(_) => Response::new(200)
-            .with_header("content-type", content_type(&path))
-            .with_header("content-security-policy", "sandbox")
-            .with_header("x-content-type-options", "nosniff")
-            .with_body(bytes),
-        Err(e) => Response::text(404, format!("cannot read it: {e}")),
-    }
+    // The length it had when opened: what it grows by after is not sent.
+    Response::new(200)
+        .with_header("content-type", content_type(&path))
+        .with_header("content-security-policy", "sandbox")
+        .with_header("x-content-type-options", "nosniff")
+        .with_file(file, len)
 }
 
 pub fn content_type(path: &Path) -> &'static str {
@@ -186,7 +185,7 @@ mod tests {
     fn only_files_under_the_directory_open() {
         let scratch = tree();
         let base = scratch.path().join("base");
-        let name = |rel: &str| open(&base, rel).map(|(_, p)| p);
+        let name = |rel: &str| open(&base, rel).map(|(_, _, p)| p);
         assert_eq!(name("lab1/a.svg"), Ok(PathBuf::from("lab1/a.svg")));
         assert_eq!(name("lab1"), Ok(PathBuf::from("lab1/index.html")));
         assert!(name("./lab1/index.html").is_ok());
@@ -228,7 +227,7 @@ mod tests {
             if response.status == 200 {
                 served += 1;
             }
-            if response.body == b"no" {
+            if response.body_text() == "no" {
                 leaked += 1;
             }
         }

@@ -1,5 +1,5 @@
-//! Which `Host` the page answers to: an IP address, `localhost`, or a name the user allowed
-//! (`--web-host NAME`). Anything else gets 421 before any route runs.
+//! Which `Host` the page and the metrics answer to: an IP address, `localhost`, or a name the
+//! user allowed (`--web-host NAME`). Anything else gets 421 before any route runs.
 //!
 //! Why: the token guards changes, but reads need none, and a page on 127.0.0.1 is readable by
 //! any web site through DNS rebinding: the attacker's name first resolves to their server, then
@@ -14,17 +14,20 @@ use crate::http::{Request, Response};
 
 /// 421 when `Host` names anything but an address, `localhost` or one of `extra`.
 pub(super) fn refusal(req: &Request, extra: &[String]) -> Option<Response> {
+    foreign(req, extra).map(|why| error(421, why))
+}
+
+/// Why a request's `Host` is refused (issue 53: `/metrics` too, which a page the admin visits
+/// could otherwise read through DNS rebinding), or None.
+pub(crate) fn foreign(req: &Request, extra: &[String]) -> Option<String> {
     let host = req.header("host")?;
     if allowed(host, extra) {
         return None;
     }
-    Some(error(
-        421,
-        format!(
-            "this page answers to its IP address and localhost, not {host:?}; to reach it by \
-             that name, start the daemon with --web-host {}",
-            name(host)
-        ),
+    Some(format!(
+        "this server answers to its IP address and localhost, not {host:?}; to reach it by \
+         that name, start the daemon with --web-host {}",
+        name(host)
     ))
 }
 

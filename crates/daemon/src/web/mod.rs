@@ -13,8 +13,9 @@
 //! | `POST /api/token` | whether a token is the right one (the page checks what it was given) |
 //! | `GET /runs/ID/FILE`, `GET /reports/DIR/FILE` | the runs' and reports' files, read-only ([`files`]) |
 //!
-//! Reading needs nothing; every other method needs `Authorization: Bearer TOKEN` ([`token`]), or
-//! gets 401 before its body is even read. Bodies over [`crate::http::LIMITS`]`.max_body` (64 KiB)
+//! Reading needs nothing but for the config and the runs (the config file may be readable by
+//! root alone; a run's command line says where tests go): those, and every other method, need
+//! `Authorization: Bearer TOKEN` ([`token`]), or get 401 before a body is even read. Bodies over [`crate::http::LIMITS`]`.max_body` (64 KiB)
 //! get 413. A request whose
 //! `Host` is a name other than `localhost` or one given with `--web-host` gets 421, reads too
 //! ([`host`]: DNS rebinding). The server binds
@@ -28,7 +29,7 @@
 mod config;
 mod fields;
 mod files;
-mod host;
+pub(crate) mod host;
 mod live;
 mod runs;
 #[cfg(test)]
@@ -39,6 +40,7 @@ mod token;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
@@ -80,6 +82,9 @@ pub struct Web {
     runs: runs::Runs,
     /// One config change at a time, from reading the old file to the reload's answer.
     config_lock: Mutex<()>,
+    /// Whether a status question is with the keeper now: one at a time, so a keeper that is
+    /// busy (a slow apply) holds one waiting thread, not one per poll.
+    asking: Arc<AtomicBool>,
 }
 
 /// Makes a token, writes it to the run directory, serves the page on `addr` from a thread of
@@ -112,6 +117,7 @@ impl Web {
             token,
             runs,
             config_lock: Mutex::new(()),
+            asking: Arc::default(),
         }
     }
 }
@@ -176,16 +182,18 @@ impl Handler for Web {
 }
 
 impl Web {
-    /// Changes need the token: anything but GET and HEAD without it is answered 401 unread.
+    /// Changes need the token, and so do reads of the config and the runs: without it, 401
+    /// unread.
     fn unauthorized(&self, head: &http::Request) -> Option<Response> {
         let given = head.header("authorization");
-        if head.is_read() || self.token.authorizes(given) {
+        let guarded = !head.is_read() || matches!(head.path.as_str(), "/api/config" | "/api/runs");
+        if !guarded || self.token.authorizes(given) {
             return None;
         }
         let why = if given.is_some() {
             "the token is not this daemon's (a restart makes a new one)"
         } else {
-            "changes need the token: Authorization: Bearer TOKEN"
+            "changes, the config and the runs need the token: Authorization: Bearer TOKEN"
         };
         Some(
             error(401, format!("{why}; root can read it in the daemon's run directory (web-token; the daemon's start line says where)"))
@@ -193,10 +201,23 @@ impl Web {
         )
     }
 
+    /// The daemon's status and the shaped interfaces; 503 while the keeper does not answer
+    /// (it is applying a change), at once while an earlier question still waits on it.
     fn status(&self) -> Response {
-        let daemon = match ask_within(&self.setup.ask, Request::Status, STATUS_WAIT) {
-            Some(Answer::Status(s)) => Some(s),
-            _ => None,
+        let busy = || {
+            error(
+                503,
+                "the daemon is busy (applying a change): its status follows when it is done",
+            )
+            .with_header("retry-after", "2")
+        };
+        if self.asking.swap(true, Ordering::AcqRel) {
+            return busy();
+        }
+        let daemon = match ask_within(&self.setup.ask, Request::Status, &self.asking) {
+            Err(Busy) => return busy(),
+            Ok(Some(Answer::Status(s))) => Some(s),
+            Ok(_) => None,
         };
         let state = &self.setup.state;
         let interfaces = state
@@ -263,18 +284,46 @@ fn file(read: bool, base: Option<&std::path::Path>, rest: &str) -> Response {
     }
 }
 
-/// Asks the keeper on a thread of its own, waiting at most `wait` (it may be applying a change);
-/// None when it does not answer in time or the daemon ends.
-fn ask_within(ask: &Ask, request: Request, wait: Duration) -> Option<Answer> {
+/// The keeper did not answer within [`STATUS_WAIT`].
+struct Busy;
+
+/// Clears its flag when dropped.
+struct Clear(Arc<AtomicBool>);
+
+impl Drop for Clear {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// Asks the keeper on a thread of its own, waiting at most [`STATUS_WAIT`] (it may be applying
+/// a change); `asking` is cleared when the keeper has answered, however long that takes. The
+/// answer, None when the daemon ends.
+fn ask_within(
+    ask: &Ask,
+    request: Request,
+    asking: &Arc<AtomicBool>,
+) -> Result<Option<Answer>, Busy> {
     let (tx, rx) = mpsc::channel();
-    let ask = ask.clone();
-    std::thread::Builder::new()
+    let (ask, flag) = (ask.clone(), asking.clone());
+    let started = std::thread::Builder::new()
         .name("web-ask".into())
         .spawn(move || {
-            let _ = tx.send(ask(request));
-        })
-        .ok()?;
-    rx.recv_timeout(wait).ok().flatten()
+            // Cleared however the question ends, a panic's unwinding too.
+            let asked = Clear(flag);
+            let answer = ask(request);
+            drop(asked);
+            let _ = tx.send(answer);
+        });
+    if started.is_err() {
+        asking.store(false, Ordering::Release);
+        return Err(Busy);
+    }
+    match rx.recv_timeout(STATUS_WAIT) {
+        Ok(answer) => Ok(answer),
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(Busy),
+        Err(mpsc::RecvTimeoutError::Disconnected) => Ok(None),
+    }
 }
 
 /// A JSON body: 415 when it is not said to be JSON, 400 when it is not JSON, 422 when it is
@@ -332,15 +381,9 @@ fn not_allowed(allow: &'static str) -> Response {
 }
 
 /// An embedded file of the page, gzip-compressed at build time (build.rs) and sent as it is,
-/// with a policy that lets the page load only its own scripts and styles.
+/// with a policy that lets the page load only its own scripts and styles; inflated for a
+/// client that does not take gzip (curl without --compressed, Python's urllib: issue 53).
 fn asset(name: &str, accept_encoding: Option<&str>) -> Response {
-    if !takes_gzip(accept_encoding) {
-        return error(
-            406,
-            "the page is sent gzip-compressed, as every browser takes it; \
-             ask with Accept-Encoding: gzip (curl --compressed)",
-        );
-    }
     macro_rules! gz {
         ($name:literal) => {
             include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".gz")).as_slice()
@@ -353,9 +396,18 @@ fn asset(name: &str, accept_encoding: Option<&str>) -> Response {
         "forms.js" => (gz!("forms.js"), "text/javascript"),
         _ => (gz!("style.css"), "text/css; charset=utf-8"),
     };
-    Response::new(200)
+    let answer = if takes_gzip(accept_encoding) {
+        Response::new(200)
+            .with_header("content-encoding", "gzip")
+            .with_body(body)
+    } else {
+        match inflated(body) {
+            Some(plain) => Response::new(200).with_body(plain),
+            None => return error(500, "the page's file in this binary is not gzip as built"),
+        }
+    };
+    answer
         .with_header("content-type", kind)
-        .with_header("content-encoding", "gzip")
         .with_header("vary", "accept-encoding")
         .with_header(
             "content-security-policy",
@@ -363,7 +415,31 @@ fn asset(name: &str, accept_encoding: Option<&str>) -> Response {
         )
         .with_header("x-content-type-options", "nosniff")
         .with_header("referrer-policy", "no-referrer")
-        .with_body(body)
+}
+
+/// What build.rs compressed, inflated: a gzip member with no optional fields (RFC 1952: a
+/// 10-byte header whose flags are 0, the deflate stream, CRC-32 and length). At most the length
+/// its trailer gives (the page's files are a few KiB); None when it is not that.
+fn inflated(gz: &[u8]) -> Option<Vec<u8>> {
+    let (head, rest) = gz.split_at_checked(10)?;
+    let (deflate, trailer) = rest.split_at_checked(rest.len().checked_sub(8)?)?;
+    if head[..4] != [0x1f, 0x8b, 8, 0] {
+        return None;
+    }
+    let size = u32::from_le_bytes(trailer[4..].try_into().ok()?) as usize;
+    // Into a buffer of the trailer's length, in one call: miniz_oxide's core, without its
+    // growing buffers and checksums (the router build is counted in bytes).
+    use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
+    let mut plain = vec![0u8; size];
+    let flags = inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
+    let (status, _, written) = decompress(
+        &mut Box::<DecompressorOxide>::default(),
+        deflate,
+        &mut plain,
+        0,
+        flags,
+    );
+    (status == miniz_oxide::inflate::TINFLStatus::Done && written == size).then_some(plain)
 }
 
 /// Whether a client that sent this Accept-Encoding takes gzip: one that sent none takes any

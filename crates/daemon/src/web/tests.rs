@@ -3,8 +3,7 @@
 //! directory, and a config error lands on its field with nothing written or reloaded.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 
 use serde_json::{json, Value};
 
@@ -78,13 +77,16 @@ fn gunzip(body: &[u8]) -> String {
     text
 }
 
+/// Issue 53: a client that does not take gzip (curl without --compressed, Python's urllib,
+/// which sends `identity`) got 406 (before that, gzip it could not read); it gets the files
+/// plain, the same bytes as their sources.
 #[test]
-fn a_client_that_refuses_gzip_is_told_how_to_ask() {
+fn a_client_that_refuses_gzip_gets_the_files_plain() {
     let f = fixture("coding");
-    let page = |coding| {
+    let page = |path, coding| {
         http::respond(
             &f.app,
-            get("/").with_header("accept-encoding", coding),
+            get(path).with_header("accept-encoding", coding),
             &LIMITS,
         )
     };
@@ -95,9 +97,22 @@ fn a_client_that_refuses_gzip_is_told_how_to_ask() {
         "*;q=0",
         "deflate, *;q=0",
     ] {
-        let res = page(refuses);
-        assert_eq!(res.status, 406, "{refuses}");
-        assert!(res.body_text().contains("curl --compressed"), "{refuses}");
+        let res = page("/", refuses);
+        assert_eq!(res.status, 200, "{refuses}");
+        assert_eq!(res.header("content-encoding"), None, "{refuses}");
+        assert_eq!(
+            res.body_text(),
+            include_str!("assets/index.html"),
+            "{refuses}"
+        );
+    }
+    for (path, source) in [
+        ("/app.js", include_str!("assets/app.js")),
+        ("/chart.js", include_str!("assets/chart.js")),
+        ("/forms.js", include_str!("assets/forms.js")),
+        ("/style.css", include_str!("assets/style.css")),
+    ] {
+        assert_eq!(page(path, "identity").body_text(), source, "{path}");
     }
     for takes in [
         "GZIP",
@@ -106,8 +121,71 @@ fn a_client_that_refuses_gzip_is_told_how_to_ask() {
         "*",
         "identity, *;q=0.1",
     ] {
-        assert_eq!(page(takes).status, 200, "{takes}");
+        let res = page("/", takes);
+        assert_eq!(res.status, 200, "{takes}");
+        assert_eq!(res.header("content-encoding"), Some("gzip"), "{takes}");
     }
+    assert_eq!(inflated(b"\x1f\x8b\x08\x08 not what build.rs writes"), None);
+}
+
+/// Issue 53: `GET /api/config` gave the whole config to anyone who reached the page, even when
+/// the file was root's alone; the config and the runs are read with the token now.
+#[test]
+fn the_config_and_the_runs_are_read_with_the_token_only() {
+    let f = fixture("read-token");
+    for path in ["/api/config", "/api/runs"] {
+        for token in [None, Some("wrong")] {
+            let mut req = get(path);
+            if let Some(t) = token {
+                req = req.with_header("authorization", &format!("Bearer {t}"));
+            }
+            let (status, body) = call(&f.app, req);
+            assert_eq!(status, 401, "{path} with {token:?}: {body}");
+            assert!(!body.contains("20mbit"), "{body}");
+        }
+        let (status, _) = call(&f.app, authorized(get(path)));
+        assert_eq!(status, 200, "{path}");
+    }
+}
+
+fn authorized(req: HttpRequest) -> HttpRequest {
+    req.with_header("authorization", &format!("Bearer {TOKEN}"))
+}
+
+/// Issue 53: each status request waited on the keeper from a thread of its own, with no end: a
+/// keeper stuck in a long apply gathered one thread per poll. One question waits at a time; the
+/// others get 503 at once, and the one waiting gives up after STATUS_WAIT with 503.
+#[test]
+fn status_gives_up_when_the_keeper_is_busy() {
+    let mut f = fixture("busy");
+    let (release, stuck) = mpsc::channel::<()>();
+    let stuck = Arc::new(Mutex::new(stuck));
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counted = asked.clone();
+    f.app.setup.ask = Arc::new(move |_| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        let _ = stuck.lock().unwrap().recv();
+        None
+    });
+    let app = Arc::new(f.app);
+    let first = {
+        let app = app.clone();
+        std::thread::spawn(move || call(&app, get("/api/status")))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    for _ in 0..20 {
+        let (status, body) = call(&app, get("/api/status"));
+        assert_eq!(status, 503, "{body}");
+        assert!(body.contains("busy"), "{body}");
+    }
+    let (status, _) = first.join().unwrap();
+    assert_eq!(status, 503, "the first question did not give up");
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "the keeper was asked more than once"
+    );
+    release.send(()).unwrap();
 }
 
 fn get(uri: &str) -> HttpRequest {
@@ -151,7 +229,7 @@ fn reading_needs_no_token_and_the_page_is_embedded() {
             assert_eq!(gunzip(&res.body), source, "{path}");
         }
     }
-    let (status, body) = call(&f.app, get("/api/config"));
+    let (status, body) = call(&f.app, authorized(get("/api/config")));
     assert_eq!(status, 200);
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["interfaces"][0]["name"], "wan0");
@@ -186,7 +264,7 @@ fn a_change_without_the_right_token_is_401_and_changes_nothing() {
     }
     assert_eq!(std::fs::read_to_string(&f.config).unwrap(), FILE);
     assert_eq!(f.reloads.load(Ordering::SeqCst), 0);
-    let (_, runs) = call(&f.app, get("/api/runs"));
+    let (_, runs) = call(&f.app, authorized(get("/api/runs")));
     assert_eq!(runs, "[]");
     let (status, _) = call(&f.app, post("/api/token", Some(TOKEN), String::new()));
     assert_eq!(status, 204);
@@ -296,7 +374,7 @@ fn the_toml_editor_is_checked_the_same_way_and_check_writes_nothing() {
 #[test]
 fn a_foreign_host_name_is_refused_even_for_reads() {
     let f = fixture("host");
-    let with_host = |host: &str| get("/api/config").with_header("host", host);
+    let with_host = |host: &str| authorized(get("/api/config")).with_header("host", host);
     let (status, body) = call(&f.app, with_host("rebind.evil.example:8723"));
     assert_eq!(status, 421, "{body}");
     assert!(body.contains("--web-host rebind.evil.example"), "{body}");
@@ -377,5 +455,5 @@ fn a_build_without_tune_refuses_tune_runs_and_says_so() {
     let (status, body) = call(&f.app, post("/api/runs", Some(TOKEN), run));
     assert_eq!(status, 501, "{body}");
     assert!(body.contains("no tune"), "{body}");
-    assert_eq!(call(&f.app, get("/api/runs")).1, "[]");
+    assert_eq!(call(&f.app, authorized(get("/api/runs"))).1, "[]");
 }

@@ -57,15 +57,20 @@ async function saveToken(ev) {
     sessionStorage.setItem(TOKEN_KEY, given);
     $("#token-input").value = "";
     showTokenState();
+    // The config and the runs are read with the token: read them now (forms.js).
+    loadConfig();
+    pollRuns();
   } else {
     showTokenState("that is not this daemon's token (it is new at each start: see web-token in its run directory)");
   }
 }
 
-// fetch with the token on changes; the answer's status and JSON (or text).
+// fetch with the token (changes need it, and so do reads of the config and the runs); the
+// answer's status and JSON (or text).
 async function api(method, url, body) {
   const headers = {};
-  if (method !== "GET") headers.Authorization = `Bearer ${token()}`;
+  // The config and the runs are read with the token too; the rest is read without one.
+  if (method !== "GET" || token()) headers.Authorization = `Bearer ${token()}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let res;
   try {
