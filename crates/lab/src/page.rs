@@ -137,10 +137,11 @@ p.headline{font-size:1.05em;margin:.2em 0 .5em}\
 .card .grade{font-size:1.8em;font-weight:bold;line-height:1.1}\
 .card dl{display:grid;grid-template-columns:auto auto;gap:0 6px;margin:0;font-size:.82em}\
 .card dt{color:#555}.card dd{margin:0;text-align:right}\
-figure{margin:.5em 0}svg{max-width:100%;height:auto;display:block}\
+figure{margin:.5em 0}svg{max-width:100%;height:auto;display:block}#compare svg{width:100%}\
 pre{background:#f4f4f4;padding:8px;overflow-x:auto}\
 @media (max-width:600px){body{padding:0 6px}h1{font-size:1.1em}p.headline{font-size:.9em}\
-.cards{grid-template-columns:repeat(2,minmax(0,1fr));gap:6px}.card .grade{font-size:1.4em}}";
+.cards{grid-template-columns:repeat(2,minmax(0,1fr));gap:6px}.card .grade{font-size:1.4em}\
+.card dl{font-size:.72em}}";
 
 /// One strategy's card; `k` is its colour's index in the comparison plot.
 fn card(k: usize, r: &Row) -> String {

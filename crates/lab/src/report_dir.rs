@@ -89,9 +89,13 @@ pub fn compare_svg(report: &LabReport, out: &Path) -> Result<String, LabError> {
         .iter()
         .map(|(label, results)| unbloat_report::plot::compare::Run { label, results })
         .collect();
+    // Short enough to read on a phone, where the picture is 390 px wide.
+    let p = &report.profile;
     let subtitle = format!(
-        "unbloat-lab run: {}; {}, {:.0} s of load, steady state after its first {:.0} s",
-        report.profile,
+        "unbloat-lab, {} ({} down, {} up): {}, {:.0} s of load, steady after {:.0} s",
+        p.name,
+        p.down,
+        p.up,
         report.test,
         report.duration_s,
         unbloat_report::summary::STARTUP_S

@@ -21,7 +21,7 @@ use crate::stats;
 pub const WIDTH: f64 = 1000.0;
 pub const HEIGHT: f64 = 400.0;
 const TOP: f64 = 64.0;
-const BOTTOM: f64 = 92.0;
+const BOTTOM: f64 = 84.0;
 
 /// One run of the comparison: its label (the strategy's name) and its results.
 pub struct Run<'a> {
@@ -167,8 +167,9 @@ pub fn render(title: &str, subtitle: &str, runs: &[Run<'_>]) -> String {
         })
         .collect();
     let per_row = 5;
+    let rows = entries.len().div_ceil(per_row);
     for (row, chunk) in entries.chunks(per_row).enumerate() {
-        let y = HEIGHT - 22.0 + row as f64 * 15.0 - 15.0 * (entries.len() / (per_row + 1)) as f64;
+        let y = HEIGHT - 16.0 - 16.0 * (rows - 1 - row) as f64;
         for (i, e) in chunk.iter().enumerate() {
             let x = 70.0 + i as f64 * (WIDTH - 90.0) / per_row as f64;
             legend(&mut svg, x, y, None, std::slice::from_ref(e));
