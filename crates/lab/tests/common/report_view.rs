@@ -111,7 +111,18 @@ pub fn look_at_the_report(out: &Path, strategies: &[String]) {
     rt.block_on(async {
         let c = browser::connect(port, &profile, 1300, 900).await;
         for (w, h) in [(1300u32, 900u32), (390, 844)] {
+            // The window's size is its outside: grow it by what its frame takes, so that the
+            // page itself gets w x h.
             c.set_window_size(w, h).await.expect("the window's size");
+            let inner = c
+                .execute("return [window.innerWidth, window.innerHeight];", vec![])
+                .await
+                .expect("the window's inside");
+            let px = |i: usize| inner[i].as_u64().unwrap_or(0) as u32;
+            let (dw, dh) = (w.saturating_sub(px(0)), h.saturating_sub(px(1)));
+            c.set_window_size(w + dw, h + dh)
+                .await
+                .expect("the window's size");
             c.goto(&url).await.expect("the report opens");
             let seen = browser::until(
                 &c,
@@ -125,7 +136,11 @@ pub fn look_at_the_report(out: &Path, strategies: &[String]) {
             eprintln!("{w}x{h}: {seen}");
             let num = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
             let (width, height) = (num(&seen["width"]), num(&seen["height"]));
-            assert_eq!(width, f64::from(w), "the window is {w} px wide: {seen}");
+            assert_eq!(
+                (width, height),
+                (f64::from(w), f64::from(h)),
+                "the page's window: {seen}"
+            );
             assert!(
                 num(&seen["scroll"]) <= width,
                 "the page scrolls sideways at {w} px: {seen}"
