@@ -15,7 +15,7 @@
 mod common;
 
 use common::{in_ns, udp_flood, wait_until, Netns, UNBLOAT};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
