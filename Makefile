@@ -4,7 +4,7 @@ BIN := target/release/unbloat
 # The test bench (crates/labcli): the lab and the benchmarks, never packaged; it runs $(BIN).
 LAB := target/release/unbloat-lab
 
-.PHONY: all deps build uml lab test fuzz bench deb static router openwrt clean
+.PHONY: all deps build uml lab before-after test fuzz bench deb static router openwrt clean
 
 all: build
 
@@ -29,6 +29,10 @@ lab: build
 	scripts/install-deps lab
 	$(LAB) kernel -- true 2>/dev/null || scripts/uml/build
 	$(LAB) run --out report
+
+# The README's picture is `make lab`'s own: the comparison its report opens with (compare.svg).
+before-after: lab
+	cp report/compare.svg docs/img/before-after.svg
 
 # Every test: units, golden scripts, fixtures, and the real-kernel tests (host kernel or UML).
 # scripts/test builds every test binary, then runs two lanes at once: the lab crate's tests, one

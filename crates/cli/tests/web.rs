@@ -15,11 +15,11 @@
 mod common;
 
 use common::{in_ns, udp_flood, wait_until, Netns, UNBLOAT};
-use fantoccini::{Client, ClientBuilder, Locator};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use unbloat_testbed::browser::{self, until, Client, Locator};
 use unbloat_testbed::real_kernel_test;
 
 const CONFIG: &str = "[interface.wan0]\ndown = \"20mbit\"\nup = \"2mbit\"\n";
@@ -67,29 +67,8 @@ fn shaping_here() -> String {
     ))
 }
 
-/// Evaluates `js` (a function body that returns a value) until it returns something truthy.
-async fn until(c: &Client, what: &str, js: &str, limit: Duration) -> Value {
-    let t0 = Instant::now();
-    loop {
-        let v = c.execute(js, vec![]).await.unwrap_or(Value::Null);
-        let truthy = !matches!(&v, Value::Null | Value::Bool(false))
-            && v.as_str() != Some("")
-            && v.as_f64() != Some(0.0);
-        if truthy {
-            return v;
-        }
-        assert!(
-            t0.elapsed() < limit,
-            "waited {limit:?} for {what}; last {v}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 async fn shot(c: &Client, name: &str) {
-    let png = c.screenshot().await.expect("a screenshot");
-    std::fs::create_dir_all(shots_dir()).unwrap();
-    std::fs::write(shots_dir().join(name), png).unwrap();
+    browser::shot(c, &shots_dir(), name).await;
 }
 
 async fn set_down(c: &Client, value: &str) {
@@ -123,10 +102,7 @@ const RESULT: &str = r#"const r = document.querySelector('[data-result="wan0"]')
 real_kernel_test! {
     fn chromium_sees_graphs_move_a_fields_error_and_a_change_applied() needs ["cake", "ingress", "ifb", "mirred", "u32"] {
         let t0 = Instant::now();
-        for (program, package) in [("/usr/bin/chromium", "chromium"), ("/usr/bin/chromedriver", "chromium-driver")] {
-            assert!(std::path::Path::new(program).exists(),
-                "{program} is missing: scripts/install-deps installs Debian's {package}");
-        }
+        browser::check_installed();
         let ns = Netns::new();
         let _far = ns.wan_to_far_end();
         std::fs::create_dir_all(&ns.run_dir).unwrap();
@@ -145,8 +121,7 @@ real_kernel_test! {
         assert!(log.contains(&format!("web page on http://{WEB}/ (changes need its token, which only root can read, in {}", token_file.display())), "{log}");
 
         let _driver = start_in(&ns, &["chromedriver", &format!("--port={DRIVER_PORT}")], "chromedriver.log");
-        let driver = format!("127.0.0.1:{DRIVER_PORT}");
-        let d2 = driver.clone();
+        let d2 = format!("127.0.0.1:{DRIVER_PORT}");
         assert!(in_ns(&ns.name.clone(), move || wait_until(Duration::from_secs(30), || std::net::TcpStream::connect(&d2).is_ok()).is_some()),
             "chromedriver did not start: {}", std::fs::read_to_string(ns.run_dir.join("chromedriver.log")).unwrap_or_default());
         let kernel_before = ns.snapshot();
@@ -160,24 +135,7 @@ real_kernel_test! {
             let shaping_before = shaping_here();
             assert!(shaping_before.contains("bandwidth 20Mbit"), "{shaping_before}");
             rt.block_on(async move {
-                // A process costs 50-100 ms to start in User-Mode Linux and Chromium starts many:
-                // no zygote saves some. Not --single-process: it halved the start once, but
-                // Chromium 156 (Debian's, 2026-11) dies in it on its first page (SIGTRAP). No
-                // sandbox: Chromium refuses to run as root with one, and the guest is thrown away.
-                let caps = json!({
-                    "goog:chromeOptions": {
-                        "binary": "/usr/bin/chromium",
-                        "args": ["--headless=new", "--no-sandbox", "--no-zygote",
-                                 "--disable-gpu", "--disable-dev-shm-usage",
-                                 "--no-first-run", "--window-size=1280,1000",
-                                 format!("--user-data-dir={}", profile.display())],
-                    }
-                });
-                let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-                    .capabilities(caps.as_object().unwrap().clone())
-                    .connect(&format!("http://{driver}"))
-                    .await
-                    .expect("a Chromium session through chromedriver");
+                let c = browser::connect(DRIVER_PORT, &profile, 1280, 1000).await;
                 eprintln!("Chromium started after {:.1?}", t0.elapsed());
                 c.goto(&url).await.unwrap();
                 eprintln!("page opened after {:.1?}", t0.elapsed());

@@ -33,7 +33,7 @@ use crate::farend::FarEndKind;
 use crate::profile::LinkProfile;
 use crate::script;
 use crate::strategies::{self, Strategy};
-use crate::table::{self, HtmlSection, Row};
+use crate::table::{self, Row};
 use crate::topology::{LiveTopology, Node, Topology};
 
 /// The calibration passes when each direction unshaped reaches this share of the theoretical.
@@ -218,7 +218,7 @@ impl LabReport {
     }
 }
 
-fn calibration_line(c: &Calibration) -> String {
+pub(crate) fn calibration_line(c: &Calibration) -> String {
     let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.0} %", v * 100.0));
     format!(
         "calibration (unshaped, one direction at a time): down {}, up {} of the theoretical TCP goodput: {}",
@@ -631,7 +631,7 @@ fn run_here(
         out_dir: out.to_path_buf(),
         notes,
     };
-    write_report_dir(&report, out)?;
+    crate::report_dir::write(&report, out)?;
     Ok(report)
 }
 
@@ -866,62 +866,6 @@ pub fn calibration_from(
         up_share,
         ok,
     }
-}
-
-/// Writes `index.html`, `table.txt` and `lab.json` into `out` (the tests already wrote their
-/// results, flent files and plots into `out/<strategy>/`).
-fn write_report_dir(report: &LabReport, out: &Path) -> Result<(), LabError> {
-    let mut sections = Vec::new();
-    for run in &report.runs {
-        let sub = run.row.strategy.dir_name();
-        let dir = out.join(&sub);
-        let mut plots = Vec::new();
-        let mut files = Vec::new();
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .map_err(io("cannot list", &dir))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        entries.sort();
-        for path in entries {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if name.ends_with(".svg") {
-                let svg = std::fs::read_to_string(&path).map_err(io("cannot read", &path))?;
-                plots.push((name.trim_end_matches(".svg").to_string(), svg));
-            } else if name.ends_with(".json") || name.ends_with(".flent.gz") {
-                files.push(format!("{sub}/{name}"));
-            }
-        }
-        sections.push(HtmlSection {
-            strategy: run.row.strategy.clone(),
-            commands: &run.commands,
-            plots,
-            files,
-        });
-    }
-    let mut notes = vec![
-        report.profile.to_string(),
-        calibration_line(&report.calibration),
-    ];
-    notes.extend(report.notes.iter().cloned());
-    let title = format!(
-        "unbloat lab: {} ({}, {:.0} s)",
-        report.profile.name, report.test, report.duration_s
-    );
-    let html = table::render_html(&title, &notes, &report.rows(), &sections);
-    let write = |name: &str, text: &str| {
-        let path = out.join(name);
-        std::fs::write(&path, text).map_err(io("cannot write", &path))
-    };
-    write("index.html", &html)?;
-    write("table.txt", &report.render_text())?;
-    let json = serde_json::to_string_pretty(report).map_err(|e| LabError::Results {
-        strategy: "lab.json".into(),
-        detail: e.to_string(),
-    })?;
-    write("lab.json", &(json + "\n"))
 }
 
 #[cfg(test)]

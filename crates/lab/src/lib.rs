@@ -22,7 +22,9 @@
 //!   run what it holds) are found by the test bench ([`unbloat_testbed::peer`],
 //!   [`unbloat_testbed::sqm`]); sqm-scripts is installed as the product's `unbloat config
 //!   import-sqm --check` installs it ([`unbloat_system::sqm`]).
-//! - [`table`]: one comparison row per strategy from its results file; text, JSON, HTML.
+//! - [`table`]: one comparison row per strategy from its results file; text and JSON.
+//! - [`page`]: the report's `index.html`: the before and after first, then each strategy's detail;
+//!   [`report_dir`] writes it, `compare.svg`, `table.txt` and `lab.json`.
 //! - [`theory`]: the best goodput each direction of a test could reach (the table's yardstick).
 //! - [`lab`]: `unbloat-lab run` ([`LabArgs`], [`run_lab`]): where it runs (host kernel or UML),
 //!   calibration, one fresh network per strategy, the report directory.
@@ -53,7 +55,9 @@ pub mod hosts_parse;
 pub mod hosts_plot;
 pub mod household;
 pub mod lab;
+pub mod page;
 pub mod profile;
+pub mod report_dir;
 pub mod script;
 pub mod spread;
 pub mod strategies;

@@ -1,5 +1,6 @@
 //! The side-by-side comparison: one row per strategy, computed from its results file, shown as
-//! a text table, as JSON, and as an HTML page with the plots inline. Pure: nothing here runs.
+//! a text table and as JSON (the HTML page, [`crate::page`], shows the same rows). Pure: nothing
+//! here runs.
 //!
 //! The numbers (issue 4 §5): idle latency (median RTT of the primary probe, UDP BE, before the
 //! load); induced latency p50/p95/p99 per probe class (loaded RTT percentile minus that class's
@@ -159,7 +160,7 @@ pub fn loaded_rtts(results: &Results, name: &str, skip_s: f64) -> Option<Vec<f64
     )
 }
 
-fn ms(v: Option<f64>) -> String {
+pub(crate) fn ms(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| {
         if v.abs() >= 100.0 {
             format!("{v:.0}")
@@ -169,7 +170,7 @@ fn ms(v: Option<f64>) -> String {
     })
 }
 
-fn mbit(v: Option<f64>) -> String {
+pub(crate) fn mbit(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| {
         if v >= 10e6 {
             format!("{:.1}", v / 1e6)
@@ -179,7 +180,7 @@ fn mbit(v: Option<f64>) -> String {
     })
 }
 
-fn pct(v: Option<f64>) -> String {
+pub(crate) fn pct(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{:.0}%", v * 100.0))
 }
 
@@ -252,81 +253,6 @@ pub fn render_text(rows: &[Row]) -> String {
     }
     out.push_str("(latency: induced = loaded minus idle, ms; steady = the load after its first 3 s, start-up = those 3 s, of the primary probe; goodput: % of the link's theoretical TCP goodput, less the probes and the other direction's ACKs)\n");
     out
-}
-
-/// Escapes text for HTML.
-pub fn html_escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// One strategy's section of the HTML page.
-pub struct HtmlSection<'a> {
-    pub strategy: Strategy,
-    /// The commands the strategy ran on the router, one shell line each.
-    pub commands: &'a [String],
-    /// (plot title, SVG text) to inline.
-    pub plots: Vec<(String, String)>,
-    /// Result files, relative to the page, to link.
-    pub files: Vec<String>,
-}
-
-/// A self-contained HTML page: heading, notes, the table, then per strategy its commands, plots
-/// (inline SVG) and links to its results and flent files.
-pub fn render_html(
-    title: &str,
-    notes: &[String],
-    rows: &[Row],
-    sections: &[HtmlSection<'_>],
-) -> String {
-    let mut h = String::new();
-    h.push_str("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
-    h.push_str(&html_escape(title));
-    h.push_str("</title>\n<style>body{font-family:sans-serif;max-width:1000px;margin:auto}pre{background:#f4f4f4;padding:8px;overflow-x:auto}svg{max-width:100%;height:auto}</style>\n</head><body>\n<h1>");
-    h.push_str(&html_escape(title));
-    h.push_str("</h1>\n");
-    for n in notes {
-        h.push_str(&format!("<p>{}</p>\n", html_escape(n)));
-    }
-    h.push_str("<pre>");
-    h.push_str(&html_escape(&render_text(rows)));
-    h.push_str("</pre>\n");
-    for s in sections {
-        h.push_str(&format!(
-            "<h2 id=\"{0}\">{0}</h2>\n",
-            html_escape(&s.strategy.name())
-        ));
-        if s.commands.is_empty() {
-            h.push_str("<p>No commands: the router forwards without a queue of its own.</p>\n");
-        } else {
-            h.push_str("<pre>");
-            h.push_str(&html_escape(&s.commands.join("\n")));
-            h.push_str("</pre>\n");
-        }
-        for (name, svg) in &s.plots {
-            h.push_str(&format!("<h3>{}</h3>\n", html_escape(name)));
-            // The SVG comes from our own plot code; inline it as is so the page stands alone.
-            h.push_str(
-                svg.trim_start_matches("<?xml version=\"1.0\" encoding=\"UTF-8\"?>")
-                    .trim(),
-            );
-            h.push('\n');
-        }
-        if !s.files.is_empty() {
-            h.push_str("<p>Files: ");
-            let links: Vec<String> = s
-                .files
-                .iter()
-                .map(|f| format!("<a href=\"{0}\">{0}</a>", html_escape(f)))
-                .collect();
-            h.push_str(&links.join(", "));
-            h.push_str("</p>\n");
-        }
-    }
-    h.push_str("</body></html>\n");
-    h
 }
 
 #[cfg(test)]
@@ -408,27 +334,5 @@ mod tests {
         assert!(lines[1].starts_with("none "));
         assert!(lines[2].starts_with("unbloat "));
         assert!(lines[2].contains('%'));
-    }
-
-    #[test]
-    fn html_escapes_text_and_inlines_svg() {
-        let rows = [row(Strategy::None)];
-        let cmds = vec!["tc qdisc add dev wan0 root cake <x>".to_string()];
-        let sections = [HtmlSection {
-            strategy: Strategy::None,
-            commands: &cmds,
-            plots: vec![(
-                "timeseries".into(),
-                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg id=\"p\"></svg>".into(),
-            )],
-            files: vec!["none/run.json".into()],
-        }];
-        let html = render_html("lab <vdsl2>", &["a & b".into()], &rows, &sections);
-        assert!(html.contains("<title>lab &lt;vdsl2&gt;</title>"));
-        assert!(html.contains("a &amp; b"));
-        assert!(html.contains("cake &lt;x&gt;"));
-        assert!(html.contains("<svg id=\"p\"></svg>"));
-        assert!(!html.contains("<?xml"));
-        assert!(html.contains("<a href=\"none/run.json\">"));
     }
 }

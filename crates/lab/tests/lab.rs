@@ -13,6 +13,9 @@
 //! that another guest takes after its calibration, and beside the far-end tests' unshaped
 //! transfers CI once measured a steady p95 of 57 ms, p50 28 ms, on a run the lab called valid.
 //!
+//! Then it looks at the run's report in headless Chromium, at a laptop's and a phone's width
+//! (`common/report_view.rs`; screenshots in `target/test-reports/lab-report/`).
+//!
 //! It needs the `unbloat` binary (it runs `unbloat serve` and `unbloat test` in the namespaces):
 //! `UNBLOAT_EXE` when set, else `target/<profile>/unbloat` beside this test binary, which a
 //! workspace build (`cargo build --release`, `make test`) puts there. Missing, the test fails and
@@ -23,6 +26,8 @@ use common::unbloat_exe;
 #[path = "common/lab_run.rs"]
 mod lab_run;
 use lab_run::{a_valid_run, p95_after_the_start, START_S};
+#[path = "common/report_view.rs"]
+mod report_view;
 
 use unbloat_lab::lab::StrategyRun;
 use unbloat_lab::strategies::Strategy;
@@ -53,5 +58,10 @@ unbloat_testbed::real_kernel_test! {
         }
         let html = std::fs::read_to_string(out.join("index.html")).expect("index.html");
         assert!(html.contains("<svg"), "plots are inline");
+        // Issue 57: the report as a new user sees it, after the measuring is done (Chromium
+        // would take the guest's CPU from the runs).
+        let names: Vec<String> = report.runs.iter().map(|r| r.row.strategy.name()).collect();
+        report_view::check_svgs(out, &names);
+        report_view::look_at_the_report(out, &names);
     }
 }

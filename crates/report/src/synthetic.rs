@@ -43,6 +43,12 @@ pub struct Spec {
 
 /// flent's RRUL: 4 streams each way (BE, BK, CS5, EF), UDP probes BE/EF/BK and ICMP.
 pub fn rrul(seed: u64) -> Results {
+    rrul_with(seed, base(seed).bloat_ms, base(seed).down_bps)
+}
+
+/// RRUL whose load adds `bloat_ms` of latency and moves `down_bps` down (a fifth of it up):
+/// a cured link next to [`rrul`]'s bloated one, for comparisons.
+pub fn rrul_with(seed: u64, bloat_ms: f64, down_bps: f64) -> Results {
     let mut streams = Vec::new();
     for (dir, word) in [(Direction::Up, "upload"), (Direction::Down, "download")] {
         for (class, dscp) in CLASSES {
@@ -53,6 +59,9 @@ pub fn rrul(seed: u64) -> Results {
         profile: "rrul".into(),
         streams,
         probes: rrul_probes(),
+        bloat_ms,
+        down_bps,
+        up_bps: down_bps / 5.0,
         ..base(seed)
     })
 }

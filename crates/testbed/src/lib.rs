@@ -14,8 +14,12 @@
 //!   the source tree's `third_party/` and found there, at a path fixed when the crate was built:
 //!   a source tree is the test bench's to know, never the product's.
 //! - [`sqm`]: sqm-scripts as the lab and the benchmarks use it: located, and installed for a run.
+//! - `browser` (feature `browser`, for tests only): headless Chromium through chromedriver, for
+//!   the tests that look at a page.
 //! - [`commands`]: a plan's script as the commands that run it, for the lab's strategies and the
 //!   start benchmark's baseline (the product applies a plan through `unbloat_system::apply`).
+#[cfg(feature = "browser")]
+pub mod browser;
 pub mod commands;
 pub mod kernel;
 pub mod netns;

@@ -6,6 +6,8 @@
 //! - [`cdf`]: the distribution of latency per probe class, idle (dashed) against loaded (solid).
 //! - [`spread`]: seed 004's picture: per second of the run, the median latency as a line with the
 //!   5–95 % and 25–75 % ranges shaded around it and every probe as a dot.
+//! - [`compare`]: flent's "compare" view: several runs (one per strategy) on the same axes, the
+//!   primary probe's round trip over time and its distribution under load (1000x400).
 //! - [`location`]: where the queue stands, per direction, stacked by place; first, and only for
 //!   a run that located its delay.
 //!
@@ -15,6 +17,7 @@
 
 pub mod axis;
 pub mod cdf;
+pub mod compare;
 pub mod location;
 pub mod spread;
 pub mod svg;
