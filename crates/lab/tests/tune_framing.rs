@@ -21,15 +21,18 @@ use unbloat_measure::sweep::{self, SweepPlan, SweepSamples};
 use unbloat_system::runner::SystemRunner;
 use unbloat_testbed::netns::run_in_named;
 use unbloat_tune::framing::{detect, Family, FramingGuess};
+use unbloat_tune::sweep_phase::plan_for;
 
 /// The largest error in the ATM overhead the issue's benchmark allows.
 const OVERHEAD_TOLERANCE: i32 = 4;
 
-/// 64..=256 bytes, every byte, `rounds` rounds 5 ms apart.
-fn plan(rounds: u32) -> SweepPlan {
+/// 64..=256 bytes, every byte, `rounds` rounds 5 ms apart, or as far apart as tune spaces them
+/// on the profile's upload (a slow line's echoes must not queue behind each other).
+fn plan(profile: &LinkProfile, rounds: u32) -> SweepPlan {
+    let spacing = plan_for(profile.up, Duration::ZERO).interval;
     SweepPlan {
         grace: Duration::from_millis(500),
-        ..SweepPlan::every_byte(64, 256, rounds, Duration::from_millis(5))
+        ..SweepPlan::every_byte(64, 256, rounds, spacing.max(Duration::from_millis(5)))
     }
 }
 
@@ -45,9 +48,10 @@ fn sweep_lab(profile: &str, v6: bool, rounds: u32) -> Vec<(SweepSamples, Framing
     }
     let mut found = Vec::new();
     for target in targets {
+        let plan = plan(&profile, rounds);
         let started = Instant::now();
         let samples = run_in_named(&live.topo.ns(Node::Router), move || {
-            sweep::run(&plan(rounds), target, &AtomicBool::new(false), &mut |_| {})
+            sweep::run(&plan, target, &AtomicBool::new(false), &mut |_| {})
         })
         .expect("enter the router")
         .join()
@@ -120,6 +124,12 @@ unbloat_testbed::real_kernel_test! {
     /// PPPoA over VC-mux (overhead 10) at 16/1 Mbit/s.
     fn pppoa_shows_atm_cells_and_their_overhead() needs ["htb", "netem"] alone {
         assert_atm("adsl2-pppoa", false);
+    }
+
+    /// Issue 55's rural ADSL (1.5/0.256 Mbit/s, PPPoE over LLC/SNAP, a FIFO in bytes, 60 ms
+    /// away), where the sweep once said "straight".
+    fn a_slow_far_atm_line_shows_its_cells() needs ["htb", "netem", "ifb", "mirred"] alone {
+        assert_atm("adsl-rural", false);
     }
 
     /// VDSL2's PTM, with and without a VLAN tag: a straight line.
