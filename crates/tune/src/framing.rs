@@ -172,8 +172,9 @@ pub fn detect_minima(mins: &[SizeMin]) -> FramingGuess {
 
 /// [`detect_minima`] on a line whose capacity was measured (`line`: the download's and the
 /// upload's rates): on a line as slow as ATM (48 bytes take [`ATM_MIN_STEP_MS`] or more at
-/// those rates) a straight line must grow by at least half of what each byte's time on the line
-/// adds, by [`DECIDE`] standard errors, or the sweep did not see the line (step 3).
+/// those rates) a round trip that is not ATM must grow by at least half of what each byte's
+/// time on the line adds, by [`DECIDE`] standard errors, or the sweep did not see the line and
+/// is undecided, saying so (step 3).
 pub fn detect_minima_on(mins: &[SizeMin], line: Option<(Rate, Rate)>) -> FramingGuess {
     // 48 bytes' time each way, in ms, without cells (a lower bound of what ATM adds).
     let line_step_ms = line.map(|(down, up)| {
@@ -259,7 +260,8 @@ pub fn detect_minima_on(mins: &[SizeMin], line: Option<(Rate, Rate)>) -> Framing
         // Only a line as slow as ATM ever is: on a faster one no cell could show either way.
         let half = l / 2.0 / f64::from(CELL_PAYLOAD);
         let hidden = (half - model.slope_ms_per_byte) / slope_se.max(1e-9) >= DECIDE;
-        margin <= -DECIDE && l >= ATM_MIN_STEP_MS && hidden
+        // Said whether the sawtooth's noise left it undecided or called it straight.
+        l >= ATM_MIN_STEP_MS && hidden
     }) {
         guess.confidence = guess.confidence.min(0.49);
         guess.reason = format!(
