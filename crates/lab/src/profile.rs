@@ -2,7 +2,7 @@
 //!
 //! A profile says how fast the link is each way, how the link frames packets (so that ATM cell
 //! padding, PTM and DOCSIS overhead are real in the emulation), how deep the modem's buffer is,
-//! and what lies beyond it (base round trip, jitter, loss). Seven ship with unbloat, embedded in
+//! and what lies beyond it (base round trip, jitter, loss). Eleven ship with unbloat, embedded in
 //! the binary from `crates/lab/profiles/*.toml`; a user's own file loads the same way
 //! (`unbloat-lab run --profile my-link.toml`).
 //!
@@ -52,6 +52,9 @@ use crate::trace::{RateTrace, Traces};
 pub const SHIPPED: &[(&str, &str)] = &[
     ("dsl-2002", include_str!("../profiles/dsl-2002.toml")),
     ("adsl-slow", include_str!("../profiles/adsl-slow.toml")),
+    ("adsl-remote", include_str!("../profiles/adsl-remote.toml")),
+    ("adsl-rural", include_str!("../profiles/adsl-rural.toml")),
+    ("adsl-far", include_str!("../profiles/adsl-far.toml")),
     ("adsl", include_str!("../profiles/adsl.toml")),
     ("adsl2-pppoa", include_str!("../profiles/adsl2-pppoa.toml")),
     ("vdsl2", include_str!("../profiles/vdsl2.toml")),
@@ -474,12 +477,38 @@ mod tests {
             (l.overhead, l.mpu, l.framing)
         };
         let all = LinkProfile::all_shipped().expect("shipped profiles load");
-        assert_eq!(all.len(), 8);
+        assert_eq!(all.len(), 11);
         let get = |n: &str| all.iter().find(|p| p.name == n).expect(n).clone();
-        for p in &all {
+        // Issue 55's slow, far ATM lines stand apart: their own round trips and FIFOs.
+        let far = ["adsl-remote", "adsl-rural", "adsl-far"];
+        for p in all.iter().filter(|p| !far.contains(&p.name.as_str())) {
             assert_eq!(p.base_rtt(), Time::from_millis(20), "{}", p.name);
             assert_eq!(p.fifo(), Fifo::Packets(1000), "{}", p.name);
             assert!(!p.description.is_empty());
+        }
+        for (name, down, up, rtt, overhead, fifo) in [
+            (
+                "adsl-remote",
+                1_000,
+                128,
+                40,
+                40,
+                Fifo::Bytes(Size::from_bytes(128 * 1024)),
+            ),
+            (
+                "adsl-rural",
+                1_500,
+                256,
+                60,
+                40,
+                Fifo::Bytes(Size::from_bytes(512 * 1024)),
+            ),
+            ("adsl-far", 2_000, 384, 80, 10, Fifo::Packets(300)),
+        ] {
+            let p = get(name);
+            assert_eq!((p.down, p.up), (Rate::from_kbit(down), Rate::from_kbit(up)));
+            assert_eq!((p.base_rtt(), p.fifo()), (Time::from_millis(rtt), fifo));
+            assert_eq!(words(&p), (overhead, 0, Framing::Atm), "{name}");
         }
         let d = get("dsl-2002");
         assert_eq!((d.down, d.up), (Rate::from_kbit(800), Rate::from_kbit(220)));

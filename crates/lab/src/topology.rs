@@ -25,7 +25,9 @@
 //!   for its own time on the wire (its stab length at the rate, net/sched/sch_netem.c
 //!   `packet_time_ns`), behind the packets before it, as a modem does; HTB at the same rate
 //!   changes nothing then, and stays the class whose counters show the link. A FIFO in bytes
-//!   (`fifo_bytes`) stays a `bfifo`, which does not serialise: netem can only count packets.
+//!   (`fifo_bytes`) is a `bfifo` at the line's rate on an IFB in front (`ifb4isp0` for the
+//!   downlink, `ifb4cpe0` for the uplink, fed by the device the packets enter by), and the
+//!   device's netem serialises behind it: netem can only count packets.
 //! - The **internet** delays each direction by half the base RTT with netem (`limit 100000`, so
 //!   that netem itself never drops what the link would carry), plus the profile's jitter and loss.
 //! - Every veth has `gso_max_segs 1`: the senders then hand the stack MTU-sized packets, as on a
@@ -332,13 +334,99 @@ pub fn modem_commands(profile: &LinkProfile) -> Vec<Cmd> {
             Fifo::Packets(n) => ["netem", "limit", &n.to_string(), "rate", &r]
                 .map(String::from)
                 .to_vec(),
-            Fifo::Bytes(b) => vec!["bfifo".to_string(), "limit".into(), b.bytes().to_string()],
+            Fifo::Bytes(b) if traced => {
+                vec!["bfifo".to_string(), "limit".into(), b.bytes().to_string()]
+            }
+            // The queue in bytes waits in front, on the IFB the other device's ingress feeds
+            // ([`byte_queue`]); here each packet only takes its own time on the wire.
+            Fifo::Bytes(_) => ["netem", "limit", "1000", "rate", &r]
+                .map(String::from)
+                .to_vec(),
         };
         cmds.push(
             Cmd::tc(["qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:"]).args(leaf),
         );
+        if let (Fifo::Bytes(b), false) = (profile.fifo(), traced) {
+            let stab = [
+                &stab_overhead.to_string(),
+                &framing.mpu.to_string(),
+                linklayer,
+            ];
+            cmds.extend(byte_queue(dev, stab, &r, b.bytes()));
+        }
     }
     cmds
+}
+
+/// The IFB a FIFO in bytes waits on: the queue of what leaves by `dev` forms where it entered
+/// the modem, the other device's ingress.
+pub fn byte_queue_ifb(dev: &str) -> &'static str {
+    if dev == "cpe0" {
+        "ifb4isp0"
+    } else {
+        "ifb4cpe0"
+    }
+}
+
+/// A modem FIFO limited in bytes, in front of the serialising netem: a `bfifo` drained at the
+/// line's rate (HTB under the same stab) on an IFB that the entering device's ingress
+/// redirects to. A bfifo cannot serialise (netem counts only packets) and HTB lets a packet that
+/// finds its bucket full leave at once, so behind HTB and a bfifo alone a lone echo crossed an
+/// idle line in no time, whatever its size: issue 55's sweep saw a flat line on an ATM link and
+/// called it straight. Here the bfifo holds the queue and drops what overflows its bytes, and
+/// the device's netem adds each packet's own time on the wire; HTB's small burst is all that
+/// ever waits there.
+fn byte_queue(dev: &str, stab: [&str; 3], rate: &str, limit: u64) -> Vec<Cmd> {
+    let (ifb, from) = (
+        byte_queue_ifb(dev),
+        if dev == "cpe0" { "isp0" } else { "cpe0" },
+    );
+    let [overhead, mpu, linklayer] = stab;
+    vec![
+        Cmd::ip(["link", "add", ifb, "type", "ifb"]),
+        Cmd::ip(["link", "set", "dev", ifb, "up"]),
+        Cmd::tc([
+            "qdisc",
+            "add",
+            "dev",
+            ifb,
+            "root",
+            "handle",
+            "1:",
+            "stab",
+            "overhead",
+            overhead,
+            "mpu",
+            mpu,
+            "linklayer",
+            linklayer,
+            "htb",
+            "default",
+            "1",
+        ]),
+        Cmd::tc([
+            "class", "add", "dev", ifb, "parent", "1:", "classid", "1:1", "htb", "rate", rate,
+            "ceil", rate,
+        ]),
+        Cmd::tc([
+            "qdisc",
+            "add",
+            "dev",
+            ifb,
+            "parent",
+            "1:1",
+            "handle",
+            "10:",
+            "bfifo",
+            "limit",
+            &limit.to_string(),
+        ]),
+        Cmd::tc(["qdisc", "add", "dev", from, "handle", "ffff:", "ingress"]),
+        Cmd::tc([
+            "filter", "add", "dev", from, "parent", "ffff:", "protocol", "all", "prio", "1", "u32",
+            "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", ifb,
+        ]),
+    ]
 }
 
 /// The router's LAN-side bottleneck ([`crate::profile::LanSection`]), as run inside the

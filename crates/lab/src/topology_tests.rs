@@ -54,16 +54,31 @@ fn modem_on_vdsl2_pays_ptm_in_the_rate_and_docsis_gets_its_mpu() {
 }
 
 #[test]
-fn a_bytes_fifo_is_a_bfifo() {
+fn a_bytes_fifo_is_a_bfifo_in_front_of_a_serialising_netem() {
     let mut p = LinkProfile::shipped("fiber").expect("fiber");
     p.modem = Some(crate::profile::ModemSection {
         fifo_packets: None,
         fifo_bytes: Some("256k".parse().expect("size")),
     });
+    // Issue 55: the bfifo on an IFB in front, the device's netem serialising behind it.
+    let l = lines(&modem_commands(&p));
     assert_eq!(
-        lines(&modem_commands(&p))[2],
-        "tc qdisc add dev cpe0 parent 1:1 handle 10: bfifo limit 262144"
+        l[2],
+        "tc qdisc add dev cpe0 parent 1:1 handle 10: netem limit 1000 rate 250000000bit"
     );
+    assert_eq!(
+        l[3..10],
+        [
+            "ip link add ifb4isp0 type ifb",
+            "ip link set dev ifb4isp0 up",
+            "tc qdisc add dev ifb4isp0 root handle 1: stab overhead 24 mpu 84 linklayer ethernet htb default 1",
+            "tc class add dev ifb4isp0 parent 1: classid 1:1 htb rate 250000000bit ceil 250000000bit",
+            "tc qdisc add dev ifb4isp0 parent 1:1 handle 10: bfifo limit 262144",
+            "tc qdisc add dev isp0 handle ffff: ingress",
+            "tc filter add dev isp0 parent ffff: protocol all prio 1 u32 match u32 0 0 action mirred egress redirect dev ifb4isp0",
+        ]
+    );
+    assert!(l[10..].iter().any(|c| c.contains("redirect dev ifb4cpe0")));
 }
 
 #[test]

@@ -20,8 +20,8 @@ use unbloat_report::stats::Sorted;
 use unbloat_testbed::netns::run_in_named;
 use unbloat_units::Rate;
 
-use crate::profile::LinkProfile;
-use crate::topology::{modem_rate, Node, Topology};
+use crate::profile::{Fifo, LinkProfile};
+use crate::topology::{byte_queue_ifb, modem_rate, Node, Topology};
 
 /// One emulated queue: where it stands, which way it carries, and how fast it drains.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -43,9 +43,15 @@ pub fn queues(profile: &LinkProfile) -> Vec<HopQueue> {
         place: Place::Beyond,
         rate: modem_rate(profile, line),
     };
+    // A FIFO in bytes waits on an IFB in front of the serialising device (topology::byte_queue).
+    let at = |dev: &'static str, traced: bool| match profile.fifo() {
+        Fifo::Bytes(_) if !traced => byte_queue_ifb(dev),
+        _ => dev,
+    };
+    let (down, up) = (profile.traces.down.is_some(), profile.traces.up.is_some());
     let mut q = vec![
-        modem("cpe0", Way::Down, profile.down),
-        modem("isp0", Way::Up, profile.up),
+        modem(at("cpe0", down), Way::Down, profile.down),
+        modem(at("isp0", up), Way::Up, profile.up),
     ];
     // The host's own egress queue drains at the upload's bottleneck, whichever hop that is.
     let lan_up = profile.lan.as_ref().and_then(|l| l.up);

@@ -49,6 +49,12 @@ pub struct TuneRow {
     pub family_found: String,
     pub overhead_truth: i32,
     pub overhead_found: Option<i64>,
+    /// The sweep's confidence (0.5 at its decision threshold), and the framing the searches
+    /// assumed when it could not decide (issue 55).
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    #[serde(default)]
+    pub assumed: Option<String>,
     pub down_line: Rate,
     pub up_line: Rate,
     pub down_found: Option<Rate>,
@@ -120,8 +126,17 @@ impl TuneRow {
                 )
             })
             .collect();
+        let confidence = self
+            .confidence
+            .map(|c| format!(", confidence {c:.2}"))
+            .unwrap_or_default();
+        let assumed = self
+            .assumed
+            .as_ref()
+            .map(|a| format!(", searched with {a}"))
+            .unwrap_or_default();
         format!(
-            "tune found down {}, up {}; framing {} overhead {} (truth: {} overhead {}); it took {:.0} s{missed}",
+            "tune found down {}, up {}; framing {} overhead {}{confidence}{assumed} (truth: {} overhead {}); it took {:.0} s{missed}",
             pct(self.down_found, self.down_line),
             pct(self.up_found, self.up_line),
             self.family_found,
@@ -372,6 +387,8 @@ pub fn tune_in(
         family_found: v["framing"]["family"].as_str().unwrap_or("-").into(),
         overhead_truth: framing.overhead,
         overhead_found: v["framing"]["overhead"].as_i64(),
+        confidence: v["framing"]["confidence"].as_f64(),
+        assumed: v["framing"]["assumed"].as_str().map(String::from),
         down_line: profile.down,
         up_line: profile.up,
         down_found: rate("down"),

@@ -17,7 +17,13 @@
 //!    half of that step, straight when below, each by at least [`DECIDE`] standard errors of
 //!    `d`; in between (noise too high for the step), undecided. A sawtooth over twice the step
 //!    is not cells either (undecided).
-//! 3. The overhead is the best offset, known only modulo 48 (a whole cell more per packet
+//! 3. A straight line is believed only where it grows as fast as the line's measured rates
+//!    say it must ([`detect_minima_on`]): a round trip that grows far slower than each byte's
+//!    time on the line did not see the line's serialisation at all (a token-bucket shaper in
+//!    front of it lets a lone packet through at once), so it tells nothing of cells either, and
+//!    the call is undecided. Issue 55: a lab modem like that, 1.5/0.256 Mbit/s of ATM, gave a
+//!    flat line (0.002 ms per 48 bytes where the rates give 1.8 ms) and was called straight.
+//! 4. The overhead is the best offset, known only modulo 48 (a whole cell more per packet
 //!    shifts every step by one cell's time, which the intercept absorbs): it is reported in
 //!    [`OVERHEAD_RANGE`], the range real encapsulations use.
 //!
@@ -37,6 +43,7 @@ pub use plot::render_svg;
 use serde::{Deserialize, Serialize};
 use unbloat_measure::sweep::SweepSamples;
 use unbloat_shaper::linklayer::{Framing, LinkLayer};
+use unbloat_units::Rate;
 
 use fit::{capped_rss, cells, least_squares, saw};
 
@@ -103,6 +110,13 @@ pub struct FramingGuess {
     pub noise_ms: f64,
     /// The round trip 48 more bytes add, from the slope: on ATM, one cell's step.
     pub step_ms: f64,
+    /// The sawtooth fitted (`model.saw_ms`): on ATM as tall as `step_ms`, on a straight line 0.
+    #[serde(default)]
+    pub fitted_step_ms: f64,
+    /// The round trip 48 bytes add on a straight line at the rates tune measured, both ways;
+    /// `None` when the rates were not given ([`detect_minima`]).
+    #[serde(default)]
+    pub line_step_ms: Option<f64>,
     /// Sizes with at least one reply.
     pub sizes: usize,
     /// One line for people: what was seen and, when it cannot tell, what to set by hand.
@@ -127,6 +141,23 @@ impl FramingGuess {
     }
 }
 
+impl FramingGuess {
+    /// The evidence in one line, for the progress line, the page and the plot: `confidence
+    /// 0.97; fitted step 1.950 ms, 1.938 ms from the slope (the rates give 1.750 ms); residual
+    /// 0.048 ms; 193 sizes`.
+    pub fn evidence(&self) -> String {
+        let rates = self
+            .line_step_ms
+            .map(|l| format!(" (the rates give {l:.3} ms)"))
+            .unwrap_or_default();
+        format!(
+            "confidence {:.2}; fitted step {:.3} ms, {:.3} ms from the slope{rates}; residual \
+             {:.3} ms; {} sizes",
+            self.confidence, self.fitted_step_ms, self.step_ms, self.noise_ms, self.sizes
+        )
+    }
+}
+
 /// Reads the framing from a sweep.
 pub fn detect(samples: &SweepSamples) -> FramingGuess {
     detect_minima(&per_size_min(
@@ -136,6 +167,20 @@ pub fn detect(samples: &SweepSamples) -> FramingGuess {
 
 /// [`detect`] on the lowest round trip of each size.
 pub fn detect_minima(mins: &[SizeMin]) -> FramingGuess {
+    detect_minima_on(mins, None)
+}
+
+/// [`detect_minima`] on a line whose capacity was measured (`line`: the download's and the
+/// upload's rates): on a line as slow as ATM (48 bytes take [`ATM_MIN_STEP_MS`] or more at
+/// those rates) a round trip that is not ATM must grow by at least half of what each byte's
+/// time on the line adds, by [`DECIDE`] standard errors, or the sweep did not see the line and
+/// is undecided, saying so (step 3).
+pub fn detect_minima_on(mins: &[SizeMin], line: Option<(Rate, Rate)>) -> FramingGuess {
+    // 48 bytes' time each way, in ms, without cells (a lower bound of what ATM adds).
+    let line_step_ms = line.map(|(down, up)| {
+        let per_bit = |r: Rate| 1e3 / (r.bits_per_sec().max(1) as f64);
+        f64::from(CELL_PAYLOAD) * 8.0 * (per_bit(down) + per_bit(up))
+    });
     let undecided = |reason: String| FramingGuess {
         family: Family::Undecided,
         overhead: None,
@@ -143,6 +188,8 @@ pub fn detect_minima(mins: &[SizeMin]) -> FramingGuess {
         confidence: 0.0,
         noise_ms: 0.0,
         step_ms: 0.0,
+        fitted_step_ms: 0.0,
+        line_step_ms,
         sizes: mins.len(),
         reason,
         model: None,
@@ -159,7 +206,7 @@ pub fn detect_minima(mins: &[SizeMin]) -> FramingGuess {
             FALLBACK
         ));
     }
-    let Some((model, se)) = best_offset(mins) else {
+    let Some((model, se, slope_se)) = best_offset(mins) else {
         return undecided(format!(
             "cannot tell: the sizes do not fit a line; {FALLBACK}"
         ));
@@ -179,6 +226,8 @@ pub fn detect_minima(mins: &[SizeMin]) -> FramingGuess {
         confidence,
         noise_ms: noise,
         step_ms: step,
+        fitted_step_ms: model.saw_ms,
+        line_step_ms,
         sizes: mins.len(),
         reason: String::new(),
         model: Some(model),
@@ -207,6 +256,22 @@ pub fn detect_minima(mins: &[SizeMin]) -> FramingGuess {
             ms(noise),
             guess.mpu.map(|m| format!(", mpu {m}")).unwrap_or_default()
         );
+    } else if let Some(hidden) = line_step_ms.filter(|&l| {
+        // Only a line as slow as ATM ever is: on a faster one no cell could show either way.
+        let half = l / 2.0 / f64::from(CELL_PAYLOAD);
+        let hidden = (half - model.slope_ms_per_byte) / slope_se.max(1e-9) >= DECIDE;
+        // Said whether the sawtooth's noise left it undecided or called it straight.
+        l >= ATM_MIN_STEP_MS && hidden
+    }) {
+        guess.confidence = guess.confidence.min(0.49);
+        guess.reason = format!(
+            "cannot tell: the round trip grows by {} per 48 bytes, where the line's measured \
+             rates put {} on them: the sweep did not see the line's own time (a shaper in \
+             front of it lets a lone packet through at once), so neither cells nor their \
+             absence show; {FALLBACK}",
+            ms(step),
+            ms(hidden)
+        );
     } else if margin <= -DECIDE {
         guess.family = Family::Straight;
         guess.reason = format!(
@@ -232,13 +297,13 @@ const FALLBACK: &str = "give --link yourself (on ADSL when unsure, --link pppoe-
                         overhead 40 atm, or --overhead 44 --framing atm as sqm advises)";
 
 /// The offset whose sawtooth fits best (least squares over `[1, x, saw(x+o)]`), as a model
-/// with its noise, and the standard error of its sawtooth. Among offsets whose sawtooth is
+/// with its noise, and the standard errors of its sawtooth and of its slope. Among offsets whose sawtooth is
 /// positive the smallest residual over every size wins ([`fit::capped_rss`]: an ATM
 /// staircase); with none positive, the largest sawtooth.
-fn best_offset(mins: &[SizeMin]) -> Option<((Model, f64), f64)> {
+fn best_offset(mins: &[SizeMin]) -> Option<((Model, f64), f64, f64)> {
     let x: Vec<f64> = mins.iter().map(|m| f64::from(m.ip_bytes)).collect();
     let y: Vec<f64> = mins.iter().map(|m| m.min_ms).collect();
-    let mut best: Option<(bool, f64, Model, f64, f64)> = None;
+    let mut best: Option<(bool, f64, Model, f64, [f64; 2])> = None;
     for o in 0..CELL_PAYLOAD {
         let rows: Vec<Vec<f64>> = x
             .iter()
@@ -265,10 +330,10 @@ fn best_offset(mins: &[SizeMin]) -> Option<((Model, f64), f64)> {
             },
         };
         if better {
-            best = Some((positive, score, model, fit.sigma, fit.se[2]));
+            best = Some((positive, score, model, fit.sigma, [fit.se[2], fit.se[1]]));
         }
     }
-    best.map(|(_, _, model, sigma, se)| ((model, sigma), se))
+    best.map(|(_, _, model, sigma, [se, slope_se])| ((model, sigma), se, slope_se))
 }
 
 /// The offset as an overhead in [`OVERHEAD_RANGE`].

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use unbloat_report::plot::axis::{self, draw_axes, nice_range, Frame, LegendEntry};
 use unbloat_report::plot::svg::{escape, Anchor, Svg};
+use unbloat_shaper::linklayer::Framing;
 use unbloat_shaper::options::ShapeOptions;
 use unbloat_units::Rate;
 
@@ -28,16 +29,23 @@ pub fn config_toml(iface: &str, tuned: &Tuned, note: &str) -> Result<String, Str
     for line in note.lines() {
         text.push_str(&format!("# {line}\n"));
     }
-    if let Some(f) = tuned.framing.as_ref().filter(|f| {
-        f.guess.family == crate::framing::Family::Undecided
-            && tuned.link.framing == Some(unbloat_shaper::linklayer::Framing::Atm)
-    }) {
+    if let Some(f) = tuned.framing.as_ref() {
+        let g = &f.guess;
         text.push_str(&format!(
-            "# The framing sweep could not decide (confidence {:.2}); on a line this slow the \
-             link options assume ATM with {}'s overhead. Set them if you know your line.\n",
-            f.guess.confidence,
-            crate::sweep_phase::UNSURE_ADSL
+            "# The framing sweep: {:?}; {}.\n",
+            g.family,
+            g.evidence()
         ));
+        // What the user said stands over what the sweep fell back to.
+        if let Some(preset) = f
+            .assumed
+            .filter(|_| tuned.link.framing == Some(Framing::Atm))
+        {
+            text.push_str(&format!(
+                "# It could not decide; on a line this slow the link options assume ATM with \
+                 {preset}'s overhead. Set them if you know your line.\n"
+            ));
+        }
     }
     if tuned.down.is_none() || tuned.up.is_none() {
         text.push_str(
@@ -119,7 +127,7 @@ fn html(iface: &str, t: &Tuned, note: &str) -> String {
         .framing
         .as_ref()
         .map_or("not swept (the link options given stand)".into(), |f| {
-            crate::sweep_phase::verdict(f, t.capacity_down.goodput, t.capacity_up.goodput)
+            crate::sweep_phase::verdict(f)
         });
     let sweep_img = if t.framing.is_some() {
         "<img src=\"framing.svg\" alt=\"framing sweep\">"

@@ -344,9 +344,10 @@ fn phases(
         );
         let mut another = |time: Duration| budget.holds_another_sweep(time);
         let first = budget.first_sweep();
-        let guess = crate::sweep_phase::sweep(&s.test, up_good, first, stop, &mut another)?;
-        let link = crate::sweep_phase::link_options(&guess, &s.link, down_good, up_good);
-        let verdict = crate::sweep_phase::verdict(&guess, down_good, up_good);
+        let rates = (down_good, up_good);
+        let guess = crate::sweep_phase::sweep(&s.test, rates, first, stop, &mut another)?;
+        let link = crate::sweep_phase::link_options(&guess, &s.link);
+        let verdict = crate::sweep_phase::verdict(&guess);
         report.phase(3, "framing", &verdict);
         laps.lap("framing");
         (Some(guess), link)

@@ -33,6 +33,10 @@ pub struct FramingFound {
     /// Sweeps made: more than one when the first could not decide and time allowed.
     #[serde(default = "one")]
     pub sweeps: usize,
+    /// The framing the searches assumed because the sweep could not decide on a line as slow
+    /// as ADSL ([`fallback`]); `None` when the sweep decided or the line is faster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assumed: Option<LinkPreset>,
     #[serde(skip)]
     pub svg: Option<String>,
 }
@@ -53,22 +57,23 @@ pub const ADSL_MAX_UP: Rate = Rate::from_kbit(3_300);
 /// full packets); underestimating it on ATM lets the modem's queue fill.
 pub const UNSURE_ADSL: LinkPreset = LinkPreset::PppoeLlcsnap;
 
+/// What the searches assume when the sweep could not decide: [`UNSURE_ADSL`] on a line no
+/// faster than ADSL (`down` and `up`, the unshaped goodputs), nothing on a faster one (not ATM).
+/// "Straight" is never assumed: only a sweep that saw it says so.
+pub fn fallback(guess: &FramingGuess, down: Rate, up: Rate) -> Option<LinkPreset> {
+    (guess.family == Family::Undecided && looks_like_adsl(down, up)).then_some(UNSURE_ADSL)
+}
+
 /// The link options to shape with: ATM's found overhead, unless the user said otherwise; when
-/// the sweep could not decide on a line no faster than ADSL (`down` and `up`, the unshaped
-/// goodputs), [`UNSURE_ADSL`]'s.
-pub fn link_options(
-    found: &FramingFound,
-    user: &ShapeOptions,
-    down: Rate,
-    up: Rate,
-) -> ShapeOptions {
+/// the sweep could not decide, what it [`fallback`]s to.
+pub fn link_options(found: &FramingFound, user: &ShapeOptions) -> ShapeOptions {
     let said = user.link.is_some() || user.overhead.is_some() || user.framing.is_some();
     if said {
         return user.clone();
     }
-    let layer = match found.guess.family {
-        Family::Undecided if looks_like_adsl(down, up) => Some(UNSURE_ADSL.link_layer()),
-        _ => found.guess.link_layer(),
+    let layer = match found.assumed {
+        Some(preset) => Some(preset.link_layer()),
+        None => found.guess.link_layer(),
     };
     match layer {
         Some(l) => ShapeOptions {
@@ -143,13 +148,13 @@ pub fn plan_for(up: Rate, at_most: Duration) -> SweepPlan {
 }
 
 /// Runs the sweep towards the test's probe target ([`plan_for`] the upload, within `at_most`)
-/// and analyses it.
+/// and analyses it against the measured goodputs `down` and `up` ([`framing::detect_minima_on`]).
 /// While the analysis cannot decide, and `another(time)` says the run has time for one more
 /// sweep, it sweeps again (at most [`MAX_SWEEPS`] in all, each in an order of its own) and
 /// decides on every echo so far: a minimum over more rounds is quieter.
 pub fn sweep(
     test: &TestPlan,
-    up: Rate,
+    (down, up): (Rate, Rate),
     at_most: Duration,
     stop: &Stop,
     another: &mut dyn FnMut(Duration) -> bool,
@@ -166,27 +171,30 @@ pub fn sweep(
         sweeps += 1;
         echoes.extend(samples.echoes);
         let mins = per_size_min(echoes.iter().map(|e| (e.ip_bytes, e.rtt_ns)));
-        let guess = framing::detect_minima(&mins);
+        let guess = framing::detect_minima_on(&mins, Some((down, up)));
         let undecided = guess.family == Family::Undecided;
         if !undecided || sweeps == MAX_SWEEPS || !another(plan.duration()) {
             break (mins, guess);
         }
         plan.seed = plan.seed.wrapping_add(1);
     };
-    let svg = Some(framing::render_svg(&mins, &guess));
+    let assumed = fallback(&guess, down, up);
+    let said = assumed.map(|a| format!("{a}'s ATM framing, overhead {}", a.link_layer().overhead));
+    let svg = Some(framing::render_svg(&mins, &guess, said.as_deref()));
     let answered = echoes.iter().filter(|e| e.rtt_ns.is_some()).count();
     Ok(FramingFound {
         guess,
         echoes: echoes.len(),
         answered,
         sweeps,
+        assumed,
         svg,
     })
 }
 
-/// The one-line verdict for the progress line, and what the searches use when the sweep could
-/// not decide on a line as slow as ADSL.
-pub fn verdict(found: &FramingFound, down: Rate, up: Rate) -> String {
+/// The one-line verdict for the progress line, its evidence, and what the searches use when the
+/// sweep could not decide on a line as slow as ADSL.
+pub fn verdict(found: &FramingFound) -> String {
     let g = &found.guess;
     let sweeps = match found.sweeps {
         1 => String::new(),
@@ -194,24 +202,20 @@ pub fn verdict(found: &FramingFound, down: Rate, up: Rate) -> String {
     };
     let said = match g.family {
         Family::Atm => format!(
-            "ATM, overhead {} bytes (confidence {:.2}): {}",
+            "ATM, overhead {} bytes ({}): {}",
             g.overhead.map_or("?".into(), |o| o.to_string()),
-            g.confidence,
+            g.evidence(),
             g.reason
         ),
-        _ => format!(
-            "{:?} (confidence {:.2}): {}",
-            g.family, g.confidence, g.reason
-        ),
+        _ => format!("{:?} ({}): {}", g.family, g.evidence(), g.reason),
     };
-    let unsure = if g.family == Family::Undecided && looks_like_adsl(down, up) {
-        format!(
-            "; the line is no faster than ADSL, so the searches assume {}'s ATM framing \
-             (overhead 40): too much overhead costs a little goodput, too little fills the modem",
-            UNSURE_ADSL
-        )
-    } else {
-        String::new()
+    let unsure = match found.assumed {
+        Some(preset) => format!(
+            "; the line is no faster than ADSL, so the searches assume {preset}'s ATM framing \
+             (overhead {}): too much overhead costs a little goodput, too little fills the modem",
+            preset.link_layer().overhead
+        ),
+        None => String::new(),
     };
     said + &sweeps + &unsure
 }
@@ -226,8 +230,9 @@ mod tests {
     use super::*;
     use unbloat_shaper::linklayer::Framing;
 
-    fn found(family: Family, overhead: Option<i32>) -> FramingFound {
-        FramingFound {
+    /// A sweep's result on a line of these goodputs, with what it falls back to.
+    fn found(family: Family, overhead: Option<i32>, (down, up): (Rate, Rate)) -> FramingFound {
+        let mut f = FramingFound {
             guess: FramingGuess {
                 family,
                 overhead,
@@ -235,6 +240,8 @@ mod tests {
                 confidence: 0.9,
                 noise_ms: 0.01,
                 step_ms: 0.5,
+                fitted_step_ms: 0.5,
+                line_step_ms: None,
                 sizes: 193,
                 reason: String::new(),
                 model: None,
@@ -242,8 +249,11 @@ mod tests {
             echoes: 1930,
             answered: 1930,
             sweeps: 1,
+            assumed: None,
             svg: None,
-        }
+        };
+        f.assumed = fallback(&f.guess, down, up);
+        f
     }
 
     #[test]
@@ -280,7 +290,7 @@ mod tests {
     fn atm_overrides_the_default_but_not_what_the_user_said() {
         let none = ShapeOptions::default();
         let (down, up) = (Rate::from_mbit(50), Rate::from_mbit(10));
-        let o = link_options(&found(Family::Atm, Some(10)), &none, down, up);
+        let o = link_options(&found(Family::Atm, Some(10), (down, up)), &none);
         assert_eq!(
             (o.framing, o.overhead, o.mpu),
             (Some(Framing::Atm), Some(10), Some(0))
@@ -290,15 +300,15 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            link_options(&found(Family::Atm, Some(10)), &user, down, up),
+            link_options(&found(Family::Atm, Some(10), (down, up)), &user),
             user
         );
         assert_eq!(
-            link_options(&found(Family::Straight, None), &none, down, up),
+            link_options(&found(Family::Straight, None, (down, up)), &none),
             none
         );
         assert_eq!(
-            link_options(&found(Family::Undecided, None), &none, down, up),
+            link_options(&found(Family::Undecided, None, (down, up)), &none),
             none
         );
     }
@@ -306,27 +316,29 @@ mod tests {
     #[test]
     fn an_undecided_sweep_on_a_line_as_slow_as_adsl_assumes_pppoe_llcsnap() {
         let none = ShapeOptions::default();
-        let undecided = found(Family::Undecided, None);
         let (down, up) = (Rate::from_kbit(1_100), Rate::from_kbit(180));
-        let o = link_options(&undecided, &none, down, up);
+        let undecided = found(Family::Undecided, None, (down, up));
+        let o = link_options(&undecided, &none);
         assert_eq!(
             (o.framing, o.overhead, o.mpu),
             (Some(Framing::Atm), Some(40), Some(0))
         );
-        assert!(verdict(&undecided, down, up).contains("pppoe-llcsnap"));
+        assert!(verdict(&undecided).contains("pppoe-llcsnap"));
         // What the user said stands; a straight line on a slow link stays as it is.
         let user = ShapeOptions {
             overhead: Some(18),
             ..Default::default()
         };
-        assert_eq!(link_options(&undecided, &user, down, up), user);
+        assert_eq!(link_options(&undecided, &user), user);
         assert_eq!(
-            link_options(&found(Family::Straight, None), &none, down, up),
+            link_options(&found(Family::Straight, None, (down, up)), &none),
             none
         );
         // Faster than ADSL2+ either way: not ADSL, so nothing is assumed.
         let vdsl = (Rate::from_mbit(40), Rate::from_mbit(10));
-        assert_eq!(link_options(&undecided, &none, vdsl.0, vdsl.1), none);
-        assert!(!verdict(&undecided, vdsl.0, vdsl.1).contains("pppoe-llcsnap"));
+        let fast = found(Family::Undecided, None, vdsl);
+        assert_eq!(fast.assumed, None);
+        assert_eq!(link_options(&fast, &none), none);
+        assert!(!verdict(&fast).contains("pppoe-llcsnap"));
     }
 }

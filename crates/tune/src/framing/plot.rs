@@ -11,7 +11,8 @@ use super::{FramingGuess, SizeMin};
 
 /// A complete SVG document for the sweep `mins` and what [`super::detect_minima`] made of it.
 /// Every size is a `<circle>`; the model is the series `data-series="model"`.
-pub fn render_svg(mins: &[SizeMin], guess: &FramingGuess) -> String {
+/// `assumed`: what the searches used instead when the sweep could not decide (said on top).
+pub fn render_svg(mins: &[SizeMin], guess: &FramingGuess, assumed: Option<&str>) -> String {
     let mut svg = Svg::new(WIDTH, HEIGHT);
     svg.text(
         WIDTH / 2.0,
@@ -20,7 +21,11 @@ pub fn render_svg(mins: &[SizeMin], guess: &FramingGuess) -> String {
         Anchor::Middle,
         "Framing sweep: lowest round trip per packet size",
     );
-    svg.text(WIDTH / 2.0, 42.0, 11.0, Anchor::Middle, &verdict(guess));
+    let mut said = verdict(guess);
+    if let Some(a) = assumed {
+        said = format!("{said}; searched with {a}");
+    }
+    svg.text(WIDTH / 2.0, 42.0, 11.0, Anchor::Middle, &said);
     let frame = Frame {
         x: 80.0,
         y: 60.0,
@@ -99,7 +104,7 @@ pub fn render_svg(mins: &[SizeMin], guess: &FramingGuess) -> String {
     svg.finish()
 }
 
-/// The subtitle: family, overhead, confidence, noise and step.
+/// The subtitle: family and the evidence ([`FramingGuess::evidence`]).
 fn verdict(g: &FramingGuess) -> String {
     let family = match (g.family, g.overhead) {
         (super::Family::Atm, Some(o)) => format!("ATM, overhead {o}"),
@@ -107,8 +112,5 @@ fn verdict(g: &FramingGuess) -> String {
         (super::Family::Straight, _) => "no ATM cells (PTM, DOCSIS or Ethernet)".to_string(),
         (super::Family::Undecided, _) => "undecided".to_string(),
     };
-    format!(
-        "{family}; confidence {:.2}; noise {:.3} ms; 48 bytes add {:.3} ms; {} sizes",
-        g.confidence, g.noise_ms, g.step_ms, g.sizes
-    )
+    format!("{family}; {}", g.evidence())
 }

@@ -4,6 +4,7 @@
 
 use super::*;
 use unbloat_measure::sweep::{Echo, SweepPlan};
+use unbloat_units::Rate;
 
 /// How a synthetic link frames a packet of `ip` bytes: the bytes it costs on the wire.
 #[derive(Clone, Copy)]
@@ -248,10 +249,82 @@ fn the_plot_shows_every_size_and_the_model() {
     let s = sweep(&atm(40, 7.0, 0.768, 0.1), 4, 2);
     let mins = per_size_min(s.echoes.iter().map(|e| (e.ip_bytes, e.rtt_ns)));
     let g = detect_minima(&mins);
-    let svg = plot::render_svg(&mins, &g);
+    let svg = plot::render_svg(&mins, &g, None);
     assert_eq!(svg.matches("<circle").count(), mins.len());
     assert!(svg.contains("data-series=\"model\""), "the model line");
     assert!(svg.contains("ATM, overhead 40"), "the verdict");
-    let empty = plot::render_svg(&[], &detect_minima(&[]));
+    let empty = plot::render_svg(&[], &detect_minima(&[]), Some("pppoe-llcsnap"));
+    assert!(
+        svg.contains("residual") && svg.contains("fitted step"),
+        "the evidence"
+    );
     assert!(empty.contains("no replies") && empty.ends_with("</svg>\n"));
+    assert!(
+        empty.contains("searched with pppoe-llcsnap"),
+        "the fallback"
+    );
+}
+
+/// A sweep recorded in the lab (`fixtures/NAME.txt`: `size:ms` a line, `#` comments).
+fn recorded(name: &str) -> Vec<SizeMin> {
+    let text = match name {
+        "adsl-rural-atm" => include_str!("fixtures/adsl-rural-atm.txt"),
+        _ => include_str!("fixtures/adsl-rural-hidden.txt"),
+    };
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let (size, ms) = l.split_once(':').expect("size:ms");
+            SizeMin {
+                ip_bytes: size.parse().expect("size"),
+                min_ms: ms.parse().expect("ms"),
+                replies: 4,
+            }
+        })
+        .collect()
+}
+
+/// Issue 55's rural ADSL line: 1.5 Mbit/s down, 256 kbit/s up, PPPoE over LLC/SNAP (overhead 40).
+fn rural() -> Option<(Rate, Rate)> {
+    Some((Rate::from_kbit(1_500), Rate::from_kbit(256)))
+}
+
+#[test]
+fn issue_55_a_flat_sweep_on_a_line_as_slow_as_adsl_is_not_straight() {
+    // The lab's bytes FIFO before the fix let a lone echo through at once: 0.001 ms per 48
+    // bytes where the rates put 1.756 ms. Without the rates it reads as a quiet straight line.
+    let mins = recorded("adsl-rural-hidden");
+    assert_eq!(detect_minima(&mins).family, Family::Straight);
+    let g = detect_minima_on(&mins, rural());
+    assert_eq!(g.family, Family::Undecided, "{}", g.reason);
+    assert!(g.reason.contains("did not see the line"), "{}", g.reason);
+    assert!(g.confidence < 0.5 && g.link_layer().is_none());
+    assert!((g.line_step_ms.expect("rates") - 1.756).abs() < 0.01);
+    // On a fast line the same flat sweep is no contradiction: 48 bytes at 100/40 Mbit/s take
+    // 0.013 ms, under what the slope's noise can tell.
+    let fast = detect_minima_on(&mins, Some((Rate::from_mbit(100), Rate::from_mbit(40))));
+    assert_eq!(fast.family, Family::Straight, "{}", fast.reason);
+}
+
+#[test]
+fn issue_55_the_rural_line_s_cells_and_overhead_from_its_recorded_sweep() {
+    let g = detect_minima_on(&recorded("adsl-rural-atm"), rural());
+    assert_eq!(g.family, Family::Atm, "{}", g.reason);
+    assert!((g.overhead.expect("atm") - 40).abs() <= 4, "{}", g.reason);
+    assert!(g.confidence > 0.9, "{}", g.confidence);
+    // 53 bytes at 256 kbit/s and at 1.5 Mbit/s: 1.94 ms; the sawtooth as tall.
+    assert!((g.fitted_step_ms - 1.94).abs() < 0.1, "{}", g.evidence());
+    assert!(g.evidence().contains("residual"), "{}", g.evidence());
+}
+
+#[test]
+fn a_synthetic_straight_line_at_its_rates_stays_straight() {
+    // Ethernet as slow as ADSL, its serialisation in the round trip: the rates agree.
+    let link = linear(38, 84, false, 1.0, 1.0, 0.3);
+    for seed in 0..5 {
+        let s = sweep(&link, 10, seed);
+        let mins = per_size_min(s.echoes.iter().map(|e| (e.ip_bytes, e.rtt_ns)));
+        let g = detect_minima_on(&mins, Some((Rate::from_mbit(1), Rate::from_mbit(1))));
+        assert_eq!(g.family, Family::Straight, "seed {seed}: {}", g.reason);
+    }
 }
