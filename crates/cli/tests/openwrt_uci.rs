@@ -10,36 +10,10 @@
 mod common;
 
 use common::daemon::Daemon;
+use common::uci::must as uci;
 use common::{wait_until, Netns};
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 use unbloat_testbed::real_kernel_test;
-
-fn uci_binary() -> PathBuf {
-    let path = std::env::var_os("UNBLOAT_UCI")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/unbloat/openwrt/bin/uci"));
-    assert!(
-        path.is_file(),
-        "{}: OpenWrt's uci is not built here; run scripts/openwrt/userland (make test does)",
-        path.display()
-    );
-    path
-}
-
-/// `uci ARGS...` on the config directory `etc` (its changes kept in `etc/.uci`, not /tmp/.uci).
-fn uci(etc: &Path, args: &[&str]) {
-    let out = Command::new(uci_binary())
-        .arg("-c")
-        .arg(etc)
-        .arg("-t")
-        .arg(etc.join(".uci"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "uci {args:?}: {}", common::text(&out));
-}
 
 real_kernel_test! {
     fn a_rate_committed_through_uci_reaches_the_kernel_and_a_bad_one_changes_nothing() needs ["cake", "ingress", "ifb", "mirred", "u32"] {

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod daemon;
+pub mod uci;
 
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;

@@ -8,21 +8,10 @@
 //! or a section said twice). Files libuci refuses must be refused by ours too.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use unbloat_shaper::uci::{self, Section};
 
-fn libuci() -> PathBuf {
-    let path = std::env::var_os("UNBLOAT_UCI")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/unbloat/openwrt/bin/uci"));
-    assert!(
-        path.is_file(),
-        "{}: OpenWrt's uci is not built here; run scripts/openwrt/userland (make test does)",
-        path.display()
-    );
-    path
-}
+mod common;
 
 /// What OpenWrt's `uci show PKG` prints for `text`, or its error.
 fn uci_show(text: &str) -> Result<String, String> {
@@ -31,12 +20,7 @@ fn uci_show(text: &str) -> Result<String, String> {
     let dir = std::env::temp_dir().join(format!("unbloat-libuci-{}-{n}", std::process::id()));
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("pkg"), text).unwrap();
-    let out = Command::new(libuci())
-        .arg("-c")
-        .arg(&dir)
-        .args(["show", "pkg"])
-        .output()
-        .unwrap();
+    let out = common::uci::output(&dir, &["show", "pkg"]);
     std::fs::remove_dir_all(&dir).unwrap();
     match out.status.success() {
         true => Ok(String::from_utf8(out.stdout).unwrap()),
@@ -109,9 +93,12 @@ fn files_under(dir: &Path, ext: &str) -> Vec<PathBuf> {
 
 #[test]
 fn the_shipped_config_and_the_importers_sqm_files_read_as_libuci_reads_them() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = vec![root.join("../../packaging/openwrt/unbloat.config")];
-    files.extend(files_under(&root.join("tests/sqm_import/input"), "uci"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = vec![root.join("packaging/openwrt/unbloat.config")];
+    files.extend(files_under(
+        &root.join("crates/shaper/tests/sqm_import/input"),
+        "uci",
+    ));
     assert!(files.len() > 5, "{files:?}");
     check_all(
         files
@@ -183,23 +170,6 @@ fn quoting_comments_lists_and_anonymous_sections_read_as_libuci_reads_them() {
     );
 }
 
-/// `uci -c DIR -t DIR/.uci ARGS...`: OpenWrt's uci on a config directory of the test's own.
-fn uci_run(dir: &Path, args: &[&str]) {
-    let out = Command::new(libuci())
-        .arg("-c")
-        .arg(dir)
-        .arg("-t")
-        .arg(dir.join(".uci"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "uci {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// Every option of the one option table, set with `uci set` (a list with `uci add_list`) and
 /// committed as a user or LuCI would, reads back as the same value the command line gives it.
 #[test]
@@ -213,16 +183,16 @@ fn every_option_set_through_uci_reads_back_as_its_flag_would() {
     let mut missed = Vec::new();
     for o in OPTIONS {
         std::fs::write(&file, "").unwrap();
-        uci_run(&dir, &["set", "unbloat.wan=interface"]);
-        uci_run(&dir, &["set", "unbloat.wan.interface=eth0"]);
-        uci_run(&dir, &["set", "unbloat.wan.enabled=1"]);
+        common::uci::must(&dir, &["set", "unbloat.wan=interface"]);
+        common::uci::must(&dir, &["set", "unbloat.wan.interface=eth0"]);
+        common::uci::must(&dir, &["set", "unbloat.wan.enabled=1"]);
         let set = match o.field.kind() {
             Kind::List => "add_list",
             _ => "set",
         };
         let assignment = format!("unbloat.wan.{}={}", o.uci_name(), o.example);
-        uci_run(&dir, &[set, &assignment]);
-        uci_run(&dir, &["commit", "unbloat"]);
+        common::uci::must(&dir, &[set, &assignment]);
+        common::uci::must(&dir, &["commit", "unbloat"]);
         let text = std::fs::read_to_string(&file).unwrap();
         let mut want = ShapeOptions::default();
         o.field.set(&mut want, o.example).unwrap();
