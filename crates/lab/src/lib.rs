@@ -55,6 +55,7 @@ pub mod hosts_parse;
 pub mod hosts_plot;
 pub mod household;
 pub mod lab;
+pub mod lab_report;
 pub mod page;
 pub mod profile;
 pub mod report_dir;

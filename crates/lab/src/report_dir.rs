@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::lab::{calibration_line, io, LabError, LabReport};
+use crate::error::{io, LabError};
+use crate::lab_report::{calibration_line, LabReport};
 use crate::page::{self, HtmlSection, Page};
 
 /// Writes `index.html`, `compare.svg`, `table.txt` and `lab.json` into `out` (the tests already
