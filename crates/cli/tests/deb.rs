@@ -3,6 +3,7 @@
 //! (`deb-root.sh`: an overlay over this machine's root, in a kernel with veth and cake).
 
 use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -146,6 +147,9 @@ fn the_package_holds_the_binary_unit_pages_completions_and_docs() {
         "/usr/share/doc/unbloat/install.md",
         "/usr/share/lintian/overrides/unbloat",
         "/usr/share/man/man8/unbloat.8.gz",
+        // A laptop's network managers wake the daemon on a change of network (docs/daemon.md).
+        "/usr/lib/NetworkManager/dispatcher.d/90-unbloat",
+        "/usr/lib/networkd-dispatcher/routable.d/unbloat",
     ]
     .map(String::from)
     .into();
@@ -163,6 +167,27 @@ fn the_package_holds_the_binary_unit_pages_completions_and_docs() {
         shipped("/usr/lib/systemd/system/unbloat.service"),
         read(format!("{WORKSPACE}/packaging/systemd/unbloat.service"))
     );
+    for (hook, source) in [
+        (
+            "/usr/lib/NetworkManager/dispatcher.d/90-unbloat",
+            "networkmanager/90-unbloat",
+        ),
+        (
+            "/usr/lib/networkd-dispatcher/routable.d/unbloat",
+            "networkd-dispatcher/unbloat",
+        ),
+    ] {
+        assert_eq!(
+            shipped(hook),
+            read(format!("{WORKSPACE}/packaging/{source}"))
+        );
+        // Both run only executables (NetworkManager: owned by root, not writable by others).
+        let mode = std::fs::metadata(p.tree.join(hook.trim_start_matches('/')))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o7777, 0o755, "{hook}: mode {mode:o}");
+    }
     assert_eq!(
         shipped("/usr/share/doc/unbloat/examples/unbloat.toml"),
         read(format!("{WORKSPACE}/crates/shaper/examples/unbloat.toml"))
