@@ -15,6 +15,8 @@ mod common;
 
 /// What OpenWrt's `uci show PKG` prints for `text`, or its error.
 fn uci_show(text: &str) -> Result<String, String> {
+    // Without uci the test fails here, before it leaves a directory behind.
+    common::uci::binary();
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("unbloat-libuci-{}-{n}", std::process::id()));
@@ -176,6 +178,7 @@ fn quoting_comments_lists_and_anonymous_sections_read_as_libuci_reads_them() {
 fn every_option_set_through_uci_reads_back_as_its_flag_would() {
     use unbloat_shaper::config::ConfigFile;
     use unbloat_shaper::options::{value::Kind, ShapeOptions, OPTIONS};
+    common::uci::binary();
     let dir = std::env::temp_dir().join(format!("unbloat-libuci-set-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join(".uci")).unwrap();
