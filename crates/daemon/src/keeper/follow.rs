@@ -105,9 +105,15 @@ impl Keeper<'_> {
     /// Reads the gateway of every followed interface and records the network it is on; the
     /// names whose shaping that changes (to be applied by the caller, around its controllers).
     pub fn recognise(&mut self) -> Vec<String> {
-        let rtnl = Rtnl::open().ok();
+        let followed = self.follow.followed();
+        // A full build hears every route and neighbour event, networks or not: with none to
+        // follow, no socket to open.
+        let rtnl = match followed.is_empty() {
+            true => None,
+            false => Rtnl::open().ok(),
+        };
         let mut changed = vec![];
-        for name in self.follow.followed() {
+        for name in followed {
             let Ok(iface) = name.parse::<IfName>() else {
                 continue;
             };
