@@ -181,6 +181,11 @@ impl Started {
     }
 }
 
+/// How long a far end may take to listen. 5 s was once too short: on a busy 2-core host the
+/// guest read the 80 MB `unbloat` binary for `serve` from the host's disk for longer, and a
+/// five-run benchmark ended in its first run. A healthy start takes well under a second.
+const LISTEN_WITHIN: Duration = Duration::from_secs(30);
+
 #[derive(Clone, Copy)]
 enum Proto {
     Tcp,
@@ -188,7 +193,7 @@ enum Proto {
 }
 
 /// Starts `argv` in the server namespace with its output in `dir/NAME.log`, and waits (at most
-/// 5 s) until something listens on `port` there.
+/// [`LISTEN_WITHIN`]) until something listens on `port` there.
 fn spawn_listening(
     live: &mut LiveTopology,
     dir: &Path,
@@ -224,11 +229,15 @@ fn spawn_listening(
         if listening {
             return Ok(pid);
         }
-        if started.elapsed() > Duration::from_secs(5) {
+        if started.elapsed() > LISTEN_WITHIN {
             return Err(LabError::Test {
                 strategy: format!("the {name} far end"),
                 status: -1,
-                detail: format!("`{}` did not listen on {wanted} within 5 s", argv.join(" ")),
+                detail: format!(
+                    "`{}` did not listen on {wanted} within {} s",
+                    argv.join(" "),
+                    LISTEN_WITHIN.as_secs()
+                ),
             });
         }
         std::thread::sleep(Duration::from_millis(50));
