@@ -491,24 +491,7 @@ fn unit_capabilities() -> (String, u64) {
         .lines()
         .find_map(|l| l.strip_prefix("CapabilityBoundingSet="))
         .expect("the unit bounds its capabilities");
-    let mut arg = "-all".to_string();
-    let mut mask = 0u64;
-    for cap in line.split_whitespace() {
-        // linux/capability.h
-        let bit = match cap {
-            "CAP_CHOWN" => 0,
-            "CAP_NET_BIND_SERVICE" => 10,
-            "CAP_NET_ADMIN" => 12,
-            "CAP_NET_RAW" => 13,
-            other => panic!("{other}: add its number here"),
-        };
-        mask |= 1 << bit;
-        arg.push_str(&format!(
-            ",+{}",
-            cap.trim_start_matches("CAP_").to_lowercase()
-        ));
-    }
-    (arg, mask)
+    common::caps::bounding(line.split_whitespace())
 }
 
 /// `GET` or `POST` on the daemon's web page (HTTP/1.0): the status and the body.
@@ -561,9 +544,8 @@ real_kernel_test! {
             })
         });
         assert!(ready.is_some(), "the daemon did not shape wan0 with the unit's capabilities");
-        let status = std::fs::read_to_string(format!("/proc/{}/status", daemon.child.id())).unwrap();
-        let caps = |key: &str| status.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| u64::from_str_radix(v.trim(), 16).ok());
-        assert_eq!((caps("CapBnd:"), caps("CapEff:")), (Some(mask), Some(mask)), "{status}");
+        let caps = |key| common::caps::of_process(daemon.child.id(), key);
+        assert_eq!((caps("CapBnd:"), caps("CapEff:")), (Some(mask), Some(mask)));
 
         std::fs::write(&config, CONFIG.replace("20mbit", "30mbit")).unwrap();
         let out = ns.unbloat(&["reload"]);

@@ -2,6 +2,7 @@
 //! veth, running the built `unbloat` in it, and snapshots of a device to prove "unchanged".
 #![allow(dead_code)]
 
+pub mod caps;
 pub mod daemon;
 pub mod uci;
 
