@@ -65,19 +65,23 @@ fn class(kind: Kind) -> &'static str {
 }
 
 /// The translation template (`po/templates/unbloat.pot`, as LuCI's `build/i18n-scan.pl` writes
-/// one): every text of the view in `_()`, once, in order of first use. Translators copy it to
-/// `po/LANG/unbloat.po`; LuCI's build turns those into the `luci-i18n-unbloat-LANG` packages.
-pub fn pot() -> String {
-    let view = view();
-    let mut ids: Vec<String> = Vec::new();
-    let mut rest = view.as_str();
-    while let Some(at) = rest.find("_(") {
-        rest = &rest[at + 2..];
-        let Some(text) = js_literal(rest) else {
-            continue;
-        };
-        if !ids.contains(&text) {
-            ids.push(text);
+/// one): every text in `_()` of the form this module writes, then of `others` (the app's other
+/// views, hand-written: `(where LuCI's scan finds it, its text)`), once each, in order of first
+/// use. Translators copy it to `po/LANG/unbloat.po`; LuCI's build turns those into the
+/// `luci-i18n-unbloat-LANG` packages.
+pub fn pot(others: &[(&str, &str)]) -> String {
+    let form = view();
+    let mut ids: Vec<(String, &str)> = Vec::new();
+    for (file, text) in std::iter::once((VIEW, form.as_str())).chain(others.iter().copied()) {
+        let mut rest = text;
+        while let Some(at) = rest.find("_(") {
+            rest = &rest[at + 2..];
+            let Some(text) = js_literal(rest) else {
+                continue;
+            };
+            if !ids.iter().any(|(id, _)| *id == text) {
+                ids.push((text, file));
+            }
         }
     }
     let po = |t: &str| {
@@ -86,14 +90,16 @@ pub fn pot() -> String {
             .replace('\n', "\\n")
     };
     let mut out = String::from("msgid \"\"\nmsgstr \"Content-Type: text/plain; charset=UTF-8\"\n");
-    for id in ids {
-        out += &format!("\n#: {VIEW}\nmsgid \"{}\"\nmsgstr \"\"\n", po(&id));
+    for (id, file) in ids {
+        out += &format!("\n#: {file}\nmsgid \"{}\"\nmsgstr \"\"\n", po(&id));
     }
     out
 }
 
-/// Where LuCI's scan finds the view, for the template's references.
+/// Where LuCI's scan finds the form, for the template's references.
 const VIEW: &str = "htdocs/luci-static/resources/view/unbloat.js";
+/// Where it finds the status view (`packaging/openwrt/luci/unbloat/status.js`).
+pub const STATUS_VIEW: &str = "htdocs/luci-static/resources/view/unbloat/status.js";
 
 /// The JavaScript string literal `s` starts with (the view's: JSON's double quotes, or single
 /// quotes without escapes in its fixed text).
@@ -168,7 +174,12 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/../../packaging/openwrt/luci/po/templates/unbloat.pot"
         );
-        let want = pot();
+        let status = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../packaging/openwrt/luci/unbloat/status.js"
+        ))
+        .unwrap();
+        let want = pot(&[(STATUS_VIEW, &status)]);
         if std::env::var_os("UPDATE_GOLDEN").is_some() {
             std::fs::create_dir_all(std::path::Path::new(file).parent().unwrap()).unwrap();
             std::fs::write(file, &want).unwrap();
@@ -182,6 +193,8 @@ mod tests {
         }
         assert!(want.contains("msgid \"Basic settings\"") && want.contains("msgid \"default\""));
         assert_eq!(want.matches("msgid \"default\"").count(), 1);
+        // The status view's texts follow the form's, under its own reference.
+        assert!(want.contains(&format!("#: {STATUS_VIEW}\nmsgid \"Delay (peak)\"")));
     }
 
     #[test]
