@@ -145,6 +145,15 @@ real_kernel_test! {
                 assert_eq!(state, "changes allowed (token set)", "the token from the URL was taken");
                 let hash = c.execute("return location.hash;", vec![]).await.unwrap();
                 assert_eq!(hash, "", "the token must leave the address bar");
+                // Issue 53: the runs' files need the token; the page has the daemon set it as a
+                // cookie for /runs/ alone, which its scripts cannot read. A missing run is then
+                // 404, not 401.
+                let cookie = c.execute("return document.cookie;", vec![]).await.unwrap();
+                assert!(!cookie.to_string().contains(&token), "the token cookie is readable by scripts: {cookie}");
+                let run_file = until(&c, "a run's file read with the cookie",
+                    "return fetch('/runs/none/index.html').then(r => r.status === 401 ? '' : String(r.status));",
+                    Duration::from_secs(10)).await;
+                assert_eq!(run_file, "404", "a run's file without the cookie's token");
 
                 // 1. The graphs move under a UDP flood through the upload's cake (6 Mbit/s into
                 // 2 Mbit/s: its queue fills, delays rise, it drops).

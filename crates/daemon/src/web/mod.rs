@@ -172,7 +172,10 @@ impl Handler for Web {
                     .map(files::reports)
                     .unwrap_or_default(),
             ),
-            ("POST", "/api/token") => Response::new(204),
+            // The token was checked before (a change): the cookie lets the runs' files be read.
+            ("POST", "/api/token") => {
+                Response::new(204).with_header("set-cookie", self.token.cookie())
+            }
             (_, "/api/config" | "/api/runs") => not_allowed("GET, HEAD, POST"),
             (_, "/api/runs/stop" | "/api/token") => not_allowed("POST"),
             (_, "/api/status" | "/api/live" | "/api/reports") => not_allowed("GET, HEAD"),
@@ -182,18 +185,25 @@ impl Handler for Web {
 }
 
 impl Web {
-    /// Changes need the token, and so do reads of the config and the runs: without it, 401
-    /// unread.
+    /// Changes need the token, and so do reads of the config and the runs (their list, and
+    /// their files, which the page's links and images read with the token's cookie): without it,
+    /// 401 unread.
     fn unauthorized(&self, head: &http::Request) -> Option<Response> {
         let given = head.header("authorization");
-        let guarded = !head.is_read() || matches!(head.path.as_str(), "/api/config" | "/api/runs");
-        if !guarded || self.token.authorizes(given) {
+        let run_file = head.is_read() && head.path.starts_with("/runs/");
+        let guarded = !head.is_read()
+            || run_file
+            || matches!(head.path.as_str(), "/api/config" | "/api/runs");
+        if !guarded
+            || self.token.authorizes(given)
+            || (run_file && self.token.in_cookie(head.header("cookie")))
+        {
             return None;
         }
         let why = if given.is_some() {
             "the token is not this daemon's (a restart makes a new one)"
         } else {
-            "changes, the config and the runs need the token: Authorization: Bearer TOKEN"
+            "changes, the config and the runs need the token: Authorization: Bearer TOKEN (the runs' files: the cookie POST /api/token sets)"
         };
         Some(
             error(401, format!("{why}; root can read it in the daemon's run directory (web-token; the daemon's start line says where)"))

@@ -283,7 +283,10 @@ fn a_body_over_the_limit_is_413() {
 #[test]
 fn files_are_served_from_their_directory_only() {
     let f = fixture("files");
-    let (status, body) = call(&f.app, get("/runs/1-test/index.html"));
+    let (status, body) = call(
+        &f.app,
+        get("/runs/1-test/index.html").with_header("authorization", &format!("Bearer {TOKEN}")),
+    );
     assert_eq!((status, body.as_str()), (200, "<h1>run</h1>"));
     let res = http::respond(&f.app, get("/reports/lab1/"), &LIMITS);
     assert_eq!(res.status, 200);
@@ -295,7 +298,9 @@ fn files_are_served_from_their_directory_only() {
         "/reports/lab1/out",
         "/reports/%2Fetc%2Fpasswd",
     ] {
-        let (status, body) = call(&f.app, get(uri));
+        // With the token: the runs' files need it, and what is refused here is the path.
+        let authorized = get(uri).with_header("authorization", &format!("Bearer {TOKEN}"));
+        let (status, body) = call(&f.app, authorized);
         assert!(matches!(status, 403 | 404), "{uri}: {status} {body}");
         assert!(!body.contains("not for the web"), "{uri}");
     }
@@ -456,4 +461,49 @@ fn a_build_without_tune_refuses_tune_runs_and_says_so() {
     assert_eq!(status, 501, "{body}");
     assert!(body.contains("no tune"), "{body}");
     assert_eq!(call(&f.app, authorized(get("/api/runs"))).1, "[]");
+}
+
+/// Issue 53: a run's files are read with the token, in the header or in the cookie that
+/// `POST /api/token` sets (links and images cannot send a header); the cookie reads runs only.
+#[test]
+fn the_runs_files_need_the_token_and_its_cookie_reads_them_only() {
+    let f = fixture("run-files");
+    let run = "/runs/1-test/index.html";
+    let (status, body) = call(&f.app, get(run));
+    assert_eq!(status, 401, "{body}");
+    assert!(!body.contains("<h1>run</h1>"));
+    let (status, _) = call(&f.app, get(run).with_header("cookie", "unbloat-token=0123"));
+    assert_eq!(status, 401, "a wrong cookie");
+
+    let res = http::respond(
+        &f.app,
+        post("/api/token", Some(TOKEN), String::new()),
+        &LIMITS,
+    );
+    assert_eq!(res.status, 204);
+    let set = res
+        .header("set-cookie")
+        .expect("POST /api/token sets the cookie")
+        .to_string();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict") && set.contains("Path=/runs/"),
+        "{set}"
+    );
+    let cookie = set.split(';').next().unwrap().to_string();
+    let (status, body) = call(
+        &f.app,
+        get(run).with_header("cookie", &format!("theme=dark; {cookie}")),
+    );
+    assert_eq!((status, body.as_str()), (200, "<h1>run</h1>"));
+
+    // The cookie is no token elsewhere: not for the config, not for a change.
+    let (status, _) = call(&f.app, get("/api/config").with_header("cookie", &cookie));
+    assert_eq!(status, 401);
+    let mut change = post("/api/config", None, json!({"text": FILE}).to_string());
+    change = change.with_header("cookie", &cookie);
+    let (status, _) = call(&f.app, change);
+    assert_eq!(status, 401);
+    // Without the token the post is refused, and sets nothing.
+    let res = http::respond(&f.app, post("/api/token", None, String::new()), &LIMITS);
+    assert_eq!((res.status, res.header("set-cookie")), (401, None));
 }

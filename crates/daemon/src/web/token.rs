@@ -77,7 +77,30 @@ impl Token {
             .and_then(|h| h.strip_prefix("Bearer "))
             .is_some_and(|t| self.matches(t.trim()))
     }
+
+    /// Whether a `Cookie` header carries this token as [`COOKIE`] (what `POST /api/token` sets,
+    /// so that the runs' links and images, which cannot send a header, are read with it).
+    pub fn in_cookie(&self, header: Option<&str>) -> bool {
+        header.is_some_and(|h| {
+            h.split(';')
+                .filter_map(|c| c.trim().split_once('='))
+                .any(|(name, value)| name == COOKIE && self.matches(value))
+        })
+    }
+
+    /// The `Set-Cookie` value that carries the token: only to `/runs/`, never to scripts
+    /// (HttpOnly), never on a request another site starts (SameSite=Strict). It authorizes reads
+    /// of the runs' files and nothing else: changes still need the header.
+    pub fn cookie(&self) -> String {
+        format!(
+            "{COOKIE}={}; Path=/runs/; HttpOnly; SameSite=Strict",
+            self.0
+        )
+    }
 }
+
+/// The cookie's name.
+pub const COOKIE: &str = "unbloat-token";
 
 #[cfg(test)]
 mod tests {

@@ -57,7 +57,8 @@ async function saveToken(ev) {
     sessionStorage.setItem(TOKEN_KEY, given);
     $("#token-input").value = "";
     showTokenState();
-    // The config and the runs are read with the token: read them now (forms.js).
+    // The config and the runs are read with the token (this answer set the runs' cookie too):
+    // read them now (forms.js).
     loadConfig();
     pollRuns();
   } else {
@@ -296,9 +297,21 @@ async function pollLive() {
   setTimeout(pollLive, Math.max(100, 1000 - (Date.now() - started)));
 }
 
-window.addEventListener("DOMContentLoaded", () => {
+// The runs' files are read with the token too, and their links and images cannot send it: the
+// daemon answers this post with a cookie for /runs/ alone (HttpOnly, SameSite=Strict).
+async function sendTokenCookie() {
+  if (!token()) return;
+  try {
+    await fetch("/api/token", { method: "POST", headers: { Authorization: `Bearer ${token()}` } });
+  } catch (_) {
+    // The daemon does not answer: the status poll says so.
+  }
+}
+
+window.addEventListener("DOMContentLoaded", async () => {
   takeTokenFromUrl();
   showTokenState();
+  await sendTokenCookie();
   $("#token-form").addEventListener("submit", saveToken);
   pollStatus();
   pollLive();
