@@ -9,7 +9,7 @@
 //! - An unknown gateway gets `unknown_network`: the interface's own table, or no shaping.
 //! - A VPN's routes on top (a tun device with a default route of a lower metric, and OpenVPN's
 //!   0/1 + 128/1) change nothing; the next move is followed through them.
-//! - `unbloat status` and `--json` name the network and the gateway's MAC.
+//! - `unbloat status`, `--json` and the web page's status name the network and the gateway's MAC.
 //! - Bad network entries: `config check` and a reload refuse them with the line and the table,
 //!   and the kernel keeps what it had.
 #![cfg(feature = "networks")]
@@ -24,6 +24,8 @@ use unbloat_testbed::real_kernel_test;
 const HOME: &str = "02:00:00:00:00:0a";
 const OFFICE: &str = "02:00:00:00:00:0b";
 const CAFE: &str = "02:00:00:00:00:0c";
+/// The daemon's web page, in the laptop's namespace.
+const WEB: &str = "127.0.0.1:19943";
 
 fn config(unknown: &str) -> String {
     format!(
@@ -102,7 +104,7 @@ real_kernel_test! {
         move_to(&ns, &net, 1, HOME);
 
         let mut c = Command::new("ip");
-        c.args(["netns", "exec", &ns.name, UNBLOAT, "daemon", "--config", &path_s])
+        c.args(["netns", "exec", &ns.name, UNBLOAT, "daemon", "--config", &path_s, "--web", WEB])
             .env("UNBLOAT_RUN_DIR", &ns.run_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -129,6 +131,19 @@ real_kernel_test! {
         let wlan0 = json.as_array().and_then(|a| a.iter().find(|s| s["device"] == "wlan0")).expect("wlan0 in status --json");
         assert_eq!(wlan0["network"]["network"], "home", "{wlan0}");
         assert_eq!(wlan0["network"]["mac"], HOME, "{wlan0}");
+        // The web page's status, which its cards show: the same network, and why.
+        let page = common::in_ns(&ns.name, || {
+            use std::io::{Read, Write};
+            let mut s = std::net::TcpStream::connect(WEB).expect("the web page");
+            write!(s, "GET /api/status HTTP/1.0\r\nHost: {WEB}\r\n\r\n").unwrap();
+            let mut text = String::new();
+            s.read_to_string(&mut text).unwrap();
+            text
+        });
+        let body = page.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+        let page: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {page}"));
+        let seen = &page["daemon"]["networks"]["wlan0"];
+        assert_eq!((&seen["network"], &seen["mac"]), (&serde_json::json!("home"), &serde_json::json!(HOME)), "{page}");
 
         // A VPN on top: a tun device with a default route of a lower metric and 0/1 + 128/1.
         ns.must("ip tuntap add dev tun0 mode tun");

@@ -137,6 +137,7 @@ function card(iface) {
   c = el("article", { class: "card iface-card", "data-iface": iface },
     el("header", {}, el("h3", {}, iface), el("span", { class: "health" })),
     el("ul", { class: "summary" }),
+    el("p", { class: "network" }),
     el("p", { class: "health-detail" }),
     el("p", { class: "read-error" }),
     el("div", { class: "sides" }));
@@ -153,8 +154,14 @@ function renderHealth() {
       i.fairness ? el("li", { class: "muted" }, i.fairness) : null,
       el("li", { class: "muted" }, `applied ${ago(i.applied_unix)} ago`));
   }
+  // The network each interface is on, where the config has [network.NAME] tables (a full
+  // build's daemon; the router's has none): which one, and why.
+  const networks = (lastStatus.daemon && lastStatus.daemon.networks) || {};
+  const unknown = { interface: "an unknown network: its own table", none: "an unknown network: not shaped" };
   for (const [name, h] of health) {
     const c = card(name);
+    const n = networks[name];
+    $(".network", c).textContent = n ? `on ${n.network ? `network ${n.network}` : unknown[n.shaping] || "an unknown network"} (${n.why})` : "";
     const badge = $(".health", c);
     const words = { shaped: "shaped", waiting: "waiting for the device", failed: "FAILED" };
     badge.textContent = words[h.state] || h.state;
