@@ -7,17 +7,11 @@
 //! Pure: the caller reads the files and writes the page.
 
 use unbloat_report::plot::axis::color;
+// HTML text and attributes are escaped as the SVGs are.
+use unbloat_report::plot::svg::escape as html_escape;
 
 use crate::strategies::Strategy;
 use crate::table::{mbit, pct, Row};
-
-/// Escapes text for HTML.
-pub fn html_escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// One strategy's section of the HTML page.
 pub struct HtmlSection<'a> {
