@@ -31,7 +31,7 @@ use unbloat_autorate::start::{self, Session};
 use unbloat_shaper::autorate_config::{AutorateConfig, LOG_DIR};
 use unbloat_system::apply::Shaper;
 use unbloat_system::runner::SystemRunner;
-use unbloat_system::state::{StateDir, DEFAULT_RUN_DIR};
+use unbloat_system::state::{default_run_dir, StateDir};
 use unbloat_units::{IfName, Rate};
 
 use crate::say;
@@ -206,7 +206,7 @@ fn keep(name: &IfName, table: &AutorateConfig, live: &Live, stop: &AtomicBool) {
 /// (`$UNBLOAT_RUN_DIR`: the tests, which must not write /var/log). Whoever sets the variable
 /// already chooses where the daemon keeps its records; a config cannot set it.
 pub fn log_dir(state: &StateDir) -> PathBuf {
-    if state.path() == Path::new(DEFAULT_RUN_DIR) {
+    if state.path() == default_run_dir() {
         PathBuf::from(LOG_DIR)
     } else {
         state.path().join("log")

@@ -31,6 +31,29 @@ use unbloat_units::IfName;
 /// in the top of the run directory, where this version does not look.
 pub const STATE_VERSION: u32 = 2;
 pub const DEFAULT_RUN_DIR: &str = "/run/unbloat";
+/// Where a system without `/run` keeps run-time files: OpenWrt, whose `/var` is a link to its
+/// RAM disk `/tmp` (a `/run/unbloat` made there would land on the flash overlay, and its records
+/// would outlive a reboot that took the shaping with it).
+pub const VAR_RUN_DIR: &str = "/var/run/unbloat";
+
+/// The run directory when `$UNBLOAT_RUN_DIR` is not set: [`DEFAULT_RUN_DIR`] where `/run` is a
+/// directory, else [`VAR_RUN_DIR`]. Every unbloat on the machine (the daemon, `reload`,
+/// `status`, rpcd's plugin) decides the same way, so they meet in the same place.
+pub fn default_run_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<&'static Path> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| run_dir_under(Path::new("/")))
+}
+
+/// [`default_run_dir`] for a system whose root is `root` (its tests).
+fn run_dir_under(root: &Path) -> &'static Path {
+    let has_run = std::fs::metadata(root.join("run")).is_ok_and(|m| m.is_dir());
+    Path::new(if has_run {
+        DEFAULT_RUN_DIR
+    } else {
+        VAR_RUN_DIR
+    })
+}
+
 /// No record or journal is anywhere near this; a bigger file is not one of ours.
 pub const MAX_FILE: u64 = 1 << 20;
 
@@ -105,12 +128,13 @@ impl StateDir {
         StateDir { path: path.into() }
     }
 
-    /// `$UNBLOAT_RUN_DIR` if set (tests, unusual systems), else `/run/unbloat`.
+    /// `$UNBLOAT_RUN_DIR` if set (tests, unusual systems), else [`default_run_dir`]
+    /// (`/run/unbloat`; `/var/run/unbloat` on OpenWrt).
     pub fn from_env() -> StateDir {
         StateDir::new(
             std::env::var_os("UNBLOAT_RUN_DIR")
                 .map(PathBuf::from)
-                .unwrap_or_else(|| DEFAULT_RUN_DIR.into()),
+                .unwrap_or_else(|| default_run_dir().into()),
         )
     }
 
@@ -205,12 +229,12 @@ impl StateDir {
 
 /// Makes `dir` (mode 0700) if it is missing; refuses a symlink, a non-directory, or a directory
 /// someone else owns. One we own that others may read is tightened only under
-/// [`DEFAULT_RUN_DIR`] (an older unbloat made it so) or in test builds; anywhere else it is
+/// [`default_run_dir`] (an older unbloat made it so) or in test builds; anywhere else it is
 /// refused, so `UNBLOAT_RUN_DIR=/etc` cannot have root make `/etc` mode 0700.
 fn secure_dir(dir: &Path) -> Result<(), StateError> {
     secure_dir_as(
         dir,
-        crate::knobs::ENABLED || dir.starts_with(DEFAULT_RUN_DIR),
+        crate::knobs::ENABLED || dir.starts_with(default_run_dir()),
     )
 }
 
@@ -371,6 +395,25 @@ mod tests {
         };
         let plan = Plan::build(&Spec::new(iface.parse().unwrap(), &opts).unwrap());
         ShapedState::new(plan, opts)
+    }
+
+    /// Issue 52: OpenWrt has no `/run` (its `/var` links to the RAM disk `/tmp`): the run
+    /// directory is `/var/run/unbloat` there, `/run/unbloat` where `/run` is a directory, and a
+    /// `run` that is a file does not count.
+    #[test]
+    fn the_run_directory_is_var_run_where_there_is_no_run() {
+        let root = std::env::temp_dir().join(format!("unbloat-root-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("tmp/run")).unwrap();
+        std::os::unix::fs::symlink("tmp", root.join("var")).unwrap();
+        assert_eq!(run_dir_under(&root), Path::new(VAR_RUN_DIR));
+        std::fs::write(root.join("run"), "").unwrap();
+        assert_eq!(run_dir_under(&root), Path::new(VAR_RUN_DIR));
+        std::fs::remove_file(root.join("run")).unwrap();
+        std::fs::create_dir(root.join("run")).unwrap();
+        assert_eq!(run_dir_under(&root), Path::new(DEFAULT_RUN_DIR));
+        std::fs::remove_dir_all(&root).unwrap();
+        // This machine has /run.
+        assert_eq!(default_run_dir(), Path::new(DEFAULT_RUN_DIR));
     }
 
     /// A record as version 2 wrote it before its options were a type (`serde_json::Value` of
