@@ -15,6 +15,7 @@
 
 mod cmd_bench;
 mod cmd_bench_daemon;
+mod cmd_bench_networks;
 mod cmd_bench_tune;
 mod cmd_hosts;
 mod cmd_kernel;
