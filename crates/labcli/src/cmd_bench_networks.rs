@@ -46,6 +46,10 @@ pub struct NetworksBench {
     /// steady state).
     #[arg(long, value_name = "S", default_value_t = 10)]
     pub dwell: u64,
+    /// Seconds of load on home (fixed rates) and then on an unknown café on the same line,
+    /// where the interface's table is autorate; 0 leaves the comparison out.
+    #[arg(long, value_name = "S", default_value_t = 30)]
+    pub compare: u64,
     /// Print the results as JSON.
     #[arg(long)]
     pub json: bool,
@@ -83,6 +87,18 @@ const NETS: [Net; 2] = [
     },
 ];
 
+/// The café's gateway: no table names it.
+const CAFE: &str = "02:00:00:00:00:0c";
+/// The interface's own table, what an unknown network gets: autorate's base rates, between
+/// [`AUTORATE_TABLE`]'s bounds.
+const AUTORATE_BASE: (Rate, Rate) = (Rate::from_mbit(15), Rate::from_kbit(3500));
+const AUTORATE_TABLE: &str = "[autorate.wlan0]\ndown-min = \"4mbit\"\ndown-max = \"20mbit\"\n\
+     up-min = \"1mbit\"\nup-max = \"5mbit\"\nreflectors = [\"10.99.0.2\", \"10.99.0.10\", \
+     \"10.99.0.11\", \"10.99.0.12\"]\n";
+
+/// One ping: when it was sent (epoch seconds) and its round trip in ms, `None` if unanswered.
+type Ping = (f64, Option<f64>);
+
 /// The switch window: round trips this long after a switch are its own, not the steady state.
 const WINDOW: f64 = 3.0;
 
@@ -111,17 +127,37 @@ struct Switch {
 }
 
 #[derive(Debug, Serialize)]
+struct CompareRow {
+    name: &'static str,
+    /// The load after its first 3 s.
+    steady: Rtts,
+    steady_p99_ms: f64,
+    /// The load's first 3 s: its start-up peak is `max_ms`.
+    startup: Rtts,
+}
+
+#[derive(Debug, Serialize)]
+struct Compare {
+    seconds: u64,
+    rows: Vec<CompareRow>,
+}
+
+#[derive(Debug, Serialize)]
 struct Report {
     kernel: String,
     dwell_s: u64,
     /// The load's first 3 s on home, before any switch: its start-up peak.
     startup: Rtts,
+    /// Seconds iperf3 ran and reported, of the switches' load.
+    load_seconds: usize,
     switches: Vec<Switch>,
     rates_ms_median: Option<f64>,
     rates_ms_min: Option<f64>,
     rates_ms_max: Option<f64>,
     /// Switches whose rates were not in the kernel 10 s after the route change.
     missed: usize,
+    /// The unknown network (autorate) against the known one (fixed rates), on home's line.
+    unknown: Option<Compare>,
 }
 
 pub fn networks_bench(args: &NetworksBench) -> Result<(), Failure> {
@@ -178,6 +214,10 @@ fn topology(gw: &str, srv: &str) -> anyhow::Result<()> {
         format!("ip -n {gw} addr add 192.168.1.1/24 dev gw0"),
         format!("ip -n {gw} addr add 10.99.0.1/24 dev gws"),
         format!("ip -n {srv} addr add 10.99.0.2/24 dev srv0"),
+        // More reflectors for autorate's pingers on the café.
+        format!("ip -n {srv} addr add 10.99.0.10/24 dev srv0"),
+        format!("ip -n {srv} addr add 10.99.0.11/24 dev srv0"),
+        format!("ip -n {srv} addr add 10.99.0.12/24 dev srv0"),
         format!("ip -n {gw} link set lo up"),
         format!("ip -n {srv} link set lo up"),
         format!("ip -n {gw} link set gw0 up"),
@@ -262,8 +302,9 @@ fn measure(
     srv: &str,
 ) -> anyhow::Result<Report> {
     let config = dir.join("unbloat.toml");
-    let mut text = String::from(
-        "[interface.wlan0]\ndown = \"10mbit\"\nup = \"2mbit\"\nunknown_network = \"interface\"\n",
+    let mut text = format!(
+        "[interface.wlan0]\ndown = \"{}\"\nup = \"{}\"\nunknown_network = \"interface\"\n\n{AUTORATE_TABLE}",
+        AUTORATE_BASE.0, AUTORATE_BASE.1
     );
     for n in &NETS {
         text.push_str(&format!(
@@ -293,65 +334,8 @@ fn measure(
             std::fs::read_to_string(dir.join("daemon.log")).unwrap_or_default()
         );
     }
-    let total = 6 + args.switches as u64 * args.dwell + 2;
-    let _server = Killed(
-        Command::new("ip")
-            .args(["netns", "exec", srv, "iperf3", "-s", "-1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()?,
-    );
-    std::thread::sleep(Duration::from_millis(500));
-    let pings: Arc<Mutex<Vec<(f64, Option<f64>)>>> = Arc::default();
-    let mut ping = Killed(
-        Command::new("ping")
-            .args(["-D", "-O", "-n", "-i", "0.05", "-W", "1", "10.99.0.2"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()?,
-    );
-    let out = ping
-        .0
-        .stdout
-        .take()
-        .ok_or_else(|| anyhow!("ping's output"))?;
-    let sink = pings.clone();
-    std::thread::spawn(move || {
-        for l in BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some(p) = parse_ping(&l) {
-                sink.lock().unwrap_or_else(|e| e.into_inner()).push(p);
-            }
-        }
-    });
-    let load_t0 = now();
-    let mut load = Killed(
-        Command::new("iperf3")
-            .args([
-                "-c",
-                "10.99.0.2",
-                "--bidir",
-                "-P",
-                "2",
-                "--json",
-                "-i",
-                "1",
-                "-t",
-            ])
-            .arg(total.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()?,
-    );
-    let load_out = load
-        .0
-        .stdout
-        .take()
-        .ok_or_else(|| anyhow!("iperf3's output"))?;
-    let load_json = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = std::io::Read::read_to_string(&mut BufReader::new(load_out), &mut text);
-        text
-    });
+    let total = 6 + args.switches as u64 * args.dwell + 5;
+    let load = Load::start(srv, 5201, total)?;
     eprintln!(
         "unbloat-lab bench networks: load on home; {} switches, {} s apart",
         args.switches, args.dwell
@@ -361,13 +345,7 @@ fn measure(
     let mut at = vec![];
     for k in 0..args.switches {
         let to = &NETS[(k + 1) % 2];
-        line(gw, to)?;
-        sh(&format!("ip -n {gw} link set gw0 address {}", to.mac))?;
-        let t0 = now();
-        let started = Instant::now();
-        sh("ip neigh flush dev wlan0 && ip route replace default via 192.168.1.1 dev wlan0")?;
-        let took = wait_rates(&rtnl, to, Duration::from_secs(10))
-            .map(|_| started.elapsed().as_secs_f64() * 1000.0);
+        let (t0, took) = switch(gw, &rtnl, to, to.mac)?;
         eprintln!(
             "unbloat-lab bench networks: switch {}/{} to {}: {}",
             k + 1,
@@ -375,30 +353,18 @@ fn measure(
             to.name,
             took.map_or(
                 "its rates not in the kernel within 10 s".into(),
-                |ms| format!("its rates in the kernel {ms:.0} ms after the route change")
+                |d| format!(
+                    "its rates in the kernel {:.0} ms after the route change",
+                    d.as_secs_f64() * 1000.0
+                )
             )
         );
-        at.push((to.name, t0, took));
+        at.push((to.name, t0, took.map(|d| d.as_secs_f64() * 1000.0)));
         let next = Duration::from_secs(args.dwell);
-        std::thread::sleep(next.saturating_sub(started.elapsed()));
+        std::thread::sleep(next.saturating_sub(Duration::from_secs_f64(now() - t0)));
     }
-    drop(ping);
-    let _ = load.0.wait();
-    let seconds = per_second(&load_json.join().unwrap_or_default(), load_t0)?;
-    let pings = pings.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let window = |from: f64, to: f64| {
-        let mut w = rtts(&pings, from, to);
-        let inside: Vec<_> = seconds
-            .iter()
-            .filter(|(t, ..)| *t >= from && *t + 1.0 <= to + 0.01)
-            .collect();
-        let mean = |f: fn(&&(f64, f64, f64)) -> f64| {
-            inside.iter().map(f).sum::<f64>() / inside.len().max(1) as f64
-        };
-        w.down_mbit = mean(|s| s.1);
-        w.up_mbit = mean(|s| s.2);
-        w
-    };
+    let load = load.finish()?;
+    let window = |from: f64, to: f64| load.window(from, to);
     let mut switches = vec![];
     for (i, (to, t0, took)) in at.iter().enumerate() {
         let end = at.get(i + 1).map_or(t0 + args.dwell as f64, |n| n.1);
@@ -415,19 +381,230 @@ fn measure(
     Ok(Report {
         kernel: sh("uname -r").unwrap_or_default().trim().to_string(),
         dwell_s: args.dwell,
-        startup: window(load_t0, load_t0 + WINDOW),
+        startup: window(load.t0, load.t0 + WINDOW),
+        load_seconds: load.seconds.len(),
+        unknown: match args.compare {
+            0 => None,
+            secs => Some(compare(gw, srv, &rtnl, secs, &dir.join("daemon.log"))?),
+        },
         missed: switches.len() - ms.len(),
-        rates_ms_median: (!ms.is_empty()).then(|| ms[ms.len() / 2]),
+        rates_ms_median: median(&ms),
         rates_ms_min: ms.first().copied(),
         rates_ms_max: ms.last().copied(),
         switches,
     })
 }
 
+/// Moves the laptop to the network behind `mac` on `net`'s line: the line, the gateway's MAC,
+/// the laptop's neighbours flushed, its default route replaced, one ping to the gateway. When the route changed
+/// (epoch seconds), and how long after it `net`'s rates were in the kernel.
+fn switch(gw: &str, rtnl: &Rtnl, net: &Net, mac: &str) -> anyhow::Result<(f64, Option<Duration>)> {
+    line(gw, net)?;
+    sh(&format!("ip -n {gw} link set gw0 address {mac}"))?;
+    let t0 = now();
+    let started = Instant::now();
+    sh("ip neigh flush dev wlan0 && ip route replace default via 192.168.1.1 dev wlan0")?;
+    // A packet to the gateway resolves its MAC, as a laptop's first packet would (under load
+    // the load's own packets do it too).
+    let mut first = Command::new("ping")
+        .args(["-c", "1", "-W", "1", "192.168.1.1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let took = wait_rates(rtnl, net, Duration::from_secs(10)).map(|_| started.elapsed());
+    let _ = first.wait();
+    Ok((t0, took))
+}
+
+/// The load: iperf3 `--bidir`, two streams, to the far end, and a ping every 50 ms beside it.
+struct Load {
+    t0: f64,
+    _server: Killed,
+    ping: Killed,
+    pings: Arc<Mutex<Vec<Ping>>>,
+    iperf: Killed,
+    json: std::thread::JoinHandle<String>,
+}
+
+/// A finished load: each ping (send time, round trip) and each of iperf3's seconds.
+struct Loaded {
+    t0: f64,
+    pings: Vec<Ping>,
+    seconds: Vec<(f64, f64, f64)>,
+}
+
+impl Load {
+    /// A load of `secs` against an iperf3 server of its own (one test, on `port`) in `srv`.
+    fn start(srv: &str, port: u16, secs: u64) -> anyhow::Result<Load> {
+        let server = Killed(
+            Command::new("ip")
+                .args(["netns", "exec", srv, "iperf3", "-s", "-1", "-p"])
+                .arg(port.to_string())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()?,
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        let pings: Arc<Mutex<Vec<Ping>>> = Arc::default();
+        let mut ping = Killed(
+            Command::new("ping")
+                .args(["-D", "-O", "-n", "-i", "0.05", "-W", "1", "10.99.0.2"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()?,
+        );
+        let out = ping
+            .0
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow!("ping's output"))?;
+        let sink = pings.clone();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Some(p) = parse_ping(&l) {
+                    sink.lock().unwrap_or_else(|e| e.into_inner()).push(p);
+                }
+            }
+        });
+        let t0 = now();
+        let mut iperf = Killed(
+            Command::new("iperf3")
+                .args([
+                    "-c",
+                    "10.99.0.2",
+                    "--bidir",
+                    "-P",
+                    "2",
+                    "--json",
+                    "-i",
+                    "1",
+                    "-t",
+                ])
+                .arg(secs.to_string())
+                .arg("-p")
+                .arg(port.to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()?,
+        );
+        let out = iperf
+            .0
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow!("iperf3's output"))?;
+        let json = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut BufReader::new(out), &mut text);
+            text
+        });
+        Ok(Load {
+            t0,
+            _server: server,
+            ping,
+            pings,
+            iperf,
+            json,
+        })
+    }
+
+    /// Waits for iperf3's end, then stops the pings.
+    fn finish(mut self) -> anyhow::Result<Loaded> {
+        let _ = self.iperf.0.wait();
+        drop(self.ping);
+        let seconds = per_second(&self.json.join().unwrap_or_default(), self.t0)?;
+        let pings = self.pings.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        Ok(Loaded {
+            t0: self.t0,
+            pings,
+            seconds,
+        })
+    }
+}
+
+impl Loaded {
+    /// The round trips sent in `[from, to)` and iperf3's whole seconds inside it.
+    fn window(&self, from: f64, to: f64) -> Rtts {
+        let mut w = rtts(&self.pings, from, to);
+        let inside: Vec<_> = self
+            .seconds
+            .iter()
+            .filter(|(t, ..)| *t >= from && *t + 1.0 <= to + 0.01)
+            .collect();
+        // No second of iperf3's inside (it ended early): no figure, not a zero.
+        let n = inside.len() as f64;
+        if n > 0.0 {
+            w.down_mbit = inside.iter().map(|s| s.1).sum::<f64>() / n;
+            w.up_mbit = inside.iter().map(|s| s.2).sum::<f64>() / n;
+        }
+        w
+    }
+}
+
+/// A café: an unknown gateway on home's line, where the interface's table is autorate, against
+/// home itself (its table's fixed rates) on the same line: `secs` of load on each.
+fn compare(
+    gw: &str,
+    srv: &str,
+    rtnl: &Rtnl,
+    secs: u64,
+    log: &std::path::Path,
+) -> anyhow::Result<Compare> {
+    let home = &NETS[0];
+    let mut rows = vec![];
+    for (port, name, mac) in [
+        (5202, "home (fixed 18/4.5)", home.mac),
+        (5203, "café (unknown: autorate)", CAFE),
+    ] {
+        // home's own rates say the move is done; on the café, the base rates of autorate.
+        let target = match mac == home.mac {
+            true => Net { ..NETS[0] },
+            false => Net {
+                down: AUTORATE_BASE.0,
+                up: AUTORATE_BASE.1,
+                ..NETS[0]
+            },
+        };
+        let (_, took) = switch(gw, rtnl, &target, mac)?;
+        if took.is_none() {
+            let log = std::fs::read_to_string(log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(15).collect();
+            bail!(
+                "{name}: its rates were not in the kernel within 10 s: {:?}; the daemon's log ends:\n{}",
+                kernel_rates(rtnl),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
+        eprintln!("unbloat-lab bench networks: {name}: {secs} s of load");
+        let load = Load::start(srv, port, secs)?.finish()?;
+        let end = load.t0 + secs as f64;
+        let steady = load.window(load.t0 + WINDOW, end);
+        let mut ms: Vec<f64> = load
+            .pings
+            .iter()
+            .filter(|(t, m)| *t >= load.t0 + WINDOW && *t < end && m.is_some())
+            .filter_map(|(_, m)| *m)
+            .collect();
+        ms.sort_by(f64::total_cmp);
+        let p99 = ms
+            .get(((ms.len().max(1) - 1) as f64 * 0.99).round() as usize)
+            .copied();
+        rows.push(CompareRow {
+            name,
+            steady,
+            steady_p99_ms: p99.unwrap_or(f64::NAN),
+            startup: load.window(load.t0, load.t0 + WINDOW),
+        });
+    }
+    Ok(Compare {
+        seconds: secs,
+        rows,
+    })
+}
+
 /// `[1764641234.123456] 64 bytes from 10.99.0.2: icmp_seq=7 ttl=63 time=21.3 ms`, or with
 /// `-O` `[...] no answer yet for icmp_seq=8`: the send time (ping prints a reply at its
 /// arrival, so the time minus the round trip) and the round trip.
-fn parse_ping(l: &str) -> Option<(f64, Option<f64>)> {
+fn parse_ping(l: &str) -> Option<Ping> {
     let stamp: f64 = l.strip_prefix('[')?.split(']').next()?.parse().ok()?;
     if l.contains("no answer yet") {
         return Some((stamp - 1.0, None));
@@ -442,7 +619,7 @@ fn parse_ping(l: &str) -> Option<(f64, Option<f64>)> {
     Some((stamp - ms / 1000.0, Some(ms)))
 }
 
-fn rtts(pings: &[(f64, Option<f64>)], from: f64, to: f64) -> Rtts {
+fn rtts(pings: &[Ping], from: f64, to: f64) -> Rtts {
     let inside: Vec<_> = pings
         .iter()
         .filter(|(t, _)| *t >= from && *t < to)
@@ -461,6 +638,16 @@ fn rtts(pings: &[(f64, Option<f64>)], from: f64, to: f64) -> Rtts {
         lost: inside.len() - ms.len(),
         down_mbit: f64::NAN,
         up_mbit: f64::NAN,
+    }
+}
+
+/// The median of sorted values (the mean of the middle two of an even count).
+fn median(sorted: &[f64]) -> Option<f64> {
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
     }
 }
 
@@ -504,7 +691,10 @@ fn render(r: &Report) -> String {
         "goodput before",
         "goodput steady"
     ));
-    let goodput = |w: &Rtts| format!("{:.1}/{:.1}", w.down_mbit, w.up_mbit);
+    let goodput = |w: &Rtts| match w.down_mbit.is_nan() {
+        true => "no load".to_string(),
+        false => format!("{:.1}/{:.1}", w.down_mbit, w.up_mbit),
+    };
     for (i, w) in r.switches.iter().enumerate() {
         s.push_str(&format!(
             "{:<3} {:<7} {:>12}   {:>20}   {:>22}   {:>20}   {:>15}   {:>15}\n",
@@ -534,11 +724,37 @@ fn render(r: &Report) -> String {
     }
     s.push_str(&format!(
         "The load's start-up on home (its first 3 s, before any switch): p50/p95/max {:.1}/{:.1}/{:.0} ms. \
-         Goodput: iperf3's, down/up Mbit/s, over the window's whole seconds.\n",
-        r.startup.p50_ms, r.startup.p95_ms, r.startup.max_ms
+         Goodput: iperf3's, down/up Mbit/s, over the window's whole seconds ({} s reported).\n",
+        r.startup.p50_ms, r.startup.p95_ms, r.startup.max_ms, r.load_seconds
     ));
+    if let Some(c) = &r.unknown {
+        s.push_str(&format!(
+            "\nAn unknown network (autorate, the interface's table) against a known one (fixed), on \
+             the same 20/5 Mbit/s line, {} s of load each; steady = after the first 3 s:\n\n",
+            c.seconds
+        ));
+        s.push_str(&format!(
+            "{:<26} {:>24} {:>18} {:>20}\n",
+            "network", "steady p50/p95/p99", "goodput down/up", "start-up peak (3 s)"
+        ));
+        for row in &c.rows {
+            s.push_str(&format!(
+                "{:<26} {:>24} {:>18} {:>20}\n",
+                row.name,
+                format!(
+                    "{:.1}/{:.1}/{:.1} ms",
+                    row.steady.p50_ms, row.steady.p95_ms, row.steady_p99_ms
+                ),
+                format!(
+                    "{:.1}/{:.1} Mbit/s",
+                    row.steady.down_mbit, row.steady.up_mbit
+                ),
+                format!("{:.0} ms", row.startup.max_ms),
+            ));
+        }
+    }
     s.push_str(&format!(
-        "Windows: before = the 3 s before the switch; first 3 s = from the route change; steady = \
+        "\nWindows: before = the 3 s before the switch; first 3 s = from the route change; steady = \
          from 3 s after it to the next switch ({} s apart).\n",
         r.dwell_s
     ));
@@ -569,5 +785,8 @@ mod tests {
         ];
         let r = rtts(&all, 1.0, 3.0);
         assert_eq!((r.samples, r.lost, r.p50_ms, r.max_ms), (2, 1, 30.0, 30.0));
+        assert_eq!(median(&[1.0, 2.0, 4.0, 9.0]), Some(3.0));
+        assert_eq!(median(&[1.0, 2.0, 4.0]), Some(2.0));
+        assert_eq!(median(&[]), None);
     }
 }
