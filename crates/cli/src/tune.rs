@@ -22,6 +22,9 @@ use unbloat_units::{IfName, Rate, Time};
 use crate::shape::with_fairness;
 use crate::{invalid, Failure};
 
+#[cfg(feature = "networks")]
+mod save;
+
 const AFTER: &str = "\
 Phases: idle baseline; unshaped capacity each way; framing (round trips over packet sizes: ATM's
 48-byte cells make a staircase whose steps give the overhead, PTM/DOCSIS/Ethernet a straight line);
@@ -32,8 +35,20 @@ It saturates the link for its whole duration. Ctrl-C at any phase puts back what
 Without --apply the old shaping is put back at the end too; the result is in DIR/unbloat.toml
 (`unbloat start --config DIR/unbloat.toml`), DIR/tune.json and DIR/index.html.
 
+With --save-as NAME the result is also written into the config file (--config, by default
+/etc/unbloat/unbloat.toml) as [network.NAME], recognised by the MAC of IFACE's default gateway:
+the daemon shapes with these rates whenever IFACE is behind that gateway again, and with
+IFACE's own table elsewhere. The file must have an [interface.IFACE] table; the rest of it
+(comments, order, other tables) stays as it is, and it is replaced atomically. A NAME already
+there is re-tuned in place (its rate and link keys are replaced, the gateway added to its
+list). Refused before any load, and then changing nothing: a NAME other than 1 to 32 letters,
+digits, `-` or `_`; a file that does not read as a config; no default route through a gateway
+on IFACE, or a gateway whose MAC the kernel has not resolved; a gateway another network of
+IFACE has. After the run the gateway is read again: if it changed, nothing is saved.
+
 Examples:
   unbloat tune eth0 --server far.example.net
+  unbloat tune wlan0 --server far.example.net --save-as home && unbloat reload
   unbloat tune eth0 --server https://nq.example.net --apply
   unbloat tune eth0 --load iperf3://far.example.net --probe irtt://far.example.net --link vdsl2";
 
@@ -91,6 +106,15 @@ pub struct TuneArgs {
     /// Print everything found as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Also record the result in the config file as `[network.NAME]`, recognised by IFACE's
+    /// default gateway's MAC, for the daemon (1 to 32 letters, digits, `-`, `_`).
+    #[cfg(feature = "networks")]
+    #[arg(long, value_name = "NAME")]
+    pub save_as: Option<String>,
+    /// The config file --save-as edits.
+    #[cfg(feature = "networks")]
+    #[arg(long, value_name = "FILE", default_value = crate::flags::DEFAULT_CONFIG, requires = "save_as")]
+    pub config: PathBuf,
 }
 
 impl TuneArgs {
@@ -245,6 +269,11 @@ pub fn tune(args: &TuneArgs) -> Result<(), Failure> {
     let state = StateDir::from_env();
     let shaper = Shaper::new(&runner, state.clone());
     shaper.check_interface(&iface)?;
+    #[cfg(feature = "networks")]
+    let save_as = match &args.save_as {
+        Some(name) => Some(save::before(name, &args.config, &iface)?),
+        None => None,
+    };
     // A qdisc someone else put there would be measured as the link and then refused at the first
     // search step, minutes later: refused now. The rates only give the plan its shape.
     let sample = ShapeOptions {
@@ -277,10 +306,13 @@ pub fn tune(args: &TuneArgs) -> Result<(), Failure> {
         skip_sweep: args.no_sweep,
         apply: args.apply,
     };
-    let tuned = run::run(&settings, &shaping, &stop, &mut Terminal).map_err(|e| Failure {
-        code: e.exit_code(),
-        error: anyhow!("tune {iface}: {e}"),
-    })?;
+    let tuned = match unbloat_system::knobs::var("UNBLOAT_TUNE_RESULT") {
+        Some(file) => result_of(&file)?,
+        None => run::run(&settings, &shaping, &stop, &mut Terminal).map_err(|e| Failure {
+            code: e.exit_code(),
+            error: anyhow!("tune {iface}: {e}"),
+        })?,
+    };
     let note = format!(
         "unbloat tune {iface} against {}: steady-state p99 bound {}, {:.0} s",
         settings.test.remote, args.bound, tuned.seconds
@@ -305,7 +337,21 @@ pub fn tune(args: &TuneArgs) -> Result<(), Failure> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&tuned)?);
     }
+    #[cfg(feature = "networks")]
+    if let Some(to) = &save_as {
+        save::after(to, &tuned.options, &note)?;
+    }
     Ok(())
+}
+
+/// The test knob `UNBLOAT_TUNE_RESULT` (builds with `test-knobs` only): a `tune.json` taken as
+/// the run's result, so what follows a run (its files, `--save-as` against the real kernel's
+/// gateway) is tested without minutes of load.
+fn result_of(file: &std::ffi::OsStr) -> Result<run::Tuned, Failure> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| anyhow!("UNBLOAT_TUNE_RESULT {}: {e}", file.to_string_lossy()))?;
+    Ok(serde_json::from_str(&text)
+        .map_err(|e| anyhow!("UNBLOAT_TUNE_RESULT {}: {e}", file.to_string_lossy()))?)
 }
 
 /// `2m10s`, `3m`, `45s`: how `--max-time` is written.

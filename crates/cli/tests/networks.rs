@@ -12,6 +12,9 @@
 //! - `unbloat status`, `--json` and the web page's status name the network and the gateway's MAC.
 //! - Bad network entries: `config check` and a reload refuse them with the line and the table,
 //!   and the kernel keeps what it had.
+//! - `unbloat tune --save-as`: the gateway's MAC read from the kernel into a `[network.NAME]`
+//!   the daemon then recognises; each refusal changes nothing (the run's result handed over by
+//!   the test knob `UNBLOAT_TUNE_RESULT`).
 #![cfg(feature = "networks")]
 
 mod common;
@@ -193,5 +196,119 @@ real_kernel_test! {
         move_to(&ns, &net, 1, HOME);
         assert!(shaped_at(&ns, "6Mbit", "30Mbit", Duration::from_secs(10)).is_some(),
             "home again after an unshaped network: {:?}", rates(&ns));
+    }
+}
+
+/// A finished tune run's result (`tune.json`), handed to `unbloat tune` through the test knob
+/// `UNBLOAT_TUNE_RESULT` in place of minutes of load: what follows the run is what is tested.
+#[cfg(feature = "tune")]
+fn tune_json(down: &str, up: &str) -> String {
+    let cap = serde_json::json!({"goodput": "50mbit", "line": "55mbit"});
+    serde_json::json!({
+        "idle_rtt_ms": 1.0, "capacity_down": cap, "capacity_up": cap, "framing": null,
+        "link": {}, "bound_down_ms": 10.0, "bound_up_ms": 10.0, "steps_down": [], "steps_up": [],
+        "down": down, "up": up,
+        "options": {"down": down, "up": up, "framing": "ptm", "overhead": 30, "mpu": 0},
+        "seconds": 1.0, "ending": "the shaping from before the run was put back",
+    })
+    .to_string()
+}
+
+real_kernel_test! {
+    /// `unbloat tune --save-as`: refused, naming why and changing nothing, without a gateway,
+    /// with one the kernel has not resolved, with a bad name, a gateway another network has, a
+    /// link at the file; then saved as [network.home] with the MAC read from the kernel, and
+    /// the daemon shapes home with the saved rates.
+    #[cfg(feature = "tune")]
+    fn tune_save_as_records_the_gateway_the_kernel_shows() needs ["cake", "ingress", "ifb", "mirred", "u32"] {
+        let ns = Netns::new();
+        let net = Net(format!("{}-net", ns.name));
+        must(&format!("ip netns add {}", net.0));
+        ns.must("ip link add wlan0 type veth peer name gw0");
+        ns.must(&format!("ip link set gw0 netns {}", net.0));
+        must(&format!("ip -n {} link set gw0 up", net.0));
+        ns.must("ip link set wlan0 up");
+        std::fs::create_dir_all(&ns.run_dir).unwrap();
+        let path = ns.run_dir.join("unbloat.toml");
+        let path_s = path.to_str().unwrap().to_string();
+        let file = format!(
+            "# the laptop's\n[interface.wlan0]\ndown = \"20mbit\" # a café\nup = \"5mbit\"\n\n\
+             [network.office]\ngateway = \"{OFFICE}\"\ndown = \"40mbit\"\n"
+        );
+        std::fs::write(&path, &file).unwrap();
+        let result = ns.run_dir.join("tune.json");
+        std::fs::write(&result, tune_json("33mbit", "8mbit")).unwrap();
+        let out_dir = ns.run_dir.join("tune-out");
+        let tune = |name: &str, config: &str| {
+            let out = ns.unbloat_env(
+                &["tune", "wlan0", "--server", "192.168.1.1", "--out", out_dir.to_str().unwrap(),
+                  "--save-as", name, "--config", config],
+                &[("UNBLOAT_TUNE_RESULT", result.to_str().unwrap())],
+            );
+            (out.status.code(), common::text(&out))
+        };
+
+        // No default route: no network to recognise.
+        let (code, text) = tune("home", &path_s);
+        assert_eq!(code, Some(2), "{text}");
+        assert!(text.contains("--save-as home: wlan0 has no default route through a gateway"), "{text}");
+        assert!(text.contains("nothing was measured or changed"), "{text}");
+        // A route, but the gateway's MAC not resolved yet.
+        must(&format!("ip -n {} link set gw0 address {HOME}", net.0));
+        must(&format!("ip -n {} addr add 192.168.1.1/24 dev gw0", net.0));
+        ns.must("ip addr add 192.168.1.2/24 dev wlan0");
+        ns.must("ip route add default via 192.168.1.1 dev wlan0");
+        let (code, text) = tune("home", &path_s);
+        assert_eq!(code, Some(2), "{text}");
+        assert!(text.contains("gateway 192.168.1.1 has no MAC in the neighbour table yet (`ping -c1 192.168.1.1`"), "{text}");
+        ns.must("ping -c 1 -W 2 192.168.1.1");
+        // A bad name; the gateway of another network; a link planted at the file.
+        let (code, text) = tune("my home", &path_s);
+        assert_eq!(code, Some(2), "{text}");
+        assert!(text.contains("--save-as \"my home\": a network's name is 1 to 32 letters"), "{text}");
+        must(&format!("ip -n {} link set gw0 address {OFFICE}", net.0));
+        ns.must("ip neigh flush dev wlan0");
+        ns.must("ping -c 1 -W 2 192.168.1.1");
+        let (code, text) = tune("home", &path_s);
+        assert_eq!(code, Some(2), "{text}");
+        assert!(text.contains(&format!("the gateway {OFFICE} is [network.office]'s already; re-tune it with --save-as office")), "{text}");
+        let link = ns.run_dir.join("link.toml");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let (code, text) = tune("home", link.to_str().unwrap());
+        assert_eq!(code, Some(2), "{text}");
+        assert!(text.contains("is a symbolic link"), "{text}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), file, "a refusal changed the file");
+
+        // Behind home's gateway: saved, the rest of the file as it was.
+        must(&format!("ip -n {} link set gw0 address {HOME}", net.0));
+        ns.must("ip neigh flush dev wlan0");
+        ns.must("ping -c 1 -W 2 192.168.1.1");
+        let (code, text) = tune("home", &path_s);
+        assert_eq!(code, Some(0), "{text}");
+        assert!(text.contains(&format!("saved [network.home] in {path_s}: wlan0 behind {HOME}")), "{text}");
+        let saved = std::fs::read_to_string(&path).unwrap();
+        assert!(saved.starts_with(&file), "{saved}");
+        assert!(saved.ends_with(&format!(
+            "[network.home]\ngateway = \"{HOME}\"\ninterface = \"wlan0\"\ndown = \"33000kbit\"\nup = \"8000kbit\"\noverhead = 30\nmpu = 0\nframing = \"ptm\"\n"
+        )), "{saved}");
+        assert!(out_dir.join("unbloat.toml").exists(), "the run's own files are written too");
+        let out = ns.unbloat(&["config", "check", &path_s]);
+        assert!(out.status.success(), "{}", common::text(&out));
+        // Saved again: re-tuned in place, the file the same.
+        let (code, text) = tune("home", &path_s);
+        assert_eq!(code, Some(0), "{text}");
+        assert!(text.contains("re-tuned [network.home]"), "{text}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), saved);
+
+        // The daemon recognises home by the saved gateway and shapes with the saved rates.
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &ns.name, UNBLOAT, "daemon", "--config", &path_s])
+            .env("UNBLOAT_RUN_DIR", &ns.run_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        let _daemon = Daemon(c.spawn().expect("the daemon starts"));
+        assert!(shaped_at(&ns, "8Mbit", "33Mbit", Duration::from_secs(20)).is_some(),
+            "the saved rates: {:?}", rates(&ns));
     }
 }

@@ -53,6 +53,10 @@ pub enum BenchCommand {
     /// `unbloat autorate` against the real cake-autorate and fixed rates on variable links (a
     /// step, a ramp, the LTE traces of third_party/traces): steady-state latency, goodput, CPU.
     Autorate(crate::flags::BenchAutorateFlags),
+    /// A laptop moved between two networks ([network.NAME] tables) under load: the time from
+    /// the route change to the new rates in the kernel, and the round trips before, during and
+    /// after each switch.
+    Networks(crate::cmd_bench_networks::NetworksBench),
 }
 
 #[derive(Debug, Args)]
@@ -92,6 +96,7 @@ pub fn bench(cmd: &BenchCommand) -> Result<(), Failure> {
         BenchCommand::Tune(a) => crate::cmd_bench_tune::bench_tune(a),
         BenchCommand::Daemon(a) => crate::cmd_bench_daemon::daemon_bench(a),
         BenchCommand::Autorate(a) => autorate_bench(a),
+        BenchCommand::Networks(a) => crate::cmd_bench_networks::networks_bench(a),
         BenchCommand::Locate(a) => locate_bench(a),
         BenchCommand::Household(a) => crate::cmd_hosts::bench_household(a),
     }

@@ -13,6 +13,10 @@
 //!   for (before the umask).
 //! - [`private_dir`] makes a fresh directory with an unpredictable name, mode 0700, and fails
 //!   rather than reuse one that is there: nobody can plant a directory for us in `/tmp`.
+//! - [`replace`] puts a new version of a file in place atomically (a reader sees the old or the
+//!   new one, whole): a file of its own in a fresh private directory beside it, with the old
+//!   file's mode and owner, flushed, renamed over the name. A link at the name is refused, not
+//!   followed, and the file is not touched.
 //! - [`open_beneath`] reads a file named relative to a directory (a page's request) without
 //!   following a link anywhere below the directory, on the descriptor it then hands back.
 //! - Every error names the path and says what was wrong.
@@ -57,6 +61,44 @@ pub fn read(path: &Path) -> io::Result<Vec<u8>> {
         .read_to_end(&mut out)
         .map_err(|e| named(path, "reading", e))?;
     Ok(out)
+}
+
+/// Replaces the regular file at `path` with `bytes`, atomically: a new file in a private
+/// directory beside it (so no name anyone planted is written through), given the old file's
+/// mode and owner, flushed, renamed over `path`, and the directory flushed so the rename lasts
+/// a power cut. A link or anything but a regular file at `path` is refused and left as it was;
+/// so is a missing file (the caller read the file it changes).
+pub fn replace(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
+    use io::Write;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    let old = open(path)?
+        .metadata()
+        .map_err(|e| named(path, "reading", e))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let private = private_dir(dir, ".unbloat-replace")?;
+    let tmp = private.join("new");
+    let mode = old.mode() & 0o7777;
+    let result = (|| -> io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp)?;
+        // The umask may have narrowed the mode; the file keeps the old one, and its owner.
+        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        std::os::unix::fs::fchown(&f, Some(old.uid()), Some(old.gid()))?;
+        f.write_all(bytes.as_ref())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        File::open(dir)?.sync_all()
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    let _ = std::fs::remove_dir(&private);
+    result.map_err(|e| named(path, "replacing", e))
 }
 
 /// Opens `rel` below the directory `dir` for reading, one component at a time (`openat` from the
@@ -374,6 +416,39 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("symbolic link"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn replace_swaps_the_file_whole_keeps_its_mode_and_refuses_a_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("replace");
+        let file = dir.join("unbloat.toml");
+        std::fs::write(&file, "old").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let before = std::fs::metadata(&file).unwrap().ino();
+        replace(&file, "new").unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new");
+        let meta = std::fs::metadata(&file).unwrap();
+        assert_eq!(meta.mode() & 0o777, 0o640);
+        assert_ne!(meta.ino(), before, "a new file renamed over the old one");
+        // Nothing left beside it.
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let link = dir.join("link.toml");
+        symlink(&victim, &link).unwrap();
+        let err = replace(&link, "x").unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(replace(&dir.join("missing"), "x").is_err());
+        assert!(!dir.join("missing").exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

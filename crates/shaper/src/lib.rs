@@ -12,7 +12,9 @@
 //!   parsed with cake's/fq_codel's own grammar ([`options::words`]) into the same typed options.
 //! - [`config`]: the TOML file, one table per interface, errors with file:line:column and key;
 //!   [`autorate_config`]: its `[autorate.NAME]` tables, for the daemon's autorate; [`tomlread`]:
-//!   the product's one way to read TOML (toml's parser, serde_json's deserializer), with places.
+//!   the product's one way to read TOML (toml's parser, serde_json's deserializer), with places;
+//!   [`tomlsplice`]: one table of a file changed in its own text, comments and order kept (the
+//!   web page's form, `tune --save-as`).
 //! - `network` (feature `networks`): `[network.NAME]` tables, a laptop's shaping per network,
 //!   recognised by the default gateway's MAC (a pure function of it).
 //! - [`spec`]: every check that needs no system, and the defaults of the field
@@ -57,6 +59,7 @@ pub mod spec;
 pub mod sqm_import;
 pub mod stab;
 pub mod tomlread;
+pub mod tomlsplice;
 pub mod transition;
 pub mod uci;
 

@@ -23,9 +23,10 @@
 //! network or none out); every network in a loaded [`Networks`] names an interface the file
 //! shapes, carries options [`crate::spec::Spec::new`] accepts, and no two networks for the same
 //! interface share a gateway, so recognition is never ambiguous. The file's own reading is
-//! [`read`].
+//! [`read`]; [`save`] writes a tune run into it (`unbloat tune --save-as`).
 
 pub mod read;
+pub mod save;
 
 use std::fmt;
 use std::str::FromStr;

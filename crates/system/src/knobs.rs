@@ -2,7 +2,9 @@
 //! the binary. `UNBLOAT_TC`, `UNBLOAT_IP` and `UNBLOAT_NFT` replace the `tc`, `ip` and `nft`
 //! programs ([`crate::runner`]); `UNBLOAT_CHILD_TIMEOUT_MS` shortens the deadline of every child
 //! ([`crate::runner::DEFAULT_TIMEOUT`]); `UNBLOAT_CRASH_AT` kills the process at a point of a
-//! transaction ([`crate::apply::crash_point`]).
+//! transaction ([`crate::apply::crash_point`]); `UNBLOAT_TUNE_RESULT` names a `tune.json` that
+//! `unbloat tune` takes as its run's result instead of measuring (its output and `--save-as`
+//! tested against a real kernel's gateway without minutes of load).
 //!
 //! They exist only in builds with the `test-knobs` feature (off by default; every `cargo test`
 //! of the `unbloat` crate turns it on through its dev-dependency, and `make test` names it): a

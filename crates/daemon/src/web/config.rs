@@ -2,7 +2,7 @@
 //! the CLI and the daemon use, then applied by the daemon's own reload.
 //!
 //! A change is either a form's values for one `[interface.NAME]` table (edited in place by
-//! [`splice`], so the file keeps its comments, order and every key the form did not touch) or a
+//! [`splice`](unbloat_shaper::tomlsplice), so the file keeps its comments, order and every key the form did not touch) or a
 //! whole new text from the page's TOML editor. Either way, in this order:
 //!
 //! 1. the new text is checked with [`ConfigFile::parse`] and [`planned::of_config`], exactly as
@@ -26,7 +26,7 @@ use unbloat_system::runner::SystemRunner;
 
 pub use super::fields::{fields, Field, Kind};
 use crate::keeper::Reloaded;
-use splice::Unsupported;
+use unbloat_shaper::tomlsplice::{self as splice, Unsupported};
 
 /// An error placed where the page shows it: beside the key of an interface's card, on the card,
 /// or (neither known) above the form; `line` for the TOML editor.
@@ -402,8 +402,6 @@ pub fn apply(
     out.refused = Some(refused);
     (status, out)
 }
-
-mod splice;
 
 #[cfg(test)]
 #[path = "config_tests.rs"]

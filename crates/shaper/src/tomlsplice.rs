@@ -10,9 +10,9 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
+use crate::tomlread::line_start;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
-use unbloat_shaper::tomlread::line_start;
 
 /// A table that cannot be edited in place: written in a form other than `[parent.name]` with
 /// `key = value` lines (an inline table, dotted keys), or under a parent that is not a table.
@@ -208,5 +208,5 @@ fn line_end(text: &str, at: usize) -> usize {
 }
 
 #[cfg(test)]
-#[path = "splice_tests.rs"]
+#[path = "tomlsplice_tests.rs"]
 mod tests;
