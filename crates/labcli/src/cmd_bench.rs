@@ -53,6 +53,11 @@ pub enum BenchCommand {
     /// `unbloat autorate` against the real cake-autorate and fixed rates on variable links (a
     /// step, a ramp, the LTE traces of third_party/traces): steady-state latency, goodput, CPU.
     Autorate(crate::flags::BenchAutorateFlags),
+    /// Hostile clients (1,000 slow connections, a connect flood; from one address and from one
+    /// IPv6 /56) against `unbloat serve`, the daemon's page and metrics, while a client from
+    /// another address is served or not: its waits, what was refused, the server's peak memory
+    /// and threads.
+    Hostile(crate::cmd_bench_hostile::HostileBench),
 }
 
 #[derive(Debug, Args)]
@@ -94,6 +99,7 @@ pub fn bench(cmd: &BenchCommand) -> Result<(), Failure> {
         BenchCommand::Autorate(a) => autorate_bench(a),
         BenchCommand::Locate(a) => locate_bench(a),
         BenchCommand::Household(a) => crate::cmd_hosts::bench_household(a),
+        BenchCommand::Hostile(a) => crate::cmd_bench_hostile::hostile_bench(a),
     }
 }
 

@@ -51,6 +51,16 @@ pub fn scrape_time(text: &str) -> Result<Time, UnitError> {
     whole_seconds(text, 1..=3600)
 }
 
+/// `bench hostile --duration`: each attack, 2 s to an hour.
+pub fn attack_time(text: &str) -> Result<Time, UnitError> {
+    parse_test_duration(text, Time::from_secs(2)..=Time::from_secs(3600))
+}
+
+/// `bench hostile --gap`: a slow connection's byte every 100 ms to 60 s.
+pub fn drip_gap(text: &str) -> Result<Time, UnitError> {
+    parse_test_duration(text, Time::from_millis(100)..=Time::from_secs(60))
+}
+
 /// `kernel --timeout`: 1 s to a day.
 pub fn kernel_timeout(text: &str) -> Result<Time, UnitError> {
     parse_test_duration(text, Time::from_secs(1)..=Time::from_secs(86_400))
