@@ -37,7 +37,9 @@
 //!   [`bench_autorate`]: all of them on a step, a ramp and real LTE traces (`bench autorate`).
 //! - [`bench_hostile`]: hostile clients against `unbloat serve`, the daemon's page and metrics,
 //!   with a legitimate client beside them (`bench hostile`); [`procstat`]: a process's memory,
-//!   threads and files, sampled from /proc.
+//!   threads and files, sampled from /proc (it and [`bench_soak`] watch their server with it);
+//!   [`bench_soak`]: the daemon through thousands of link re-creations, reloads and scrapes
+//!   (`bench soak`).
 //! - [`tune_lab`]: `unbloat tune` run in the lab's router (`bench tune`, the `unbloat-tuned`
 //!   strategy).
 
@@ -49,6 +51,7 @@ pub mod bench_hostile;
 pub mod bench_household;
 pub mod bench_locate;
 pub mod bench_measure;
+pub mod bench_soak;
 pub mod bench_tuned;
 pub mod cleanup;
 pub mod cpu;

@@ -58,6 +58,9 @@ pub enum BenchCommand {
     /// another address is served or not: its waits, what was refused, the server's peak memory
     /// and threads.
     Hostile(crate::cmd_bench_hostile::HostileBench),
+    /// The daemon through thousands of re-creations of the interface it shapes, config reloads
+    /// and scrapes: its memory, files and threads from start to end, and each shaping gap.
+    Soak(crate::cmd_bench_soak::SoakBench),
 }
 
 #[derive(Debug, Args)]
@@ -100,6 +103,7 @@ pub fn bench(cmd: &BenchCommand) -> Result<(), Failure> {
         BenchCommand::Locate(a) => locate_bench(a),
         BenchCommand::Household(a) => crate::cmd_hosts::bench_household(a),
         BenchCommand::Hostile(a) => crate::cmd_bench_hostile::hostile_bench(a),
+        BenchCommand::Soak(a) => crate::cmd_bench_soak::soak_bench(a),
     }
 }
 

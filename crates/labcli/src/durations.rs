@@ -61,6 +61,11 @@ pub fn drip_gap(text: &str) -> Result<Time, UnitError> {
     parse_test_duration(text, Time::from_millis(100)..=Time::from_secs(60))
 }
 
+/// `bench soak --duration`: at most this long, 10 s to a day.
+pub fn soak_time(text: &str) -> Result<Time, UnitError> {
+    parse_test_duration(text, Time::from_secs(10)..=Time::from_secs(86_400))
+}
+
 /// `kernel --timeout`: 1 s to a day.
 pub fn kernel_timeout(text: &str) -> Result<Time, UnitError> {
     parse_test_duration(text, Time::from_secs(1)..=Time::from_secs(86_400))

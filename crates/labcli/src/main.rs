@@ -3,7 +3,7 @@
 //! one `cmd_` module per command: the emulated access network (`run`, `bench lab`, `bench
 //! measure`) in [`cmd_run`], the two-host lab (`hosts`, `bench fair`, `bench household`) in
 //! [`cmd_hosts`], the other benchmarks (`bench ...`) in [`cmd_bench`], [`cmd_bench_daemon`],
-//! [`cmd_bench_hostile`] and [`cmd_bench_tune`], and running a command in
+//! [`cmd_bench_hostile`], [`cmd_bench_soak`] and [`cmd_bench_tune`], and running a command in
 //! a kernel that has every qdisc (`kernel`) in [`cmd_kernel`]. The flags of the lab crate's
 //! argument structs are in [`flags`]; what the benchmarks write at their end in [`report`]. (The
 //! lab crate's `lab`, `hosts` and `bench` are the work these commands glue; the `cmd_` prefix
@@ -17,6 +17,7 @@
 mod cmd_bench;
 mod cmd_bench_daemon;
 mod cmd_bench_hostile;
+mod cmd_bench_soak;
 mod cmd_bench_tune;
 mod cmd_hosts;
 mod cmd_kernel;
