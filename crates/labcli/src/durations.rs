@@ -84,7 +84,7 @@ mod tests {
     /// Bug (issue 51): `hosts --duration 10s` was refused with "invalid digit found in string".
     #[test]
     fn hosts_duration_10s_is_taken_as_run_takes_it() {
-        let taken: [&[&str]; 12] = [
+        let taken: [&[&str]; 14] = [
             &["hosts", "--duration", "10s"],
             &["bench", "fair", "--duration=10s"],
             &["bench", "household", "--duration=10s"],
@@ -97,6 +97,8 @@ mod tests {
             &["hosts", "--duration", "2m"],
             &["bench", "daemon", "--seconds", "1m"],
             &["kernel", "--timeout", "1.5m", "true"],
+            &["bench", "hostile", "--duration=10s", "--gap", "500ms"],
+            &["bench", "soak", "--duration", "10m"],
         ];
         for argv in taken {
             parses(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
