@@ -25,6 +25,8 @@ use crate::procstat::{self, Reading};
 
 const METRICS: &str = "127.0.0.1:19937";
 const WEB: &str = "127.0.0.1:19938";
+/// A gap counted apart: `crates/cli/tests/daemon.rs` allows its re-creations no longer.
+const LONG_GAP: Duration = Duration::from_secs(5);
 /// A gap longer than this is a failure to shape again, and ends the run.
 const GIVE_UP: Duration = Duration::from_secs(30);
 
@@ -64,6 +66,10 @@ pub struct SoakBench {
     pub gap_ms_p50: f64,
     pub gap_ms_p99: f64,
     pub gap_ms_max: f64,
+    /// The iteration of the longest gap (0: the first shaping, at the daemon's start).
+    pub gap_max_at: usize,
+    /// Gaps over [`LONG_GAP`].
+    pub gaps_over_5s: usize,
     /// IFB devices at the end (wan0's own: 1).
     pub ifbs_at_end: usize,
     /// At the start (wan0 first shaped), after each tenth, and at the end.
@@ -165,6 +171,13 @@ pub fn run(
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0)
     };
+    let gap_max_at = (0..gaps.len())
+        .max_by(|&a, &b| gaps[a].total_cmp(&gaps[b]))
+        .unwrap_or(0);
+    let gaps_over_5s = gaps
+        .iter()
+        .filter(|&&g| g > LONG_GAP.as_secs_f64() * 1000.0)
+        .count();
     gaps.sort_by(f64::total_cmp);
     let pct = |q: f64| gaps[((gaps.len() - 1) as f64 * q).round() as usize];
     Ok(SoakBench {
@@ -182,6 +195,8 @@ pub fn run(
         gap_ms_p50: pct(0.5),
         gap_ms_p99: pct(0.99),
         gap_ms_max: pct(1.0),
+        gap_max_at,
+        gaps_over_5s,
         ifbs_at_end: ifbs()?,
         points,
         peak,
@@ -384,13 +399,15 @@ pub fn render(b: &SoakBench) -> String {
     }
     s.push_str(&format!(
         "wan0 re-created {} times: shaped again (cake + ingress) after p50 {:.0} ms, p99 {:.0} ms, \
-         max {:.0} ms (from `ip link add`, polled every 10 ms)\n\
+         max {:.0} ms at iteration {}, {} over 5 s (from `ip link add`, polled every 10 ms)\n\
          reloads: {} ok, {} refused (the daemon counted {}); scrapes: {} ({} failed); \
          the daemon's link events: {}; IFBs at the end: {}\n",
         b.recreations,
         b.gap_ms_p50,
         b.gap_ms_p99,
         b.gap_ms_max,
+        b.gap_max_at,
+        b.gaps_over_5s,
         b.reloads_ok,
         b.reloads_failed,
         b.daemon_reloads,
