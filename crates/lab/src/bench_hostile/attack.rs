@@ -114,7 +114,7 @@ pub fn run(attack: &Attack) -> Outcomes {
         for slot in &mut slots {
             let now = Instant::now();
             if let Some(c) = slot.conn.as_mut() {
-                if let Some(ended) = poll(c, attack, now, &mut out) {
+                if let Some(ended) = poll(c, attack, true, now, &mut out) {
                     let held = now.duration_since(c.opened);
                     count_end(&mut out, ended, held, c.answered);
                     slot.conn = None;
@@ -154,11 +154,7 @@ pub fn run(attack: &Attack) -> Outcomes {
     let now = Instant::now();
     for slot in &mut slots {
         if let Some(c) = slot.conn.as_mut() {
-            let quiet = Attack {
-                script: vec![],
-                ..attack.clone()
-            };
-            if let Some(ended) = poll(c, &quiet, now, &mut out) {
+            if let Some(ended) = poll(c, attack, false, now, &mut out) {
                 count_end(&mut out, ended, now.duration_since(c.opened), c.answered);
                 slot.conn = None;
             }
@@ -184,9 +180,15 @@ fn count_end(out: &mut Outcomes, ended: Ended, held: Duration, answered: bool) {
     }
 }
 
-/// Reads what the server said, and (slow) sends the next byte when it is due; `Some` when the
-/// connection has ended.
-fn poll(c: &mut Conn, attack: &Attack, now: Instant, out: &mut Outcomes) -> Option<Ended> {
+/// Reads what the server said, and (slow, with `drip`) sends the next byte when it is due;
+/// `Some` when the connection has ended.
+fn poll(
+    c: &mut Conn,
+    attack: &Attack,
+    drip: bool,
+    now: Instant,
+    out: &mut Outcomes,
+) -> Option<Ended> {
     let mut buf = [0u8; 2048];
     loop {
         match c.stream.read(&mut buf) {
@@ -206,7 +208,8 @@ fn poll(c: &mut Conn, attack: &Attack, now: Instant, out: &mut Outcomes) -> Opti
             Err(_) => return Some(Ended::Closed),
         }
     }
-    let due = attack.kind == Kind::Slow
+    let due = drip
+        && attack.kind == Kind::Slow
         && !attack.script.is_empty()
         && now >= c.opened + attack.gap.mul_f64(c.sent as f64);
     if due {
