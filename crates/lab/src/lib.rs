@@ -35,6 +35,11 @@
 //! - [`autorate_lab`]: the strategies of a variable link: `unbloat autorate` and the real
 //!   cake-autorate in the router during the test, and fixed rates from the traces;
 //!   [`bench_autorate`]: all of them on a step, a ramp and real LTE traces (`bench autorate`).
+//! - [`bench_hostile`]: hostile clients against `unbloat serve`, the daemon's page and metrics,
+//!   with a legitimate client beside them (`bench hostile`); [`procstat`]: a process's memory,
+//!   threads and files, sampled from /proc (it and [`bench_soak`] watch their server with it);
+//!   [`bench_soak`]: the daemon through thousands of link re-creations, reloads and scrapes
+//!   (`bench soak`).
 //! - [`tune_lab`]: `unbloat tune` run in the lab's router (`bench tune`, the `unbloat-tuned`
 //!   strategy).
 
@@ -42,9 +47,11 @@ pub mod autorate_lab;
 pub mod bench;
 pub mod bench_autorate;
 pub mod bench_far;
+pub mod bench_hostile;
 pub mod bench_household;
 pub mod bench_locate;
 pub mod bench_measure;
+pub mod bench_soak;
 pub mod bench_tuned;
 pub mod cleanup;
 pub mod cpu;
@@ -57,6 +64,7 @@ pub mod household;
 pub mod lab;
 pub mod lab_report;
 pub mod page;
+pub mod procstat;
 pub mod profile;
 pub mod report_dir;
 pub mod script;

@@ -57,6 +57,14 @@ pub enum BenchCommand {
     /// the route change to the new rates in the kernel, and the round trips before, during and
     /// after each switch.
     Networks(crate::cmd_bench_networks::NetworksBench),
+    /// Hostile clients (1,000 slow connections, a connect flood; from one address and from one
+    /// IPv6 /56) against `unbloat serve`, the daemon's page and metrics, while a client from
+    /// another address is served or not: its waits, what was refused, the server's peak memory
+    /// and threads.
+    Hostile(crate::cmd_bench_hostile::HostileBench),
+    /// The daemon through thousands of re-creations of the interface it shapes, config reloads
+    /// and scrapes: its memory, files and threads from start to end, and each shaping gap.
+    Soak(crate::cmd_bench_soak::SoakBench),
 }
 
 #[derive(Debug, Args)]
@@ -99,6 +107,8 @@ pub fn bench(cmd: &BenchCommand) -> Result<(), Failure> {
         BenchCommand::Networks(a) => crate::cmd_bench_networks::networks_bench(a),
         BenchCommand::Locate(a) => locate_bench(a),
         BenchCommand::Household(a) => crate::cmd_hosts::bench_household(a),
+        BenchCommand::Hostile(a) => crate::cmd_bench_hostile::hostile_bench(a),
+        BenchCommand::Soak(a) => crate::cmd_bench_soak::soak_bench(a),
     }
 }
 

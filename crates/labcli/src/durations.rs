@@ -51,6 +51,21 @@ pub fn scrape_time(text: &str) -> Result<Time, UnitError> {
     whole_seconds(text, 1..=3600)
 }
 
+/// `bench hostile --duration`: each attack, 2 s to an hour.
+pub fn attack_time(text: &str) -> Result<Time, UnitError> {
+    parse_test_duration(text, Time::from_secs(2)..=Time::from_secs(3600))
+}
+
+/// `bench hostile --gap`: a slow connection's byte every 100 ms to 60 s.
+pub fn drip_gap(text: &str) -> Result<Time, UnitError> {
+    parse_test_duration(text, Time::from_millis(100)..=Time::from_secs(60))
+}
+
+/// `bench soak --duration`: at most this long, 10 s to a day.
+pub fn soak_time(text: &str) -> Result<Time, UnitError> {
+    parse_test_duration(text, Time::from_secs(10)..=Time::from_secs(86_400))
+}
+
 /// `kernel --timeout`: 1 s to a day.
 pub fn kernel_timeout(text: &str) -> Result<Time, UnitError> {
     parse_test_duration(text, Time::from_secs(1)..=Time::from_secs(86_400))
@@ -69,7 +84,7 @@ mod tests {
     /// Bug (issue 51): `hosts --duration 10s` was refused with "invalid digit found in string".
     #[test]
     fn hosts_duration_10s_is_taken_as_run_takes_it() {
-        let taken: [&[&str]; 12] = [
+        let taken: [&[&str]; 14] = [
             &["hosts", "--duration", "10s"],
             &["bench", "fair", "--duration=10s"],
             &["bench", "household", "--duration=10s"],
@@ -82,6 +97,8 @@ mod tests {
             &["hosts", "--duration", "2m"],
             &["bench", "daemon", "--seconds", "1m"],
             &["kernel", "--timeout", "1.5m", "true"],
+            &["bench", "hostile", "--duration=10s", "--gap", "500ms"],
+            &["bench", "soak", "--duration", "10m"],
         ];
         for argv in taken {
             parses(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));

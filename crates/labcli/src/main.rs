@@ -3,10 +3,11 @@
 //! one `cmd_` module per command: the emulated access network (`run`, `bench lab`, `bench
 //! measure`) in [`cmd_run`], the two-host lab (`hosts`, `bench fair`, `bench household`) in
 //! [`cmd_hosts`], the other benchmarks (`bench ...`) in [`cmd_bench`], [`cmd_bench_daemon`],
-//! [`cmd_bench_networks`] and [`cmd_bench_tune`], and running a command in a kernel that has every qdisc (`kernel`) in
-//! [`cmd_kernel`]. The flags of the lab crate's argument structs are in [`flags`]; what the
-//! benchmarks write at their end in [`report`]. (The lab crate's `lab`, `hosts` and `bench` are
-//! the work these commands glue; the `cmd_` prefix keeps the two apart by name.)
+//! [`cmd_bench_hostile`], [`cmd_bench_networks`], [`cmd_bench_soak`] and [`cmd_bench_tune`], and
+//! running a command in a kernel that has every qdisc (`kernel`) in [`cmd_kernel`]. The flags of
+//! the lab crate's argument structs are in [`flags`]; what the benchmarks write at their end in
+//! [`report`]. (The lab crate's `lab`, `hosts` and `bench` are the work these commands glue; the
+//! `cmd_` prefix keeps the two apart by name.)
 //!
 //! The product it measures is the `unbloat` binary beside this one ([`product`]): the lab runs it
 //! as `unbloat serve`, `unbloat test` and `unbloat start` in its namespaces. A command that needs
@@ -15,7 +16,9 @@
 
 mod cmd_bench;
 mod cmd_bench_daemon;
+mod cmd_bench_hostile;
 mod cmd_bench_networks;
+mod cmd_bench_soak;
 mod cmd_bench_tune;
 mod cmd_hosts;
 mod cmd_kernel;
