@@ -262,12 +262,28 @@ pub enum RunError {
     },
 }
 
-/// Which Debian package provides the programs unbloat runs, as a sentence tail for messages.
+/// Which package provides the programs unbloat runs, as a sentence tail for messages: OpenWrt's
+/// on OpenWrt (`/etc/openwrt_release`), Debian's elsewhere.
 fn package_hint(program: &str) -> String {
+    let openwrt = std::fs::symlink_metadata("/etc/openwrt_release").is_ok_and(|m| m.is_file());
+    hint_for(program, openwrt)
+}
+
+/// [`package_hint`] for a system that is OpenWrt or not.
+fn hint_for(program: &str, openwrt: bool) -> String {
     let base = program.rsplit('/').next().unwrap_or(program);
-    match package_for(base) {
-        Some(pkg) => format!("; it is in the package {pkg} (apt-get install {pkg})"),
-        None => String::new(),
+    let owrt = |pkg: &str| {
+        format!("; it is in the package {pkg} (opkg install {pkg}; apk add {pkg} on OpenWrt 25)")
+    };
+    match (openwrt, base) {
+        (true, "tc") => owrt("tc-tiny"),
+        (true, "ip") => owrt("ip-tiny"),
+        (true, "nft") => owrt("nftables"),
+        (true, _) => String::new(),
+        (false, _) => match package_for(base) {
+            Some(pkg) => format!("; it is in the package {pkg} (apt-get install {pkg})"),
+            None => String::new(),
+        },
     }
 }
 
@@ -634,6 +650,23 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A missing program is named with the package that has it where the user is: OpenWrt's
+    /// tc-tiny there (an image may ship without tc), Debian's iproute2 elsewhere.
+    #[test]
+    fn a_missing_program_names_the_package_of_the_system_it_runs_on() {
+        assert_eq!(
+            hint_for("tc", false),
+            "; it is in the package iproute2 (apt-get install iproute2)"
+        );
+        assert_eq!(
+            hint_for("/usr/sbin/tc", true),
+            "; it is in the package tc-tiny (opkg install tc-tiny; apk add tc-tiny on OpenWrt 25)"
+        );
+        assert!(hint_for("nft", true).contains("opkg install nftables"));
+        assert_eq!(hint_for("linux.uml", true), "");
+        assert_eq!(hint_for("frobnicate", false), "");
+    }
 
     #[test]
     fn display_quotes_only_what_the_shell_would_misread() {
