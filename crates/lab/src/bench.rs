@@ -81,7 +81,11 @@ impl ProfileBench {
         let spread = spread::spreads(&runs);
         let cpu_bound = runs.iter().filter(|r| r.machine_bound().is_some()).count();
         let failed = checks(&profile.name, bound_ms, &spread, cpu_bound);
-        let tuned = bench_tuned::compare(&profile.name, &spread, cpu_bound > 0);
+        let no_rate = bench_tuned::NoRateKept {
+            runs: runs.iter().filter(|r| tune_missed_the_download(r)).count(),
+            of: runs.len(),
+        };
+        let tuned = bench_tuned::compare(&profile.name, &spread, cpu_bound > 0, no_rate);
         Some(ProfileBench {
             tuned,
             profile,
@@ -91,6 +95,14 @@ impl ProfileBench {
             failed,
         })
     }
+}
+
+/// Whether the run's `unbloat tune` said its download search kept no rate within its bound.
+fn tune_missed_the_download(run: &LabReport) -> bool {
+    run.runs
+        .iter()
+        .filter_map(|s| s.tuned.as_ref())
+        .any(|t| t.missed.iter().any(|m| m.phase == "download"))
 }
 
 /// The bound on unbloat's UDP BE induced p99 for a profile, ms: 10 ms plus two times one
