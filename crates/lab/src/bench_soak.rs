@@ -182,7 +182,7 @@ pub fn run(
     let pct = |q: f64| gaps[((gaps.len() - 1) as f64 * q).round() as usize];
     Ok(SoakBench {
         version: 1,
-        kernel: kernel_name(),
+        kernel: unbloat_testbed::kernel::name_current(),
         iterations: done,
         seconds: t0.elapsed().as_secs_f64(),
         recreations: done,
@@ -360,16 +360,6 @@ impl Drop for Daemon {
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let _ = self.child.wait();
     }
-}
-
-fn kernel_name() -> String {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let uml = unbloat_testbed::kernel::in_guest();
-    format!(
-        "{}Linux {}",
-        if uml { "User-Mode " } else { "" },
-        release.trim()
-    )
 }
 
 pub fn render(b: &SoakBench) -> String {

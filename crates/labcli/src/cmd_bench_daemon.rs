@@ -195,7 +195,7 @@ fn measure(args: &DaemonBench, dir: &std::path::Path) -> anyhow::Result<Report> 
         row.cpu_percent_at_1hz = (t.cpu()? - c0).as_secs_f64() / wall * 100.0;
     }
     Ok(Report {
-        kernel: kernel_name(),
+        kernel: unbloat_testbed::kernel::name_current(),
         tc_process_cpu_ms: tc_process_cpu_ms()?,
         scrapes: args.scrapes,
         seconds,
@@ -359,14 +359,4 @@ fn which(name: &str) -> Option<std::path::PathBuf> {
             .map(|d| d.join(name))
             .find(|f| f.is_file())
     })
-}
-
-fn kernel_name() -> String {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let uml = unbloat_testbed::kernel::in_guest();
-    format!(
-        "{}Linux {}",
-        if uml { "User-Mode " } else { "" },
-        release.trim()
-    )
 }

@@ -259,6 +259,14 @@ pub fn describe_current() -> String {
     format!("User-Mode Linux {}", release.trim())
 }
 
+/// The kernel this process runs on, by name and release, for a benchmark's table: `Linux
+/// 6.1.0-28-amd64` on the host, `User-Mode Linux 6.1.192` in a guest this module started.
+pub fn name_current() -> String {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let uml = if in_guest() { "User-Mode " } else { "" };
+    format!("{uml}Linux {}", release.trim())
+}
+
 /// True in a UML guest started by this module.
 pub fn in_guest() -> bool {
     std::env::var(IN_GUEST_ENV).is_ok_and(|v| v == "1")
