@@ -19,8 +19,8 @@
 
 mod common;
 
-use common::{must, wait_until, Netns, UNBLOAT};
-use std::process::{Child, Command, Stdio};
+use common::daemon::Daemon;
+use common::{must, wait_until, Netns};
 use std::time::{Duration, Instant};
 use unbloat_testbed::real_kernel_test;
 
@@ -47,14 +47,19 @@ impl Drop for Net {
     }
 }
 
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        // SAFETY: a signal to our own child.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        let _ = self.0.wait();
-    }
+/// The laptop's namespace with `wlan0` up, its peer `gw0` up in the networks' namespace, and
+/// where its config goes (the run directory made).
+fn laptop() -> (Netns, Net, std::path::PathBuf) {
+    let ns = Netns::new();
+    let net = Net(format!("{}-net", ns.name));
+    must(&format!("ip netns add {}", net.0));
+    ns.must("ip link add wlan0 type veth peer name gw0");
+    ns.must(&format!("ip link set gw0 netns {}", net.0));
+    must(&format!("ip -n {} link set gw0 up", net.0));
+    ns.must("ip link set wlan0 up");
+    std::fs::create_dir_all(&ns.run_dir).unwrap();
+    let path = ns.run_dir.join("unbloat.toml");
+    (ns, net, path)
 }
 
 /// The laptop moves to the network whose gateway is `.1` of 192.168.`n`.0/24 with `mac`.
@@ -93,26 +98,12 @@ fn shaped_at(ns: &Netns, up: &str, down: &str, limit: Duration) -> Option<Durati
 
 real_kernel_test! {
     fn the_daemon_shapes_each_network_with_its_rates_and_unknown_ones_with_the_fallback() needs ["cake", "ingress", "ifb", "mirred", "u32"] {
-        let ns = Netns::new();
-        let net = Net(format!("{}-net", ns.name));
-        must(&format!("ip netns add {}", net.0));
-        ns.must("ip link add wlan0 type veth peer name gw0");
-        ns.must(&format!("ip link set gw0 netns {}", net.0));
-        must(&format!("ip -n {} link set gw0 up", net.0));
-        ns.must("ip link set wlan0 up");
-        std::fs::create_dir_all(&ns.run_dir).unwrap();
-        let path = ns.run_dir.join("unbloat.toml");
+        let (ns, net, path) = laptop();
         let path_s = path.to_str().unwrap().to_string();
         std::fs::write(&path, config("interface")).unwrap();
         move_to(&ns, &net, 1, HOME);
 
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &ns.name, UNBLOAT, "daemon", "--config", &path_s, "--web", WEB])
-            .env("UNBLOAT_RUN_DIR", &ns.run_dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        let _daemon = Daemon(c.spawn().expect("the daemon starts"));
+        let _daemon = Daemon::start(&ns, &[&path_s, "--web", WEB], &[]);
         assert!(shaped_at(&ns, "6Mbit", "30Mbit", Duration::from_secs(20)).is_some(),
             "home's rates at start: {:?}", rates(&ns));
 
@@ -221,15 +212,7 @@ real_kernel_test! {
     /// the daemon shapes home with the saved rates.
     #[cfg(feature = "tune")]
     fn tune_save_as_records_the_gateway_the_kernel_shows() needs ["cake", "ingress", "ifb", "mirred", "u32"] {
-        let ns = Netns::new();
-        let net = Net(format!("{}-net", ns.name));
-        must(&format!("ip netns add {}", net.0));
-        ns.must("ip link add wlan0 type veth peer name gw0");
-        ns.must(&format!("ip link set gw0 netns {}", net.0));
-        must(&format!("ip -n {} link set gw0 up", net.0));
-        ns.must("ip link set wlan0 up");
-        std::fs::create_dir_all(&ns.run_dir).unwrap();
-        let path = ns.run_dir.join("unbloat.toml");
+        let (ns, net, path) = laptop();
         let path_s = path.to_str().unwrap().to_string();
         let file = format!(
             "# the laptop's\n[interface.wlan0]\ndown = \"20mbit\" # a café\nup = \"5mbit\"\n\n\
@@ -301,13 +284,7 @@ real_kernel_test! {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), saved);
 
         // The daemon recognises home by the saved gateway and shapes with the saved rates.
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &ns.name, UNBLOAT, "daemon", "--config", &path_s])
-            .env("UNBLOAT_RUN_DIR", &ns.run_dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        let _daemon = Daemon(c.spawn().expect("the daemon starts"));
+        let _daemon = Daemon::start(&ns, &[&path_s], &[]);
         assert!(shaped_at(&ns, "8Mbit", "33Mbit", Duration::from_secs(20)).is_some(),
             "the saved rates: {:?}", rates(&ns));
     }
