@@ -224,25 +224,17 @@ fn write_config(path: &Path, reload: usize) -> Result<(), SoakError> {
 
 /// `ip -batch -` of `lines`.
 fn ip(lines: &[&str]) -> Result<(), SoakError> {
-    let mut child = Command::new("ip")
+    use unbloat_system::runner::{Cmd, Runner, SystemRunner};
+    let cmd = Cmd::new("ip")
         .args(["-batch", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
+        .stdin(lines.join("\n") + "\n");
+    let out = SystemRunner::from_env()
+        .run(&cmd)
         .map_err(|e| failed("running ip", e))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all((lines.join("\n") + "\n").as_bytes())
-            .map_err(|e| failed("writing to ip", e))?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| failed("running ip", e))?;
-    if !out.status.success() {
+    if !out.success() {
         return Err(failed(
             format!("ip {}", lines.join("; ")),
-            String::from_utf8_lossy(&out.stderr).trim(),
+            out.stderr.trim(),
         ));
     }
     Ok(())

@@ -90,27 +90,22 @@ impl Net {
 
 /// `ip -n NS -batch -` of `lines`, failing with ip's complaint.
 fn batch(ns: &str, lines: &[String]) -> Result<(), NetnsError> {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
+    use unbloat_system::runner::{Cmd, Runner, SystemRunner};
     let io = |what: &str, e| NetnsError {
         context: format!("ip -n {ns} -batch: {what}"),
         source: e,
     };
-    let mut child = Command::new("ip")
+    let cmd = Cmd::new("ip")
         .args(["-n", ns, "-batch", "-"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| io("starting", e))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all((lines.join("\n") + "\n").as_bytes())
-            .map_err(|e| io("writing", e))?;
-    }
-    let out = child.wait_with_output().map_err(|e| io("waiting", e))?;
-    if !out.status.success() {
-        let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        return Err(io("failed", std::io::Error::other(why)));
+        .stdin(lines.join("\n") + "\n");
+    let out = SystemRunner::from_env()
+        .run(&cmd)
+        .map_err(|e| io("starting", std::io::Error::other(e.to_string())))?;
+    if !out.success() {
+        return Err(io(
+            "failed",
+            std::io::Error::other(out.stderr.trim().to_string()),
+        ));
     }
     Ok(())
 }
