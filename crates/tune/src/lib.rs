@@ -15,6 +15,7 @@
 //! plots); the CLI uses tune, and the lab runs the `unbloat tune` binary.
 
 pub mod both_ways;
+pub mod capacity;
 pub mod framing;
 pub mod interrupt;
 pub mod output;

@@ -24,6 +24,7 @@ use unbloat_measure::client::{NoProgress, TestPlan};
 use unbloat_measure::probe::ipv4_probe_bytes;
 use unbloat_measure::profile::Profile;
 use unbloat_measure::timeline::run_plan;
+use unbloat_report::model::Results;
 use unbloat_report::summary::{Leg, Summary};
 use unbloat_shaper::goodput::{GoodputModel, LinkFraming};
 use unbloat_shaper::linklayer::LinkLayer;
@@ -320,10 +321,8 @@ fn phases(
         "capacity",
         "unshaped download, then upload (8 s each; the link is saturated)",
     );
-    let down_test = test(s, "download", STEP_LOAD, stop)?;
-    let down_good = goodput(&down_test, true)?;
-    let up_test = test(s, "upload", STEP_LOAD, stop)?;
-    let up_good = goodput(&up_test, false)?;
+    let (down_test, down_good) = capacity(s, true, stop)?;
+    let (up_test, up_good) = capacity(s, false, stop)?;
     laps.lap("capacity");
     let sweep_time = if s.skip_sweep {
         Duration::ZERO
@@ -666,8 +665,28 @@ fn link_layer(opts: &ShapeOptions) -> Result<LinkLayer, TuneError> {
         .map_err(|e| TuneError::Invalid(e.to_string()))
 }
 
+/// The unshaped test of one direction, and its goodput as the line carried it
+/// ([`crate::capacity`]: not what a stall held back and released into the window).
+fn capacity(s: &Settings, down: bool, stop: &Stop) -> Result<(Summary, Rate), TuneError> {
+    let results = test_results(s, if down { "download" } else { "upload" }, STEP_LOAD, stop)?;
+    let summary = Summary::from_results(&results);
+    match crate::capacity::line_goodput(&results, down) {
+        Some(g) if g > 0.0 => Ok((summary, Rate::from_bits_per_sec(g as u64))),
+        _ => goodput(&summary, down).map(|g| (summary, g)),
+    }
+}
+
 /// Runs one test of `profile` with `load` against the user's far end.
 fn test(s: &Settings, profile: &str, load: Duration, stop: &Stop) -> Result<Summary, TuneError> {
+    test_results(s, profile, load, stop).map(|r| Summary::from_results(&r))
+}
+
+fn test_results(
+    s: &Settings,
+    profile: &str,
+    load: Duration,
+    stop: &Stop,
+) -> Result<Results, TuneError> {
     stop.check()?;
     let mut plan = s.test.clone();
     plan.profile = Profile::by_name(profile)
@@ -679,7 +698,7 @@ fn test(s: &Settings, profile: &str, load: Duration, stop: &Stop) -> Result<Summ
     plan.probe_interval = PROBE_INTERVAL;
     let results = run_plan(&plan, &mut NoProgress).map_err(|f| TuneError::Measure(f.error))?;
     stop.check()?;
-    Ok(Summary::from_results(&results))
+    Ok(results)
 }
 
 fn loaded_median(s: &Summary) -> Option<f64> {
