@@ -128,7 +128,10 @@ mod tests {
     #[test]
     fn a_stall_before_the_steady_state_moves_the_window_back_to_it() {
         let r = adsl_remote();
-        let steady = Summary::from_results(&r).download.steady_goodput_bps.unwrap();
+        let steady = Summary::from_results(&r)
+            .download
+            .steady_goodput_bps
+            .unwrap();
         let line = line_goodput(&r, true).unwrap();
         // The summary's window starts just after the 1.2 s stall and counts its release:
         // more than the 830 kbit/s TCP carries over 1 Mbit/s of ATM with 40 bytes.
@@ -159,7 +162,10 @@ mod tests {
             })
             .collect();
         let r = with(phases, vec![stream(samples)]);
-        let steady = Summary::from_results(&r).download.steady_goodput_bps.unwrap();
+        let steady = Summary::from_results(&r)
+            .download
+            .steady_goodput_bps
+            .unwrap();
         assert_eq!(line_goodput(&r, true), Some(steady));
     }
 
@@ -179,7 +185,10 @@ mod tests {
             })
             .collect();
         let r = with(phases, vec![stream(samples)]);
-        let steady = Summary::from_results(&r).download.steady_goodput_bps.unwrap();
+        let steady = Summary::from_results(&r)
+            .download
+            .steady_goodput_bps
+            .unwrap();
         assert_eq!(line_goodput(&r, true), Some(steady));
     }
 }
