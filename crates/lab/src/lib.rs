@@ -41,7 +41,8 @@
 //!   [`bench_soak`]: the daemon through thousands of link re-creations, reloads and scrapes
 //!   (`bench soak`).
 //! - [`tune_lab`]: `unbloat tune` run in the lab's router (`bench tune`, the `unbloat-tuned`
-//!   strategy).
+//!   strategy); [`bench_tune`]: `bench tune --runs N`, each profile's runs counted against the
+//!   truth.
 
 pub mod autorate_lab;
 pub mod bench;
@@ -52,6 +53,7 @@ pub mod bench_household;
 pub mod bench_locate;
 pub mod bench_measure;
 pub mod bench_soak;
+pub mod bench_tune;
 pub mod bench_tuned;
 pub mod cleanup;
 pub mod cpu;

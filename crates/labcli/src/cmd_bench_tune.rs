@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use clap::Args;
+use unbloat_lab::bench_tune::{keep_row, kept_row, row_path, ProfileRuns};
 use unbloat_lab::profile::{shipped_names, LinkProfile};
 use unbloat_lab::tune_lab::{best_on_grid, Steady, TuneLab, TuneRow};
 use unbloat_shaper::config::ConfigFile;
@@ -45,6 +46,17 @@ pub struct TuneBenchArgs {
     /// Passed to `unbloat tune --max-time` (auto: 3 minutes, longer on a slow line).
     #[arg(long, value_name = "TIME|auto", default_value = "auto", value_parser = unbloat_tune::run::MaxTime::parse)]
     pub max_time: unbloat_tune::run::MaxTime,
+    /// Tune each profile this many times, each in a fresh lab: the table has every run, and a
+    /// line per profile counts how often the framing (and an ATM line's overhead, within 4 bytes)
+    /// was right, with the medians of the confidence, the rates and the time.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub runs: u32,
+    /// Keep each run's row as DIR/PROFILE/run-K.json.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// With --out: take the runs already kept there instead of making them again.
+    #[arg(long, requires = "out")]
+    pub resume: bool,
     /// Print the rows as JSON.
     #[arg(long)]
     pub json: bool,
@@ -64,7 +76,7 @@ pub fn bench_tune(args: &TuneBenchArgs) -> Result<(), Failure> {
         && crate::cmd_kernel::rerun_in_real_kernel(
             crate::cmd_hosts::NEEDS,
             &[],
-            Duration::from_secs(120 * 60),
+            Duration::from_secs(120 * 60 * u64::from(args.runs)),
         )?
     {
         return Ok(());
@@ -80,36 +92,77 @@ pub fn bench_tune(args: &TuneBenchArgs) -> Result<(), Failure> {
         None => shipped_names().into_iter().map(String::from).collect(),
     };
     let exe = crate::product()?;
+    let out = args.out.as_deref().map(std::path::absolute).transpose()?;
     let runner = SystemRunner::from_env();
-    let mut rows = vec![];
+    let (mut rows, mut per_profile) = (vec![], vec![]);
     for name in &names {
         let profile = LinkProfile::load(name).map_err(crate::invalid)?;
-        let dir = std::env::temp_dir().join(format!(
-            "unbloat-bench-tune-{}-{}",
-            std::process::id(),
-            profile.name
-        ));
-        eprintln!(
-            "unbloat: bench tune: {} ({})",
-            profile.name, profile.description
-        );
-        let lab = TuneLab::build(&profile, &runner, &exe, &dir).map_err(|e| anyhow!(e))?;
-        let mut row = lab
-            .tune(&profile, max_time, Some(args.bound))
-            .map_err(|e| anyhow!(e))?;
-        if args.exhaustive {
-            exhaustive(&lab, &profile, &mut row, &dir, bound_ms, args.grid)?;
+        let mut runs = vec![];
+        for k in 1..=args.runs {
+            let kept_at = out.as_deref().map(|o| row_path(o, &profile.name, k));
+            let kept = kept_at
+                .as_deref()
+                .filter(|_| args.resume)
+                .and_then(kept_row);
+            let row = match kept {
+                Some(row) => {
+                    eprintln!("unbloat: bench tune: {}, run {k}: kept", profile.name);
+                    row
+                }
+                None => {
+                    eprintln!(
+                        "unbloat: bench tune: {} ({}), run {k} of {}",
+                        profile.name, profile.description, args.runs
+                    );
+                    let row = tune_once(args, &profile, &runner, &exe, max_time, bound_ms)?;
+                    if let Some(path) = &kept_at {
+                        keep_row(path, &row)?;
+                    }
+                    row
+                }
+            };
+            eprintln!("{}", line(&row));
+            runs.push(row);
         }
-        eprintln!("{}", line(&row));
-        rows.push(row);
-        lab.live.teardown().map_err(|e| anyhow!(e))?;
+        per_profile.push(ProfileRuns::new(&runs));
+        rows.extend(runs);
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
         println!("{}", table(&rows));
+        if args.runs > 1 {
+            for p in &per_profile {
+                println!("{}", p.line());
+            }
+        }
     }
     Ok(())
+}
+
+/// One tune run on `profile` in a lab of its own, with the grid when asked.
+fn tune_once(
+    args: &TuneBenchArgs,
+    profile: &LinkProfile,
+    runner: &SystemRunner,
+    exe: &std::path::Path,
+    max_time: Option<unbloat_units::Time>,
+    bound_ms: f64,
+) -> Result<TuneRow, Failure> {
+    let dir = std::env::temp_dir().join(format!(
+        "unbloat-bench-tune-{}-{}",
+        std::process::id(),
+        profile.name
+    ));
+    let lab = TuneLab::build(profile, runner, exe, &dir).map_err(|e| anyhow!(e))?;
+    let mut row = lab
+        .tune(profile, max_time, Some(args.bound))
+        .map_err(|e| anyhow!(e))?;
+    if args.exhaustive {
+        exhaustive(&lab, profile, &mut row, &dir, bound_ms, args.grid)?;
+    }
+    lab.live.teardown().map_err(|e| anyhow!(e))?;
+    Ok(row)
 }
 
 /// The grid's best rate each way, with the link options tune found (from its `unbloat.toml`).

@@ -4,6 +4,8 @@
 //! - [`framing`]: an RTT sweep over packet sizes tells ATM's 48-byte cell staircase (and so its
 //!   per-packet overhead) from a straight line (PTM, DOCSIS, Ethernet). Pure analysis; the sweep
 //!   itself is `unbloat_measure::sweep`, run by [`sweep_phase`].
+//! - [`capacity`]: the unshaped goodput as the line carried it, from where a stall began when a
+//!   deep queue's lost packets held the bytes back (what the searches start from).
 //! - [`search`]: the rate search per direction, a pure state machine fed with each step's
 //!   steady-state latency and goodput.
 //! - [`both_ways`]: the pair of rates the searches found, checked with both directions loaded.
