@@ -395,6 +395,7 @@ fn phases(
     let (down, down_missed) = search_one(s, shaping, stop, report, &mut search, true, |r| {
         with(r, other)
     })?;
+    let down_kept_bound = down_missed.is_none();
     missed.extend(down_missed);
     let steps_down = search.steps().to_vec();
     laps.lap("download");
@@ -423,7 +424,7 @@ fn phases(
             "both ways",
             &format!("{d} down and {u} up under rrul ({} s)", BOTH_LOAD.as_secs()),
         );
-        both = both_ways::check(d, u, bounds, budget.both_ways_checks(), |d, u| {
+        let mut rrul = |d: Rate, u: Rate| -> Result<Measured, TuneError> {
             lock(shaping)
                 .shape(&with(d, u))
                 .map_err(TuneError::Shaping)?;
@@ -466,7 +467,20 @@ fn phases(
                 ),
             );
             Ok(m)
-        })?;
+        };
+        // Where the download kept no bound, the highest rate its search tried is checked under
+        // rrul too (both_ways::recheck_higher_download), in place of the last back-off.
+        let checks = budget.both_ways_checks();
+        let higher = steps_down
+            .iter()
+            .map(|s| s.rate)
+            .max()
+            .filter(|&h| !down_kept_bound && h > d && checks >= 2);
+        let back_offs = checks - usize::from(higher.is_some());
+        both = both_ways::check(d, u, bounds, back_offs, &mut rrul)?;
+        if let Some(higher) = higher {
+            both_ways::recheck_higher_download(&mut both, higher, bounds, &mut rrul)?;
+        }
         let kept = both.iter().find(|s| s.chosen).expect("one pair is chosen");
         if !kept.pass {
             let why = if both.last().is_some_and(|l| l.chosen) {
