@@ -470,12 +470,16 @@ fn phases(
         };
         // Where the download kept no bound, the highest rate its search tried is checked under
         // rrul too (both_ways::recheck_higher_download), in place of the last back-off.
-        let checks = budget.both_ways_checks();
         let higher = steps_down
             .iter()
             .map(|s| s.rate)
             .max()
-            .filter(|&h| !down_kept_bound && h > d && checks >= 2);
+            .filter(|&h| !down_kept_bound && h > d);
+        if higher.is_some() && budget.both_ways_checks() < 2 {
+            budget.stretch(BOTH_STEP);
+        }
+        let checks = budget.both_ways_checks();
+        let higher = higher.filter(|_| checks >= 2);
         let back_offs = checks - usize::from(higher.is_some());
         both = both_ways::check(d, u, bounds, back_offs, &mut rrul)?;
         if let Some(higher) = higher {
@@ -768,6 +772,14 @@ impl Budget {
             // budget to the second would lose one to the time the counting itself takes.
             let need = Duration::from_secs(need.as_secs().div_ceil(10) * 10 + 10);
             self.max = need.clamp(DEFAULT_TIME, AUTO_MOST);
+        }
+    }
+
+    /// With `auto`, makes room for `more` (within [`AUTO_MOST`]): the recheck of a download that
+    /// kept no bound, when the searches' steps ran long.
+    fn stretch(&mut self, more: Duration) {
+        if self.auto {
+            self.max = (self.max + more).min(AUTO_MOST);
         }
     }
 
