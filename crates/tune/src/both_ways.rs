@@ -144,7 +144,22 @@ pub fn check<E>(
     let mut halfway = false;
     loop {
         let m = measure(d, u)?;
-        let pass = step(d, u, &m, bound_ms, &mut steps);
+        // NaN (no steady samples) is not a pass.
+        let pass = search::passes(bound_ms, m.judged_p99_ms(), m.growth_ms_per_s);
+        steps.push(BothStep {
+            down: d,
+            up: u,
+            steady_p99_ms: m.steady_p99_ms,
+            growth_ms_per_s: m.growth_ms_per_s,
+            late_p99_ms: m.late_p99_ms,
+            startup_peak_ms: m.startup_peak_ms,
+            goodput_down: m.goodput_down,
+            goodput_up: m.goodput_up,
+            down_leg: m.down_leg,
+            up_leg: m.up_leg,
+            pass,
+            chosen: false,
+        });
         let n = steps.len();
         if halfway {
             // The pair halfway back: kept when it passed, else the back-off below it.
@@ -186,59 +201,6 @@ pub fn check<E>(
         };
         (d, u) = (back(d, back_down), back(u, back_up));
     }
-}
-
-/// Appends the step `m` measured at `(d, u)`; whether it passed.
-fn step(d: Rate, u: Rate, m: &Measured, bound_ms: f64, steps: &mut Vec<BothStep>) -> bool {
-    // NaN (no steady samples) is not a pass.
-    let pass = search::passes(bound_ms, m.judged_p99_ms(), m.growth_ms_per_s);
-    steps.push(BothStep {
-        down: d,
-        up: u,
-        steady_p99_ms: m.steady_p99_ms,
-        growth_ms_per_s: m.growth_ms_per_s,
-        late_p99_ms: m.late_p99_ms,
-        startup_peak_ms: m.startup_peak_ms,
-        goodput_down: m.goodput_down,
-        goodput_up: m.goodput_up,
-        down_leg: m.down_leg,
-        up_leg: m.up_leg,
-        pass,
-        chosen: false,
-    });
-    pass
-}
-
-/// Where no download rate kept its bound and no pair passed, the download the checks started
-/// from was the search's fallback, the rate closest to the bound with the download loaded alone.
-/// Behind a modem queue of seconds that judge and rrul disagree: on the lab's adsl-remote (1 Mbit/s
-/// ATM, 2.8 s of FIFO) the download alone was lower at 854 kbit/s than at 955 (p99 932-1215 ms
-/// against 1152-1355), but under rrul 854 left the upload's leg 2 s of queue and half the
-/// download's goodput, where 950 kept 90 % of it and a lower p95 (1,098-1,136 ms against
-/// 1,317-1,531; `unbloat-lab run --profile adsl-remote` with both pairs). So `higher`, the
-/// highest download rate the search tried, is checked under rrul too, with the kept upload, and
-/// kept in place of the chosen pair when its settled p99 is lower by [`MIN_GAIN`].
-pub fn recheck_higher_download<E>(
-    steps: &mut Vec<BothStep>,
-    higher: Rate,
-    bounds: Bounds,
-    mut measure: impl FnMut(Rate, Rate) -> Result<Measured, E>,
-) -> Result<(), E> {
-    let Some(kept) = steps.iter().position(|s| s.chosen) else {
-        return Ok(());
-    };
-    if steps[kept].pass || higher <= steps[kept].down {
-        return Ok(());
-    }
-    let up = steps[kept].up;
-    let m = measure(higher, up)?;
-    step(higher, up, &m, bounds.round_trip_ms, steps);
-    let (was, now) = (steps[kept].judged_p99_ms(), m.judged_p99_ms());
-    if now < was * (1.0 - MIN_GAIN) {
-        steps[kept].chosen = false;
-        steps.last_mut().expect("just pushed").chosen = true;
-    }
-    Ok(())
 }
 
 /// The rate halfway between two.
@@ -553,47 +515,5 @@ mod tests {
             |_, _| Err::<Measured, _>("the far end went away"),
         );
         assert_eq!(r, Err("the far end went away"));
-    }
-
-    /// adsl-remote's pairs: 854 kbit/s chosen after both back-offs failed (settled p99 1,833 ms);
-    /// the search's 955 under rrul settles lower and takes its place. One that is no better by
-    /// [`MIN_GAIN`] leaves the choice alone, and a passing pair is never rechecked.
-    #[test]
-    fn a_higher_download_under_rrul_replaces_a_failed_fallback_only_when_lower() {
-        let kbit = Rate::from_kbit;
-        let failed = |p99| {
-            check(kbit(854), kbit(117), rt(230.0), 1, |_, _| {
-                Ok::<_, ()>(m(p99))
-            })
-        };
-        let mut steps = failed(1833.0).unwrap();
-        let mut asked = vec![];
-        recheck_higher_download(&mut steps, kbit(955), rt(230.0), |d, u| {
-            asked.push((d, u));
-            Ok::<_, ()>(m(1400.0))
-        })
-        .unwrap();
-        assert_eq!(asked, [(kbit(955), kbit(117))]);
-        let chosen: Vec<_> = steps.iter().filter(|s| s.chosen).collect();
-        assert_eq!((chosen.len(), chosen[0].down), (1, kbit(955)));
-
-        let mut steps = failed(1833.0).unwrap();
-        recheck_higher_download(&mut steps, kbit(955), rt(230.0), |_, _| {
-            Ok::<_, ()>(m(1700.0))
-        })
-        .unwrap();
-        assert_eq!(steps.len(), 2);
-        assert!(steps[0].chosen && !steps[1].chosen, "{steps:?}");
-
-        let mut steps = failed(100.0).unwrap();
-        assert!(steps[0].pass);
-        recheck_higher_download(
-            &mut steps,
-            kbit(955),
-            rt(230.0),
-            |_, _| -> Result<Measured, ()> { panic!("a passing pair is not rechecked") },
-        )
-        .unwrap();
-        assert_eq!(steps.len(), 1);
     }
 }

@@ -395,7 +395,6 @@ fn phases(
     let (down, down_missed) = search_one(s, shaping, stop, report, &mut search, true, |r| {
         with(r, other)
     })?;
-    let down_kept_bound = down_missed.is_none();
     missed.extend(down_missed);
     let steps_down = search.steps().to_vec();
     laps.lap("download");
@@ -424,7 +423,7 @@ fn phases(
             "both ways",
             &format!("{d} down and {u} up under rrul ({} s)", BOTH_LOAD.as_secs()),
         );
-        let mut rrul = |d: Rate, u: Rate| -> Result<Measured, TuneError> {
+        both = both_ways::check(d, u, bounds, budget.both_ways_checks(), |d, u| {
             lock(shaping)
                 .shape(&with(d, u))
                 .map_err(TuneError::Shaping)?;
@@ -467,24 +466,7 @@ fn phases(
                 ),
             );
             Ok(m)
-        };
-        // Where the download kept no bound, the highest rate its search tried is checked under
-        // rrul too (both_ways::recheck_higher_download), in place of the last back-off.
-        let higher = steps_down
-            .iter()
-            .map(|s| s.rate)
-            .max()
-            .filter(|&h| !down_kept_bound && h > d);
-        if higher.is_some() && budget.both_ways_checks() < 2 {
-            budget.stretch(BOTH_STEP);
-        }
-        let checks = budget.both_ways_checks();
-        let higher = higher.filter(|_| checks >= 2);
-        let back_offs = checks - usize::from(higher.is_some());
-        both = both_ways::check(d, u, bounds, back_offs, &mut rrul)?;
-        if let Some(higher) = higher {
-            both_ways::recheck_higher_download(&mut both, higher, bounds, &mut rrul)?;
-        }
+        })?;
         let kept = both.iter().find(|s| s.chosen).expect("one pair is chosen");
         if !kept.pass {
             let why = if both.last().is_some_and(|l| l.chosen) {
@@ -772,14 +754,6 @@ impl Budget {
             // budget to the second would lose one to the time the counting itself takes.
             let need = Duration::from_secs(need.as_secs().div_ceil(10) * 10 + 10);
             self.max = need.clamp(DEFAULT_TIME, AUTO_MOST);
-        }
-    }
-
-    /// With `auto`, makes room for `more` (within [`AUTO_MOST`]): the recheck of a download that
-    /// kept no bound, when the searches' steps ran long.
-    fn stretch(&mut self, more: Duration) {
-        if self.auto {
-            self.max = (self.max + more).min(AUTO_MOST);
         }
     }
 
