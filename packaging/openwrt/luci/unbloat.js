@@ -284,11 +284,11 @@ return view.extend({
 		o.rmempty = true;
 
 		// Above the form: sqm's settings, imported through the rpcd plugin (importSqm above).
-		return m.render().then(function(form) {
+		return m.render().then(function(map) {
 			return E([], [ E('div', { 'class': 'cbi-section' }, [
 				E('p', {}, _('Coming from sqm-scripts? Preview what its settings (/etc/config/sqm) become here: nothing is written until you apply them.')),
 				E('button', { 'class': 'cbi-button cbi-button-action', 'click': ui.createHandlerFn(null, importSqm) }, _('Import from SQM...'))
-			]), form ]);
+			]), map ]);
 		});
 	}
 });

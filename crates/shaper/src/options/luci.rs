@@ -198,11 +198,11 @@ return view.extend({
 
 const TAIL: &str = "
 \t\t// Above the form: sqm's settings, imported through the rpcd plugin (importSqm above).
-\t\treturn m.render().then(function(form) {
+\t\treturn m.render().then(function(map) {
 \t\t\treturn E([], [ E('div', { 'class': 'cbi-section' }, [
 \t\t\t\tE('p', {}, _('Coming from sqm-scripts? Preview what its settings (/etc/config/sqm) become here: nothing is written until you apply them.')),
 \t\t\t\tE('button', { 'class': 'cbi-button cbi-button-action', 'click': ui.createHandlerFn(null, importSqm) }, _('Import from SQM...'))
-\t\t\t]), form ]);
+\t\t\t]), map ]);
 \t\t});
 \t}
 });
