@@ -45,8 +45,9 @@ before-after: lab
 # when it grows past its budget (`make router` builds the full set too; CI's minutes are short);
 # then its OpenWrt package, checked (scripts/openwrt/check; `make openwrt` builds every CPU's),
 # and LuCI's page for it (scripts/openwrt/package-luci, scripts/openwrt/check-luci). Before the
-# tests, OpenWrt's own `uci`, built from its source once (scripts/openwrt/userland): the UCI
-# tests read what it writes. The fuzz targets' bodies run over their seeds in the lanes
+# tests, OpenWrt's own `uci` and libubox's `jshn`, built from their source once
+# (scripts/openwrt/userland): the UCI tests read what `uci` writes, and LuCI's rpcd plugin reads
+# its arguments with `jshn`. The fuzz targets' bodies run over their seeds in the lanes
 # (crates/fuzz); libFuzzer itself runs in `make fuzz` (its nightly build alone takes minutes).
 test: deps uml
 	scripts/openwrt/userland

@@ -1,34 +1,53 @@
-//! LuCI's status view reads unbloat through rpcd's exec plugin
+//! LuCI's views read and drive unbloat through rpcd's exec plugin
 //! (`packaging/openwrt/luci/rpcd/luci.unbloat`, installed as /usr/libexec/rpcd/luci.unbloat).
 //! rpcd and LuCI are not here (docs/openwrt.md says why); the plugin is run as rpcd runs it
-//! (`list`, then `call status` with the arguments on stdin), in a real kernel where unbloat
-//! shapes a device, and what it prints is what rpcd would hand the view:
-//! - `list` names `status` and nothing else (the ACL grants exactly that method);
+//! (`list`, then `call METHOD` with the arguments on stdin), under busybox's ash (OpenWrt's
+//! /bin/sh) with libubox's jshn (scripts/openwrt/userland builds it), in a real kernel, and what
+//! it prints is what rpcd would hand the view:
+//! - `list` names the methods the views call, and nothing else (the ACL grants exactly those);
 //! - `call status` is one JSON object whose `interfaces` carry each shaped device's tins with
 //!   the numbers the view draws (delays, drops, marks), and `exit` 0;
-//! - with nothing shaped, an empty list and still a JSON object; an unknown method is refused.
+//! - with nothing shaped, an empty list and still a JSON object; an unknown method is refused;
+//! - `test_start` refuses a far end that is not one, or anything that is not an argument it
+//!   takes, and starts nothing; a good one returns at once, a second start is refused while the
+//!   test runs, `test_status` tells its progress and then its grade, figures and plots, and
+//!   `test_plot` hands over the SVG; a state directory that is a planted link is refused;
+//! - `import_sqm` shows what sqm's /etc/config/sqm becomes and writes nothing;
+//!   `import_sqm_apply` writes it only over the files the preview showed.
+//!
+//! The plugin's paths are a router's (/etc/config, /usr/share/libubox/jshn.sh): each test runs
+//! in a mount namespace of its own where /etc and /usr/share are overlays whose writes land in a
+//! tmpfs ([`RouterFiles`]), so this machine's files are never touched.
 
 mod common;
 
 use common::Netns;
 use std::io::Write;
-use std::path::Path;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 use unbloat_testbed::real_kernel_test;
 
-/// The plugin's output for `args`, run as rpcd would (stdin: `{}`), in `ns`, with the tests'
-/// unbloat first on PATH.
+/// The plugin's output for `args`, run as rpcd would (stdin: the call's arguments, `{}` when it
+/// has none), in `ns`, under busybox's ash, with the tests' unbloat and OpenWrt's jshn first on
+/// PATH.
 fn plugin(ns: &Netns, args: &[&str]) -> (Option<i32>, String) {
+    plugin_with(ns, args, "{}")
+}
+
+fn plugin_with(ns: &Netns, args: &[&str], input: &str) -> (Option<i32>, String) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../packaging/openwrt/luci/rpcd/luci.unbloat");
     let bin_dir = Path::new(common::UNBLOAT).parent().unwrap();
     let path = format!(
-        "{}:{}",
+        "{}:{}/bin:{}",
         bin_dir.display(),
+        userland().display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let mut child = Command::new("ip")
-        .args(["netns", "exec", &ns.name, "sh"])
+        .args(["netns", "exec", &ns.name, "busybox", "sh"])
         .arg(&script)
         .args(args)
         .env("PATH", path)
@@ -38,9 +57,82 @@ fn plugin(ns: &Netns, args: &[&str]) -> (Option<i32>, String) {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(b"{}").unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     (out.status.code(), String::from_utf8(out.stdout).unwrap())
+}
+
+/// `call METHOD` with `input`: what it answered, as JSON (exit status 0: rpcd hands on what is
+/// printed, a refusal too).
+fn call(ns: &Netns, method: &str, input: &serde_json::Value) -> serde_json::Value {
+    let (code, text) = plugin_with(ns, &["call", method], &input.to_string());
+    assert_eq!(code, Some(0), "{method} {input}: {text}");
+    json(&text)
+}
+
+/// OpenWrt's jshn and jshn.sh, built by scripts/openwrt/userland (make test does it first).
+fn userland() -> PathBuf {
+    let dir = PathBuf::from("/var/cache/unbloat/openwrt");
+    assert!(
+        dir.join("bin/jshn").is_file() && dir.join("share/libubox/jshn.sh").is_file(),
+        "{}: OpenWrt's jshn is not built here; run scripts/openwrt/userland (make test does)",
+        dir.display()
+    );
+    dir
+}
+
+/// A router's files for the plugin, in a mount namespace of this thread's own (every process
+/// the test starts from it is in it too): /etc and /usr/share are overlays over this machine's
+/// whose writes land in a tmpfs, /etc/config exists, and jshn.sh is where OpenWrt installs it.
+/// The mounts go with the thread; the scratch directory is removed on drop.
+struct RouterFiles {
+    scratch: PathBuf,
+}
+
+impl RouterFiles {
+    fn new() -> RouterFiles {
+        // SAFETY: unshare(2) with a constant flag; it changes only this thread's namespaces.
+        let rc = unsafe { libc::unshare(libc::CLONE_NEWNS) };
+        assert_eq!(rc, 0, "unshare: {}", std::io::Error::last_os_error());
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let scratch =
+            std::env::temp_dir().join(format!("luci-rpcd-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&scratch).unwrap();
+        let s = scratch.display();
+        common::must(&format!(
+            "set -e; mount --make-rprivate /; mount -t tmpfs tmpfs {s}
+             for d in etc usr/share; do
+               n=$(echo $d | tr / _); mkdir -p {s}/$n/upper {s}/$n/work
+               mount -t overlay overlay -o lowerdir=/$d,upperdir={s}/$n/upper,workdir={s}/$n/work /$d
+             done
+             mkdir -p /etc/config /usr/share/libubox
+             cp {}/share/libubox/jshn.sh /usr/share/libubox/jshn.sh",
+            userland().display()
+        ));
+        let busybox = common::sh("busybox true");
+        assert!(
+            busybox.status.success(),
+            "busybox is not installed (OpenWrt's shell: scripts/install-deps test installs it)"
+        );
+        RouterFiles { scratch }
+    }
+}
+
+impl Drop for RouterFiles {
+    fn drop(&mut self) {
+        let _ = common::sh(&format!(
+            "umount -l /etc /usr/share {}",
+            self.scratch.display()
+        ));
+        let _ = std::fs::remove_dir(&self.scratch);
+    }
 }
 
 fn json(text: &str) -> serde_json::Value {
@@ -54,7 +146,12 @@ real_kernel_test! {
 
         let (code, listed) = plugin(&ns, &["list"]);
         assert_eq!(code, Some(0));
-        assert_eq!(json(&listed), serde_json::json!({"status": {}}));
+        let methods: Vec<String> = json(&listed).as_object().unwrap().keys().cloned().collect();
+        assert_eq!(
+            methods,
+            ["import_sqm", "import_sqm_apply", "status", "test_plot", "test_start", "test_status"],
+            "{listed}"
+        );
 
         let (code, empty) = plugin(&ns, &["call", "status"]);
         assert_eq!(code, Some(0));
@@ -81,5 +178,229 @@ real_kernel_test! {
         let (code, refused) = plugin(&ns, &["call", "stop"]);
         assert_eq!(code, Some(2), "{refused}");
         assert!(json(&refused)["error"].is_string());
+    }
+
+    /// The Test tab: a far end that is not one, an argument the plugin does not take, or a state
+    /// directory planted as a link starts nothing; a good start returns at once and runs
+    /// `unbloat test` in the background through a shaped link to `unbloat serve`; a second start
+    /// is refused while it runs; its progress shows while it runs, then its grade, figures and
+    /// plots; after it, the next test may start.
+    fn the_test_tab_runs_one_test_at_a_time_and_refuses_what_is_not_a_far_end() needs ["cake", "ingress", "ifb", "mirred", "u32"] {
+        let _files = RouterFiles::new();
+        let ns = Netns::new();
+        let far = ns.wan_to_far_end();
+        let out = ns.unbloat(&["start", "wan0", "--down", "20mbit", "--up", "5mbit"]);
+        assert!(out.status.success(), "{}", common::text(&out));
+        let mut serve = Command::new("ip")
+            .args(["netns", "exec", &far.0, common::UNBLOAT, "serve", "--listen", "10.9.0.2:4420"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let listening = common::wait_until(Duration::from_secs(20), || {
+            common::text(&common::sh(&format!("ip netns exec {} ss -Hltn 'sport = :4420'", far.0)))
+                .contains("4420")
+        });
+        assert!(listening.is_some(), "unbloat serve did not listen");
+        let state = Path::new("/var/run/unbloat-luci");
+        let _ = std::fs::remove_dir_all(state);
+
+        // Refused, each with its reason, and nothing started: no state, no shell ran.
+        let marker = std::env::temp_dir().join(format!("luci-rpcd-pwned-{}", std::process::id()));
+        let m = marker.display();
+        let refused = [
+            (serde_json::json!({"server": format!("10.9.0.2;touch {m}")}), "server"),
+            (serde_json::json!({"server": format!("$(touch {m})")}), "server"),
+            (serde_json::json!({"server": format!("10.9.0.2`touch {m}`")}), "server"),
+            (serde_json::json!({"server": "10.9.0.2 --load iperf3://10.9.0.2"}), "server"),
+            (serde_json::json!({"server": "--help"}), "server"),
+            (serde_json::json!({"server": "http://10.9.0.2/"}), "server"),
+            (serde_json::json!({"server": ""}), "server"),
+            (serde_json::json!({}), "server"),
+            (serde_json::json!({"server": 4420}), "server"),
+            (serde_json::json!({"server": ["10.9.0.2"]}), "server"),
+            (serde_json::json!({"server": "10.9.0.2", "profile": "rrul; reboot"}), "profile"),
+            (serde_json::json!({"server": "10.9.0.2", "duration": 1}), "duration"),
+            (serde_json::json!({"server": "10.9.0.2", "duration": 3600}), "duration"),
+            (serde_json::json!({"server": "10.9.0.2", "duration": "30"}), "duration"),
+            (serde_json::json!({"server": "10.9.0.2", "out": "/etc"}), "unknown argument"),
+        ];
+        for (input, reason) in &refused {
+            let answer = call(&ns, "test_start", input);
+            let error = answer["error"].as_str().unwrap_or_else(|| panic!("{input} was not refused: {answer}"));
+            assert!(error.contains(reason), "{input}: {error}");
+        }
+        let (_, text) = plugin_with(&ns, &["call", "test_start"], "[\"10.9.0.2\"]");
+        assert!(json(&text)["error"].is_string(), "{text}");
+        assert!(!marker.exists(), "a shell ran what came in the server argument");
+        assert_eq!(call(&ns, "test_status", &serde_json::json!({})), serde_json::json!({"state": "none"}));
+        assert!(!state.join("test").exists(), "a refused start left a test directory");
+
+        // A link planted where the state directory goes is not followed.
+        let victim = std::env::temp_dir().join(format!("luci-rpcd-victim-{}", std::process::id()));
+        std::fs::create_dir_all(&victim).unwrap();
+        let _ = std::fs::remove_dir(state);
+        std::os::unix::fs::symlink(&victim, state).unwrap();
+        let good = serde_json::json!({"server": "10.9.0.2", "profile": "rrul", "duration": 5});
+        let answer = call(&ns, "test_start", &good);
+        assert!(answer["error"].as_str().is_some_and(|e| e.contains("symbolic link")), "{answer}");
+        assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0, "written through the link");
+        std::fs::remove_file(state).unwrap();
+        std::fs::remove_dir(&victim).unwrap();
+
+        // A good one returns at once; the test runs on (5 s idle, 5 s of load, 5 s idle).
+        let t0 = Instant::now();
+        let answer = call(&ns, "test_start", &good);
+        assert_eq!(answer["started"], true, "{answer}");
+        assert!(t0.elapsed() < Duration::from_secs(10), "test_start waited for the test ({:?})", t0.elapsed());
+        let again = call(&ns, "test_start", &good);
+        assert!(again["error"].as_str().is_some_and(|e| e.contains("running")), "a second test started: {again}");
+        let mode = std::fs::symlink_metadata(state).unwrap();
+        assert!(mode.is_dir() && mode.permissions().mode() & 0o777 == 0o700, "{mode:?}");
+
+        let mut progress = None;
+        let done = common::wait_until(Duration::from_secs(180), || {
+            let st = call(&ns, "test_status", &serde_json::json!({}));
+            if st["state"] == "running" && st["total_s"].is_u64() {
+                progress = Some(st.clone());
+            }
+            std::thread::sleep(Duration::from_millis(500));
+            st["state"] == "finished"
+        });
+        assert!(done.is_some(), "the test did not finish: {}", call(&ns, "test_status", &serde_json::json!({})));
+        let progress = progress.expect("no progress was shown while the test ran");
+        assert!(progress["total_s"].as_u64().unwrap() >= 15, "{progress}");
+        assert_eq!(progress["server"], "10.9.0.2", "{progress}");
+
+        let st = call(&ns, "test_status", &serde_json::json!({}));
+        assert_eq!(st["exit"], 0, "{st}");
+        let grade = st["summary"]["grade"].as_str().unwrap_or_else(|| panic!("no grade: {st}"));
+        assert!(["A+", "A", "B", "C", "D", "F"].contains(&grade), "{grade}");
+        // Through the 20 Mbit/s shaper: the four download streams carried most of it, and no more.
+        let down = st["summary"]["download"]["goodput_bps"].as_f64().unwrap_or_else(|| panic!("{st}"));
+        assert!((5e6..=20.5e6).contains(&down), "download goodput {down} through a 20 Mbit/s shaper");
+        assert!(st["summary"]["idle_latency_ms"].is_f64(), "{st}");
+        let results = st["results"].as_str().unwrap_or_else(|| panic!("no results file: {st}"));
+        assert!(Path::new(results).is_file(), "{results}");
+        let plots: Vec<&str> = st["plots"].as_array().unwrap().iter().filter_map(|p| p.as_str()).collect();
+        assert!(plots.contains(&"timeseries") && plots.contains(&"latency_cdf"), "{st}");
+
+        let plot = call(&ns, "test_plot", &serde_json::json!({"name": "timeseries"}));
+        let svg = plot["svg"].as_str().unwrap_or_else(|| panic!("{plot}"));
+        assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"), "{}", &svg[..svg.len().min(200)]);
+        assert!(svg.trim_end().ends_with("</svg>"));
+        let file = std::fs::read_dir(state.join("test/out")).unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().ends_with("-timeseries.svg")).unwrap();
+        assert_eq!(svg.trim_end(), std::fs::read_to_string(file).unwrap().trim_end(), "the plot as unbloat drew it");
+        for name in [serde_json::json!("../../../etc/passwd"), serde_json::json!("timeseries.svg"), serde_json::json!(1)] {
+            let refused = call(&ns, "test_plot", &serde_json::json!({"name": name}));
+            assert!(refused["error"].is_string(), "{name}: {refused}");
+        }
+
+        // The test is over: the next one may start.
+        let next = call(&ns, "test_start", &serde_json::json!({"server": "unbloat://10.9.0.2:4420", "profile": "ping", "duration": 5}));
+        assert_eq!(next["started"], true, "{next}");
+        let done = common::wait_until(Duration::from_secs(120), || {
+            std::thread::sleep(Duration::from_millis(500));
+            call(&ns, "test_status", &serde_json::json!({}))["state"] == "finished"
+        });
+        assert!(done.is_some(), "the second test did not finish");
+        let st = call(&ns, "test_status", &serde_json::json!({}));
+        assert_eq!((st["exit"].clone(), st["profile"].clone()), (serde_json::json!(0), serde_json::json!("ping")), "{st}");
+
+        let _ = serve.kill();
+        let _ = serve.wait();
+        let _ = std::fs::remove_dir_all(state);
+    }
+
+    /// Import from SQM: the preview shows what /etc/config/unbloat would become and the file it
+    /// replaces, and changes nothing; apply writes it only with the preview's digest, over the
+    /// files the preview showed, and with no unsaved LuCI changes to unbloat in the way.
+    fn import_from_sqm_previews_without_writing_and_applies_only_what_was_shown() needs [] {
+        let _files = RouterFiles::new();
+        // A namespace for the plugin to run in, as in the other tests; this one needs no device.
+        let name = format!("ubt-import-{}", std::process::id());
+        common::must(&format!("ip netns add {name}"));
+        let ns = Netns { run_dir: std::env::temp_dir().join(format!("{name}-run")), name };
+        let config = Path::new("/etc/config");
+        // The plugin's state directory (in a guest, /run is its own tmpfs; on a host, ours goes).
+        let state = Path::new("/var/run/unbloat-luci");
+        let had_state = state.exists();
+        let no_sqm = call(&ns, "import_sqm", &serde_json::json!({}));
+        assert!(no_sqm["error"].as_str().is_some_and(|e| e.contains("/etc/config/sqm")), "{no_sqm}");
+
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shaper/tests/sqm_import/input");
+        std::fs::copy(fixtures.join("several-queues.uci"), config.join("sqm")).unwrap();
+        let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging/openwrt/unbloat.config");
+        std::fs::copy(&shipped, config.join("unbloat")).unwrap();
+        let snapshot = || -> Vec<(String, String)> {
+            let mut files: Vec<(String, String)> = std::fs::read_dir(config).unwrap()
+                .map(|e| e.unwrap().path())
+                .map(|p| (p.display().to_string(), std::fs::read_to_string(&p).unwrap()))
+                .collect();
+            files.sort();
+            files
+        };
+        let before = snapshot();
+
+        let preview = call(&ns, "import_sqm", &serde_json::json!({}));
+        let uci = preview["import"]["toml"].as_str().unwrap_or_else(|| panic!("{preview}"));
+        for section in ["config interface 'wan'", "config interface 'guest'", "option down '85mbit'"] {
+            assert!(uci.contains(section), "{section}: {uci}");
+        }
+        assert!(preview["import"]["notes"].as_array().is_some_and(|n| !n.is_empty()), "{preview}");
+        assert_eq!(preview["current"], std::fs::read_to_string(&shipped).unwrap().as_str());
+        assert_eq!(preview["sqm_enabled"], false);
+        let digest = preview["digest"].as_str().unwrap().to_string();
+        assert!(digest.len() == 32 && digest.bytes().all(|b| b.is_ascii_hexdigit()), "{digest}");
+        assert_eq!(snapshot(), before, "the preview changed /etc/config");
+        assert!(call(&ns, "import_sqm", &serde_json::json!({"apply": true}))["error"].is_string());
+
+        // Refused: no digest, a wrong one, one that is not a digest; unsaved LuCI changes.
+        for input in [
+            serde_json::json!({}),
+            serde_json::json!({"digest": "0123456789abcdef0123456789abcdef"}),
+            serde_json::json!({"digest": format!("{digest}; rm -rf /etc")}),
+            serde_json::json!({"digest": 12345}),
+        ] {
+            let answer = call(&ns, "import_sqm_apply", &input);
+            assert!(answer["error"].is_string(), "{input}: {answer}");
+        }
+        // rpcd's per-session deltas (in a guest, /run is its own tmpfs; on a host, ours goes).
+        let rpcd = Path::new("/var/run/rpcd");
+        let had_rpcd = rpcd.exists();
+        let session = rpcd.join("uci-luci-rpcd-test");
+        std::fs::create_dir_all(&session).unwrap();
+        std::fs::write(session.join("unbloat"), "unbloat.wan.enabled='1'\n").unwrap();
+        let unsaved = call(&ns, "import_sqm_apply", &serde_json::json!({"digest": digest}));
+        assert!(unsaved["error"].as_str().is_some_and(|e| e.contains("unsaved")), "{unsaved}");
+        std::fs::remove_dir_all(&session).unwrap();
+        if !had_rpcd {
+            std::fs::remove_dir(rpcd).unwrap();
+        }
+        assert_eq!(snapshot(), before, "a refused apply changed /etc/config");
+
+        // The file changed since the preview: refused, and the change kept.
+        let mut edited = std::fs::read_to_string(config.join("unbloat")).unwrap();
+        edited.push_str("# edited after the preview\n");
+        std::fs::write(config.join("unbloat"), &edited).unwrap();
+        let stale = call(&ns, "import_sqm_apply", &serde_json::json!({"digest": digest}));
+        assert!(stale["error"].as_str().is_some_and(|e| e.contains("changed since the preview")), "{stale}");
+        assert_eq!(std::fs::read_to_string(config.join("unbloat")).unwrap(), edited);
+
+        // Previewed again, applied: the file is what the preview showed, and unbloat reads it.
+        let preview = call(&ns, "import_sqm", &serde_json::json!({}));
+        assert_eq!(preview["current"], edited.as_str());
+        let applied = call(&ns, "import_sqm_apply", &serde_json::json!({"digest": preview["digest"]}));
+        assert_eq!(applied["written"], "/etc/config/unbloat", "{applied}");
+        assert_eq!(std::fs::read_to_string(config.join("unbloat")).unwrap(), preview["import"]["toml"].as_str().unwrap());
+        let names: Vec<String> = snapshot().into_iter().map(|(p, _)| p).collect();
+        assert_eq!(names, ["/etc/config/sqm", "/etc/config/unbloat"], "left behind beside the config");
+        let check = ns.unbloat(&["config", "check", "/etc/config/unbloat"]);
+        assert!(check.status.success(), "{}", common::text(&check));
+        if !had_state {
+            let _ = std::fs::remove_dir_all(state);
+        }
     }
 }

@@ -1,9 +1,58 @@
 'use strict';
 'require view';
 'require form';
+'require rpc';
+'require ui';
 
 // luci-app-unbloat: the form for /etc/config/unbloat. Written from unbloat's option declarations
 // (crates/shaper/src/options/luci.rs); do not edit it by hand.
+
+var callImport = rpc.declare({
+	object: 'luci.unbloat',
+	method: 'import_sqm',
+	expect: { '': {} }
+});
+
+var callImportApply = rpc.declare({
+	object: 'luci.unbloat',
+	method: 'import_sqm_apply',
+	params: [ 'digest' ],
+	expect: { '': {} }
+});
+
+// Import from SQM: what `unbloat config import-sqm /etc/config/sqm --uci` would write, beside the
+// file it replaces and the notes on what did not carry over as it was. Nothing is written before
+// Apply, which writes it only if neither file changed since this preview (the plugin compares a
+// digest of both) and reloads the service.
+function importSqm() {
+	return callImport().then(function(r) {
+		if (r.error)
+			return ui.addNotification(null, E('p', {}, r.error), 'warning');
+		var notes = (r.import.notes || []).filter(function(n) { return n.kind != 'mapped'; });
+		ui.showModal(_('Import from SQM'), [
+			E('p', {}, _('Apply replaces /etc/config/unbloat with this, and reloads the service:')),
+			E('pre', {}, r.import.toml),
+			E('ul', {}, notes.map(function(n) {
+				return E('li', {}, [ n.kind, n.queue, n.option ].filter(Boolean).join(', ') + ': ' + n.text);
+			})),
+			r.sqm_enabled ? E('p', { 'class': 'alert-message warning' },
+				_('sqm is enabled: unbloat refuses a device that sqm shapes. Stop and disable sqm (System, Startup).')) : E([]),
+			E('p', {}, r.current == null ? _('There is no /etc/config/unbloat yet.') : _('It replaces:')),
+			r.current == null ? E([]) : E('pre', {}, r.current),
+			E('div', { 'class': 'right' }, [
+				E('button', { 'class': 'btn', 'click': ui.hideModal }, _('Cancel')), ' ',
+				E('button', { 'class': 'btn cbi-button-action', 'click': ui.createHandlerFn(null, function() {
+					return callImportApply(r.digest).then(function(a) {
+						ui.hideModal();
+						if (a.error)
+							return ui.addNotification(null, E('p', {}, a.error), 'warning');
+						location.reload();
+					});
+				}) }, _('Apply'))
+			])
+		]);
+	});
+}
 
 return view.extend({
 	render: function() {
@@ -234,6 +283,12 @@ return view.extend({
 		o.placeholder = "gaming";
 		o.rmempty = true;
 
-		return m.render();
+		// Above the form: sqm's settings, imported through the rpcd plugin (importSqm above).
+		return m.render().then(function(map) {
+			return E([], [ E('div', { 'class': 'cbi-section' }, [
+				E('p', {}, _('Coming from sqm-scripts? Preview what its settings (/etc/config/sqm) become here: nothing is written until you apply them.')),
+				E('button', { 'class': 'cbi-button cbi-button-action', 'click': ui.createHandlerFn(null, importSqm) }, _('Import from SQM...'))
+			]), map ]);
+		});
 	}
 });

@@ -3,7 +3,9 @@
 //! with its one-line help and its example as the placeholder, on the tab of its place on the
 //! daemon's own page (the card's or "more"). The file is `packaging/openwrt/luci/unbloat.js`;
 //! the test below fails when it is not what the declarations write, and writes it again with
-//! `UPDATE_GOLDEN=1 cargo test -p unbloat-shaper luci`.
+//! `UPDATE_GOLDEN=1 cargo test -p unbloat-shaper luci`. Above the form, "Import from SQM..."
+//! previews what sqm's /etc/config/sqm becomes and applies it, through the rpcd plugin
+//! (`packaging/openwrt/luci/rpcd/luci.unbloat`: `import_sqm`, `import_sqm_apply`).
 //!
 //! Heads up! LuCI's client-side forms (`luci-static/resources/form.js`: `form.Map`,
 //! `TypedSection`, `Value`, `ListValue`, `DynamicList`, `taboption`), its views (`view.extend`)
@@ -100,6 +102,8 @@ pub fn pot(others: &[(&str, &str)]) -> String {
 const VIEW: &str = "htdocs/luci-static/resources/view/unbloat.js";
 /// Where it finds the status view (`packaging/openwrt/luci/unbloat/status.js`).
 pub const STATUS_VIEW: &str = "htdocs/luci-static/resources/view/unbloat/status.js";
+/// Where it finds the test view (`packaging/openwrt/luci/unbloat/test.js`).
+pub const TEST_VIEW: &str = "htdocs/luci-static/resources/view/unbloat/test.js";
 
 /// The JavaScript string literal `s` starts with (the view's: JSON's double quotes, or single
 /// quotes without escapes in its fixed text).
@@ -117,9 +121,58 @@ fn js_literal(s: &str) -> Option<String> {
 const HEAD: &str = "'use strict';
 'require view';
 'require form';
+'require rpc';
+'require ui';
 
 // luci-app-unbloat: the form for /etc/config/unbloat. Written from unbloat's option declarations
 // (crates/shaper/src/options/luci.rs); do not edit it by hand.
+
+var callImport = rpc.declare({
+\tobject: 'luci.unbloat',
+\tmethod: 'import_sqm',
+\texpect: { '': {} }
+});
+
+var callImportApply = rpc.declare({
+\tobject: 'luci.unbloat',
+\tmethod: 'import_sqm_apply',
+\tparams: [ 'digest' ],
+\texpect: { '': {} }
+});
+
+// Import from SQM: what `unbloat config import-sqm /etc/config/sqm --uci` would write, beside the
+// file it replaces and the notes on what did not carry over as it was. Nothing is written before
+// Apply, which writes it only if neither file changed since this preview (the plugin compares a
+// digest of both) and reloads the service.
+function importSqm() {
+\treturn callImport().then(function(r) {
+\t\tif (r.error)
+\t\t\treturn ui.addNotification(null, E('p', {}, r.error), 'warning');
+\t\tvar notes = (r.import.notes || []).filter(function(n) { return n.kind != 'mapped'; });
+\t\tui.showModal(_('Import from SQM'), [
+\t\t\tE('p', {}, _('Apply replaces /etc/config/unbloat with this, and reloads the service:')),
+\t\t\tE('pre', {}, r.import.toml),
+\t\t\tE('ul', {}, notes.map(function(n) {
+\t\t\t\treturn E('li', {}, [ n.kind, n.queue, n.option ].filter(Boolean).join(', ') + ': ' + n.text);
+\t\t\t})),
+\t\t\tr.sqm_enabled ? E('p', { 'class': 'alert-message warning' },
+\t\t\t\t_('sqm is enabled: unbloat refuses a device that sqm shapes. Stop and disable sqm (System, Startup).')) : E([]),
+\t\t\tE('p', {}, r.current == null ? _('There is no /etc/config/unbloat yet.') : _('It replaces:')),
+\t\t\tr.current == null ? E([]) : E('pre', {}, r.current),
+\t\t\tE('div', { 'class': 'right' }, [
+\t\t\t\tE('button', { 'class': 'btn', 'click': ui.hideModal }, _('Cancel')), ' ',
+\t\t\t\tE('button', { 'class': 'btn cbi-button-action', 'click': ui.createHandlerFn(null, function() {
+\t\t\t\t\treturn callImportApply(r.digest).then(function(a) {
+\t\t\t\t\t\tui.hideModal();
+\t\t\t\t\t\tif (a.error)
+\t\t\t\t\t\t\treturn ui.addNotification(null, E('p', {}, a.error), 'warning');
+\t\t\t\t\t\tlocation.reload();
+\t\t\t\t\t});
+\t\t\t\t}) }, _('Apply'))
+\t\t\t])
+\t\t]);
+\t});
+}
 
 return view.extend({
 \trender: function() {
@@ -144,7 +197,13 @@ return view.extend({
 ";
 
 const TAIL: &str = "
-\t\treturn m.render();
+\t\t// Above the form: sqm's settings, imported through the rpcd plugin (importSqm above).
+\t\treturn m.render().then(function(map) {
+\t\t\treturn E([], [ E('div', { 'class': 'cbi-section' }, [
+\t\t\t\tE('p', {}, _('Coming from sqm-scripts? Preview what its settings (/etc/config/sqm) become here: nothing is written until you apply them.')),
+\t\t\t\tE('button', { 'class': 'cbi-button cbi-button-action', 'click': ui.createHandlerFn(null, importSqm) }, _('Import from SQM...'))
+\t\t\t]), map ]);
+\t\t});
 \t}
 });
 ";
@@ -179,7 +238,12 @@ mod tests {
             "/../../packaging/openwrt/luci/unbloat/status.js"
         ))
         .unwrap();
-        let want = pot(&[(STATUS_VIEW, &status)]);
+        let test = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../packaging/openwrt/luci/unbloat/test.js"
+        ))
+        .unwrap();
+        let want = pot(&[(STATUS_VIEW, &status), (TEST_VIEW, &test)]);
         if std::env::var_os("UPDATE_GOLDEN").is_some() {
             std::fs::create_dir_all(std::path::Path::new(file).parent().unwrap()).unwrap();
             std::fs::write(file, &want).unwrap();
@@ -195,6 +259,9 @@ mod tests {
         assert_eq!(want.matches("msgid \"default\"").count(), 1);
         // The status view's texts follow the form's, under its own reference.
         assert!(want.contains(&format!("#: {STATUS_VIEW}\nmsgid \"Delay (peak)\"")));
+        // The test view's, and the form's import from sqm.
+        assert!(want.contains(&format!("#: {TEST_VIEW}\nmsgid \"Start the test\"")));
+        assert!(want.contains(&format!("#: {VIEW}\nmsgid \"Import from SQM...\"")));
     }
 
     #[test]
