@@ -62,18 +62,21 @@ fn one_second(t: &RateTrace) -> RateTrace {
     t.coarsen(Duration::from_secs(1))
 }
 
+/// A traced direction's bounds (see the module's text).
+pub fn trace_range(t: &RateTrace) -> Range {
+    let s = one_second(t);
+    let at = |p| s.percentile(p).max(MIN_FLOOR);
+    Range {
+        min: Rate::from_bits_per_sec(s.percentile(5.0).bits_per_sec() / 2).max(MIN_FLOOR),
+        base: at(25.0),
+        max: at(95.0),
+    }
+}
+
 /// The controllers' bounds each way (see the module's text).
 pub fn bounds(profile: &LinkProfile) -> (Range, Range) {
     let one = |trace: &Option<RateTrace>, line: Rate| match trace {
-        Some(t) => {
-            let s = one_second(t);
-            let at = |p| s.percentile(p).max(MIN_FLOOR);
-            Range {
-                min: Rate::from_bits_per_sec(s.percentile(5.0).bits_per_sec() / 2).max(MIN_FLOOR),
-                base: at(25.0),
-                max: at(95.0),
-            }
-        }
+        Some(t) => trace_range(t),
         None => {
             let r = Rate::from_bits_per_sec(line.bits_per_sec() * 95 / 100);
             Range {

@@ -16,6 +16,10 @@
 //! built during a slow spell drained at that slow rate long after the trace's rate rose. On the
 //! T-Mobile trace that held 10 s of delay with goodput at 28 % of the trace's mean. HTB's tokens
 //! follow a change at once.
+//!
+//! [`TracePlayer::start_in`] is the same player for any namespace's bottleneck, its tc lines
+//! given by the caller: `bench soak`'s far side ([`crate::bench_soak`]) plays a trace on its
+//! own HTB class that way.
 
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -61,8 +65,27 @@ impl TracePlayer {
         profile: &LinkProfile,
         traces: Traces,
     ) -> std::io::Result<TracePlayer> {
+        let ways = [("cpe0", traces.down), ("isp0", traces.up)]
+            .into_iter()
+            .filter_map(|(dev, t)| Some((dev.to_string(), t?)))
+            .collect();
+        let profile = profile.clone();
+        TracePlayer::start_in(&live.topo.ns(Node::Modem), ways, move |dev, rate| {
+            change_lines(&profile, dev, rate)
+        })
+    }
+
+    /// Starts playing each of `ways` (a device and the trace its bottleneck follows) in the
+    /// namespace `ns` from now; `change` gives the tc lines that set a device's bottleneck to a
+    /// rate. Whoever built the bottleneck knows its shape: the lab's modem, `bench soak`'s far
+    /// side.
+    pub fn start_in(
+        ns: &str,
+        ways: Vec<(String, RateTrace)>,
+        change: impl Fn(&str, Rate) -> Vec<String> + Send + 'static,
+    ) -> std::io::Result<TracePlayer> {
         let mut child = Command::new("ip")
-            .args(["netns", "exec", &live.topo.ns(Node::Modem)])
+            .args(["netns", "exec", ns])
             .args(["tc", "-force", "-batch", "-"])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -77,8 +100,7 @@ impl TracePlayer {
         });
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let profile = profile.clone();
-        let thread = std::thread::spawn(move || play(stdin, &profile, &traces, &flag));
+        let thread = std::thread::spawn(move || play(stdin, &ways, &change, &flag));
         Ok(TracePlayer {
             stop,
             thread: Some(thread),
@@ -136,14 +158,10 @@ impl Drop for TracePlayer {
 /// `stop`; the number of changes.
 fn play(
     mut tc: ChildStdin,
-    profile: &LinkProfile,
-    traces: &Traces,
+    ways: &[(String, RateTrace)],
+    change: &dyn Fn(&str, Rate) -> Vec<String>,
     stop: &AtomicBool,
 ) -> std::io::Result<usize> {
-    let ways: Vec<(&str, &RateTrace)> = [("cpe0", &traces.down), ("isp0", &traces.up)]
-        .into_iter()
-        .filter_map(|(dev, t)| t.as_ref().map(|t| (dev, t)))
-        .collect();
     let Some(tick) = ways.iter().map(|(_, t)| t.window).min() else {
         return Ok(0);
     };
@@ -157,7 +175,7 @@ fn play(
         for (i, (dev, trace)) in ways.iter().enumerate() {
             let rate = trace.at(at).max(floor(trace.window));
             if last[i] != Some(rate) {
-                for line in change_lines(profile, dev, rate) {
+                for line in change(dev, rate) {
                     batch += &line;
                     batch.push('\n');
                 }

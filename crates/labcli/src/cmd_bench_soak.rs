@@ -4,13 +4,18 @@
 //! daemon`: that one measures a scrape's cost on a quiet link, this one the daemon's events, and
 //! their flags and tables share nothing. In a kernel with cake (User-Mode Linux here), in a
 //! private namespace.
+//!
+//! `--autorate-trace` is read and checked here, before a guest boots for it: a file that is
+//! missing or is no mahimahi trace is refused naming the flag (exit 2). The guest, which sees
+//! the host's files, reads it again by the same path.
 
 use anyhow::anyhow;
 use clap::Args;
 use std::time::Duration;
 
 use crate::Failure;
-use unbloat_lab::bench_soak::{self, SoakArgs};
+use unbloat_lab::bench_soak::{self, SoakArgs, SoakTrace};
+use unbloat_lab::trace::RateTrace;
 
 #[derive(Debug, Args)]
 pub struct SoakBench {
@@ -24,6 +29,15 @@ pub struct SoakBench {
     /// Change the config and `unbloat reload` every N iterations.
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub reload_every: u32,
+    /// Keep wan0 this long once shaped again, before the scrapes and the next re-creation
+    /// (0s to 10m): time for autorate, which waits 2 s before it opens a re-created wan0.
+    #[arg(long, value_name = "D", default_value = "0s", value_parser = crate::durations::soak_hold)]
+    pub hold: unbloat_units::Time,
+    /// Run the daemon's autorate on wan0, whose download capacity follows this mahimahi trace
+    /// (third_party/traces/*.down): a far side with the bottleneck, a TCP download through it
+    /// and the reflectors.
+    #[arg(long, value_name = "FILE")]
+    pub autorate_trace: Option<std::path::PathBuf>,
     /// Print the results as JSON.
     #[arg(long)]
     pub json: bool,
@@ -34,6 +48,7 @@ pub struct SoakBench {
 
 pub fn soak_bench(a: &SoakBench) -> Result<(), Failure> {
     let max_seconds = a.duration.micros() as f64 / 1e6;
+    let trace = a.autorate_trace.as_deref().map(read_trace).transpose()?;
     if !a.inside {
         // The guest's own limit: the soak's, and ten minutes to boot and end.
         let limit = Duration::from_secs_f64(max_seconds) + Duration::from_secs(600);
@@ -48,10 +63,22 @@ pub fn soak_bench(a: &SoakBench) -> Result<(), Failure> {
         iterations: a.iterations as usize,
         max_seconds,
         reload_every: a.reload_every as usize,
+        hold: a.hold.as_duration(),
+        autorate: trace,
     };
     eprintln!(
-        "unbloat bench soak: {} iterations (at most {max_seconds:.0} s), a reload every {}",
-        args.iterations, args.reload_every
+        "unbloat bench soak: {} iterations (at most {max_seconds:.0} s), a reload every {}{}",
+        args.iterations,
+        args.reload_every,
+        match &args.autorate {
+            Some(t) => format!(
+                ", autorate on {} (mean {:.2} Mbit/s), wan0 held {:.1} s each time",
+                t.name,
+                t.trace.mean().bits_per_sec() as f64 / 1e6,
+                args.hold.as_secs_f64()
+            ),
+            None => String::new(),
+        }
     );
     let result = bench_soak::run(&exe, &dir, &args, |p| {
         eprintln!(
@@ -72,4 +99,19 @@ pub fn soak_bench(a: &SoakBench) -> Result<(), Failure> {
         print!("{}", bench_soak::render(&bench));
     }
     Ok(())
+}
+
+/// `--autorate-trace`'s file as a trace of 100 ms windows (the lab's, `bench autorate`'s); a
+/// file that cannot be read or is no trace is invalid input (exit 2).
+fn read_trace(path: &std::path::Path) -> Result<SoakTrace, Failure> {
+    let bad = |e: &dyn std::fmt::Display| {
+        crate::invalid(anyhow!("--autorate-trace {}: {e}", path.display()))
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(&e))?;
+    let trace = RateTrace::from_mahimahi(&text, Duration::from_millis(100)).map_err(|e| bad(&e))?;
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    Ok(SoakTrace { name, trace })
 }

@@ -66,6 +66,11 @@ pub fn soak_time(text: &str) -> Result<Time, UnitError> {
     parse_test_duration(text, Time::from_secs(10)..=Time::from_secs(86_400))
 }
 
+/// `bench soak --hold`: how long wan0 stays between re-creations, none to 10 minutes.
+pub fn soak_hold(text: &str) -> Result<Time, UnitError> {
+    parse_test_duration(text, Time::from_secs(0)..=Time::from_secs(600))
+}
+
 /// `kernel --timeout`: 1 s to a day.
 pub fn kernel_timeout(text: &str) -> Result<Time, UnitError> {
     parse_test_duration(text, Time::from_secs(1)..=Time::from_secs(86_400))
@@ -84,7 +89,7 @@ mod tests {
     /// Bug (issue 51): `hosts --duration 10s` was refused with "invalid digit found in string".
     #[test]
     fn hosts_duration_10s_is_taken_as_run_takes_it() {
-        let taken: [&[&str]; 14] = [
+        let taken: [&[&str]; 15] = [
             &["hosts", "--duration", "10s"],
             &["bench", "fair", "--duration=10s"],
             &["bench", "household", "--duration=10s"],
@@ -99,6 +104,7 @@ mod tests {
             &["kernel", "--timeout", "1.5m", "true"],
             &["bench", "hostile", "--duration=10s", "--gap", "500ms"],
             &["bench", "soak", "--duration", "10m"],
+            &["bench", "soak", "--hold", "2.5s"],
         ];
         for argv in taken {
             parses(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
