@@ -140,26 +140,17 @@ mod tests {
         assert_eq!(line_goodput(&r, false), None, "no upload streams");
     }
 
-    #[test]
-    fn without_a_stall_it_is_the_steady_goodput() {
+    /// An 8 s load after 1 s of idle, 200 ms samples of `bps(t)` (t: an interval's end); asserts
+    /// the line's goodput is the summary's steady goodput.
+    fn same_as_steady(bps: impl Fn(f64) -> f64) {
         let phases = Phases {
             idle_before_s: 1.0,
             load_s: 8.0,
             idle_after_s: 1.0,
         };
-        // A far end that answers after 0.8 s, a slow start, then 20 Mbit/s with the usual ripple
-        // (one interval at 30 %).
         let samples = (1..=50)
-            .map(|k| {
-                let t = k as f64 * 0.2;
-                let bps = match t {
-                    t if t <= 1.8 || t > 9.0 => 0.0,
-                    t if t <= 2.4 => 5e6,
-                    t if (t - 5.0).abs() < 1e-9 => 6e6,
-                    _ => 20e6,
-                };
-                (t, bps)
-            })
+            .map(|k| k as f64 * 0.2)
+            .map(|t| (t, bps(t)))
             .collect();
         let r = with(phases, vec![stream(samples)]);
         let steady = Summary::from_results(&r)
@@ -170,25 +161,27 @@ mod tests {
     }
 
     #[test]
+    fn without_a_stall_it_is_the_steady_goodput() {
+        // A far end that answers after 0.8 s, a slow start, then 20 Mbit/s with the usual ripple
+        // (one interval at 30 %).
+        same_as_steady(|t| match t {
+            t if t <= 1.8 || t > 9.0 => 0.0,
+            t if t <= 2.4 => 5e6,
+            t if (t - 5.0).abs() < 1e-9 => 6e6,
+            _ => 20e6,
+        });
+    }
+
+    #[test]
     fn a_stall_inside_the_steady_state_changes_nothing() {
-        let phases = Phases {
-            idle_before_s: 1.0,
-            load_s: 8.0,
-            idle_after_s: 1.0,
-        };
-        let samples = (1..=50)
-            .map(|k| {
-                let t = k as f64 * 0.2;
-                let stalled = t > 6.0 && t <= 7.0;
-                let on = t > 1.0 && t <= 9.0;
-                (t, if on && !stalled { 10e6 } else { 0.0 })
-            })
-            .collect();
-        let r = with(phases, vec![stream(samples)]);
-        let steady = Summary::from_results(&r)
-            .download
-            .steady_goodput_bps
-            .unwrap();
-        assert_eq!(line_goodput(&r, true), Some(steady));
+        same_as_steady(|t| {
+            let stalled = t > 6.0 && t <= 7.0;
+            let on = t > 1.0 && t <= 9.0;
+            if on && !stalled {
+                10e6
+            } else {
+                0.0
+            }
+        });
     }
 }
