@@ -59,7 +59,7 @@ unbloat_testbed::real_kernel_test! {
     /// the kernel's cake showed moved rates in the metrics; the daemon stayed healthy
     /// throughout. Not asserted: cuts for bloat. Each run of the controller lasts 2 to 3 s here
     /// (it waits 2 s after losing wan0) and starts with a fresh baseline, so whether one sees
-    /// the trace's queue build depends on where in the trace it falls: 5 runs of 7 cut at
+    /// the trace's queue build depends on where in the trace it falls: 7 runs of 9 cut at
     /// least once.
     fn a_short_soak_with_autorate_on_an_lte_trace_moves_the_rates_and_stays_healthy() needs ["cake", "htb", "pfifo", "ingress", "ifb", "mirred", "u32"] {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../third_party/traces/Verizon-LTE-short.down");
