@@ -4,7 +4,7 @@
 //! - Ctrl-C mid-tune puts back the shaping that was there before (exit 130).
 //! - A far end that vanishes mid-tune gives a clear error (exit 3) and the same.
 //! - The lab's `unbloat-tuned` strategy: tune with `--apply` in the router (the sweep included),
-//!   then the lab's rrul through what it left: rates within 10 % of the truth (tune's steps, its
+//!   then the lab's rrul through what it left: rates within 12 % of the truth (tune's steps, its
 //!   config and its page in its report), and the bloat gone in the steady state (under 50 ms at
 //!   p95; unshaped it is 200-350 ms). One tune run serves both, as CI's time is short.
 //! - The same on adsl-slow, a 3 Mbit/s ATM line behind a 1000-packet modem FIFO (issue 38): tune
@@ -148,7 +148,7 @@ unbloat_testbed::real_kernel_test! {
 }
 
 unbloat_testbed::real_kernel_test! {
-    /// `unbloat-lab run --strategies unbloat-tuned` on the test's 20/5 PTM link: tune's rates within 10 %
+    /// `unbloat-lab run --strategies unbloat-tuned` on the test's 20/5 PTM link: tune's rates within 12 %
     /// of the line, set beside the truth in lab.json, and the rrul after it under 50 ms.
     fn the_tuned_strategy_measures_what_tune_found() needs ["htb", "netem", "pfifo", "cake", "ifb", "mirred"] alone {
         // The report goes with its guard, whether the assertions below pass or not.
@@ -186,14 +186,16 @@ unbloat_testbed::real_kernel_test! {
             let steps = tj[format!("steps_{key}")].as_array().expect("steps");
             assert!(!steps.is_empty(), "no {key} steps: {tj}");
             assert!(steps.iter().all(|s| s["steady_p99_ms"].is_number()), "{steps:?}");
-            // The search alone lands within 10 % of the line ...
+            // The search alone lands within 12 % of the line: its points are 95, 90 and 85 % of
+            // the *measured* line, so one noisy failure at 95 % leaves 90 % of a reading 1 % low
+            // (17,811 kbit/s on the 20 Mbit/s line in a clean clone's make test on 2026-12-02) ...
             let searched = steps
                 .iter()
                 .filter(|s| s["pass"] == true)
                 .map(|s| rate_bps(&s["rate"]))
                 .fold(0.0, f64::max);
             let line = (if key == "down" { tuned.down_line } else { tuned.up_line }).bits_per_sec() as f64;
-            assert!((searched - line).abs() <= line * 0.10, "{key}: the search chose {searched}, the line is {line}");
+            assert!((searched - line).abs() <= line * 0.12, "{key}: the search chose {searched}, the line is {line}");
             // ... and the result is the chosen both-ways check's: the search's (less the drain
             // margin, download), or backed off at most twice by 5 %.
             let found = if key == "down" { tuned.down_found } else { tuned.up_found };
