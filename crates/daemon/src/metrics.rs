@@ -673,7 +673,7 @@ fn write_daemon(out: &mut String, samples: &[Sample], d: &DaemonCounters) {
 #[cfg(feature = "networks")]
 static NETWORK: Family = Family {
     name: "unbloat_daemon_network_info",
-    help: "The network an interface is on (network empty: unknown), the shaping it gets (network, interface, none) and its gateway's MAC (empty: not resolved).",
+    help: "The network an interface is on (network empty: unknown), the shaping it gets (network, interface, none), its gateway's MAC (empty: not resolved) and on Wi-Fi the SSID and access point it is associated with (empty: none).",
     kind: Kind::Gauge,
 };
 
@@ -692,6 +692,8 @@ fn network_samples(d: &DaemonCounters) -> Vec<(String, Value)> {
                 ("network", s.network.as_deref().unwrap_or("")),
                 ("shaping", shaping),
                 ("gateway_mac", s.mac.as_deref().unwrap_or("")),
+                ("ssid", s.ssid.as_deref().unwrap_or("")),
+                ("bssid", s.bssid.as_deref().unwrap_or("")),
             ]);
             (l, Value::Int(1))
         })
@@ -784,6 +786,8 @@ mod tests {
             shaping,
             gateway: None,
             mac: mac.map(str::to_string),
+            ssid: None,
+            bssid: None,
             why: String::new(),
         };
         d.networks.insert(
@@ -792,11 +796,16 @@ mod tests {
         );
         d.networks
             .insert("eth0".into(), seen(None, Shaping::None, None));
+        let mut cafe = seen(None, Shaping::Interface, None);
+        cafe.ssid = Some("Caf\\x22\"".into());
+        cafe.bssid = Some("02:00:00:00:09:00".into());
+        d.networks.insert("wlan1".into(), cafe);
         let text = render(&[], &d);
         for l in [
             "# TYPE unbloat_daemon_network_info gauge",
-            "unbloat_daemon_network_info{iface=\"eth0\",network=\"\",shaping=\"none\",gateway_mac=\"\"} 1",
-            "unbloat_daemon_network_info{iface=\"wlan0\",network=\"home\",shaping=\"network\",gateway_mac=\"aa:bb:cc:dd:ee:01\"} 1",
+            "unbloat_daemon_network_info{iface=\"eth0\",network=\"\",shaping=\"none\",gateway_mac=\"\",ssid=\"\",bssid=\"\"} 1",
+            "unbloat_daemon_network_info{iface=\"wlan0\",network=\"home\",shaping=\"network\",gateway_mac=\"aa:bb:cc:dd:ee:01\",ssid=\"\",bssid=\"\"} 1",
+            "unbloat_daemon_network_info{iface=\"wlan1\",network=\"\",shaping=\"interface\",gateway_mac=\"\",ssid=\"Caf\\\\x22\\\"\",bssid=\"02:00:00:00:09:00\"} 1",
         ] {
             assert!(text.lines().any(|x| x == l), "{l} in\n{text}");
         }

@@ -3,17 +3,20 @@
 //! metrics show. It imports nothing of the daemon's, so the keeper, the control socket and the
 //! metrics can all import it.
 //!
-//! What a laptop can rely on: a known gateway MAC gets its network's shaping; any other gets
-//! the interface's `unknown_network` choice. While the interface has no gateway (suspended,
-//! between two networks, Wi-Fi roaming) or the gateway's MAC is not resolved yet, what it had
-//! stays: a resume on the same network changes nothing, and a new one is recognised as soon as
-//! the kernel has its gateway's MAC (a neighbour event wakes the daemon then).
+//! What a laptop can rely on: a known gateway MAC, SSID or BSSID gets its network's shaping (the
+//! most particular key first: [`recognise`]); a resolved gateway that no table knows gets the
+//! interface's `unknown_network` choice. While the interface has no gateway (suspended, between
+//! two networks) or the gateway's MAC is not resolved yet, and no Wi-Fi key recognises the
+//! network, what it had stays: a resume on the same network changes nothing, and a new one is
+//! recognised as soon as the kernel has its gateway's MAC (a neighbour event wakes the daemon
+//! then) or, on Wi-Fi, as soon as it is associated with a known SSID or access point.
 
 use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
-use unbloat_shaper::network::{recognise, Networks, UnknownNetwork};
+use unbloat_shaper::network::{recognise, By, Networks, Sighting, UnknownNetwork};
 use unbloat_system::rtnl::gateway::Gateway;
+use unbloat_system::wifi::Association;
 use unbloat_units::IfName;
 
 /// What shaping an interface gets on the network it is on.
@@ -37,6 +40,11 @@ pub struct Seen {
     /// The gateway the kernel reports now, and its MAC when resolved.
     pub gateway: Option<IpAddr>,
     pub mac: Option<String>,
+    /// On Wi-Fi, the network's name and the access point's MAC it is associated with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bssid: Option<String>,
     /// Why, in words: "gateway 192.168.1.1 is aa:bb:cc:dd:ee:ff, [network.home]'s".
     pub why: String,
 }
@@ -58,51 +66,68 @@ impl Seen {
     }
 }
 
-/// What `iface` is on, given the gateway the kernel reports (`None`: no route through one) and
-/// what it was on before.
+/// What `iface` is on, given the gateway the kernel reports (`None`: no route through one), its
+/// Wi-Fi association (`None`: not Wi-Fi, or not associated) and what it was on before.
 pub fn decide(
     networks: &Networks,
     iface: &IfName,
     gateway: Option<Gateway>,
+    wifi: Option<Association>,
     before: Option<&Seen>,
 ) -> Seen {
     let addr = gateway.map(|g| g.addr);
     let mac = gateway.and_then(|g| g.mac);
-    let unknown = |why: String| Seen {
-        network: None,
-        shaping: match networks.unknown(iface) {
-            UnknownNetwork::Interface => Shaping::Interface,
-            UnknownNetwork::None => Shaping::None,
-        },
+    let (ssid, bssid) = wifi.map_or((None, None), |w| (w.ssid, w.bssid));
+    let seen = |network: Option<String>, shaping: Shaping, why: String| Seen {
+        network,
+        shaping,
         gateway: addr,
         mac: mac.map(|m| m.to_string()),
+        ssid: ssid.as_ref().map(|s| s.to_string()),
+        bssid: bssid.map(|b| b.to_string()),
         why,
     };
-    match (addr, mac) {
-        (Some(a), Some(m)) => match recognise(networks, iface, &m) {
-            Some(n) => Seen {
-                network: Some(n.name.clone()),
-                shaping: Shaping::Network,
-                gateway: addr,
-                mac: Some(m.to_string()),
-                why: format!("gateway {a} is {m}, [network.{}]'s", n.name),
+    let unknown_shaping = match networks.unknown(iface) {
+        UnknownNetwork::Interface => Shaping::Interface,
+        UnknownNetwork::None => Shaping::None,
+    };
+    let wifi_words = ssid.as_ref().map(|s| format!("Wi-Fi \"{s}\""));
+    let sighting = Sighting {
+        gateway: mac,
+        ssid: ssid.clone(),
+        bssid,
+    };
+    if let Some((n, by)) = recognise(networks, iface, &sighting) {
+        let key = match (&by, addr) {
+            (By::Gateway(m), Some(a)) => format!("gateway {a} is {m}"),
+            (By::Bssid(b), _) => match &wifi_words {
+                Some(w) => format!("{w}, access point {b}"),
+                None => format!("access point {b}"),
             },
-            None => unknown(format!("gateway {a} is {m}, no network's")),
-        },
+            _ => by.to_string(),
+        };
+        let why = format!("{key}, [network.{}]'s", n.name);
+        return seen(Some(n.name.clone()), Shaping::Network, why);
+    }
+    let on_wifi = wifi_words.map(|w| format!("{w}, ")).unwrap_or_default();
+    match (addr, mac) {
+        (Some(a), Some(m)) => seen(
+            None,
+            unknown_shaping,
+            format!("{on_wifi}gateway {a} is {m}, no network's"),
+        ),
         _ => {
             let why = match addr {
-                Some(a) => format!("gateway {a}, its MAC not resolved yet"),
-                None => "no gateway".to_string(),
+                Some(a) => format!("{on_wifi}gateway {a}, its MAC not resolved yet"),
+                None => format!("{on_wifi}no gateway"),
             };
             match before {
                 // Suspended, roaming, or between networks: no reason to change anything yet.
                 Some(b) => Seen {
-                    gateway: addr,
-                    mac: None,
                     why: format!("{why}; kept"),
-                    ..b.clone()
+                    ..seen(b.network.clone(), b.shaping, String::new())
                 },
-                None => unknown(why),
+                None => seen(None, unknown_shaping, why),
             }
         }
     }
@@ -124,6 +149,13 @@ mod tests {
             .networks
     }
 
+    fn wifi(ssid: &str, bssid: &str) -> Option<Association> {
+        Some(Association {
+            ssid: Some(ssid.parse().unwrap()),
+            bssid: Some(bssid.parse().unwrap()),
+        })
+    }
+
     fn gw(addr: &str, mac: Option<&str>) -> Option<Gateway> {
         Some(Gateway {
             addr: addr.parse().unwrap(),
@@ -140,6 +172,7 @@ mod tests {
             &wlan0,
             gw("192.168.1.1", Some("aa:bb:cc:dd:ee:01")),
             None,
+            None,
         );
         assert_eq!(home.network.as_deref(), Some("home"));
         assert_eq!(home.shaping, Shaping::Network);
@@ -151,6 +184,7 @@ mod tests {
             &n,
             &wlan0,
             gw("10.0.0.1", Some("aa:bb:cc:dd:ee:09")),
+            None,
             Some(&home),
         );
         assert_eq!(
@@ -163,6 +197,7 @@ mod tests {
             &none,
             &wlan0,
             gw("10.0.0.1", Some("aa:bb:cc:dd:ee:09")),
+            None,
             None,
         );
         assert_eq!(cafe.shaping, Shaping::None);
@@ -177,14 +212,54 @@ mod tests {
             &wlan0,
             gw("192.168.1.1", Some("aa:bb:cc:dd:ee:01")),
             None,
+            None,
         );
-        let asleep = decide(&n, &wlan0, None, Some(&home));
+        let asleep = decide(&n, &wlan0, None, None, Some(&home));
         assert!(!asleep.differs(&home));
         assert_eq!(asleep.why, "no gateway; kept");
-        let waking = decide(&n, &wlan0, gw("192.168.1.1", None), Some(&asleep));
+        let waking = decide(&n, &wlan0, gw("192.168.1.1", None), None, Some(&asleep));
         assert!(!waking.differs(&home));
         // At the daemon's start there is nothing to keep: the fallback.
-        let first = decide(&n, &wlan0, gw("192.168.1.1", None), None);
+        let first = decide(&n, &wlan0, gw("192.168.1.1", None), None, None);
         assert_eq!((first.network, first.shaping), (None, Shaping::None));
+    }
+
+    #[test]
+    fn wifi_is_recognised_before_dhcp_and_an_unknown_ssid_waits_for_the_gateway() {
+        let text = "[interface.wlan0]\ndown = \"20mbit\"\nup = \"5mbit\"\n\n[network.home]\nssid = \"Home\"\ndown = \"78mbit\"\n\n[network.phone]\nbssid = \"02:00:00:00:07:00\"\ndown = \"8mbit\"\n";
+        let n = ConfigFile::parse(text, Path::new("t.toml")).unwrap().networks;
+        let wlan0: IfName = "wlan0".parse().unwrap();
+        // Associated, no address yet: the SSID alone says home.
+        let home = decide(&n, &wlan0, None, wifi("Home", "02:00:00:00:01:00"), None);
+        assert_eq!(home.network.as_deref(), Some("home"));
+        assert_eq!(home.why, "Wi-Fi \"Home\", [network.home]'s");
+        assert_eq!(home.ssid.as_deref(), Some("Home"));
+        assert_eq!(home.bssid.as_deref(), Some("02:00:00:00:01:00"));
+        // The phone's hotspot by its access point, whatever it calls itself today.
+        let phone = decide(
+            &n,
+            &wlan0,
+            gw("172.20.10.1", Some("02:00:00:00:07:00")),
+            wifi("Pixel_1234", "02:00:00:00:07:00"),
+            Some(&home),
+        );
+        assert_eq!(phone.network.as_deref(), Some("phone"));
+        assert_eq!(
+            phone.why,
+            "Wi-Fi \"Pixel_1234\", access point 02:00:00:00:07:00, [network.phone]'s"
+        );
+        // A café: unknown SSID, the gateway not resolved yet: kept until it is.
+        let arriving = decide(&n, &wlan0, None, wifi("Cafe", "02:00:00:00:09:00"), Some(&phone));
+        assert!(!arriving.differs(&phone));
+        assert_eq!(arriving.why, "Wi-Fi \"Cafe\", no gateway; kept");
+        let cafe = decide(
+            &n,
+            &wlan0,
+            gw("10.0.0.1", Some("aa:bb:cc:dd:ee:09")),
+            wifi("Cafe", "02:00:00:00:09:00"),
+            Some(&arriving),
+        );
+        assert_eq!((cafe.network, cafe.shaping), (None, Shaping::Interface));
+        assert_eq!(cafe.why, "Wi-Fi \"Cafe\", gateway 10.0.0.1 is aa:bb:cc:dd:ee:09, no network's");
     }
 }

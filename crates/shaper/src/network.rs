@@ -10,23 +10,31 @@
 //!
 //! [network.home]
 //! gateway = "aa:bb:cc:dd:ee:ff" # the default gateway's MAC; or a list of them
+//! ssid = "Home"                 # and/or the Wi-Fi network's name; or a list of them
+//! bssid = "aa:bb:cc:dd:ee:01"   # and/or its access points' MACs; or a list of them
 //! interface = "wlan0"           # optional: without it, for every interface the file shapes
 //! down = "78mbit"               # any key of an interface table, merged over that table
 //! up = "19950kbit"
 //! ```
 //!
-//! A network is recognised by its default gateway's MAC address, which the machine sees without
-//! asking anyone (the neighbour table): the same router answers at home whatever address DHCP
-//! hands out, and a café's is another box. Wi-Fi SSIDs (nl80211) are not read yet.
+//! A network is recognised by what the machine sees without asking anyone: its default
+//! gateway's MAC address (the neighbour table: the same router answers at home whatever address
+//! DHCP hands out, and a café's is another box), and on Wi-Fi the SSID and the access point's
+//! BSSID it is associated with (nl80211). A table needs at least one of the three. When
+//! several tables match, the most particular key wins: a BSSID (one access point) over a
+//! gateway (one router) over an SSID (a name that many places share: "eduroam", a phone
+//! maker's default).
 //!
-//! Callers can rely on: [`recognise`] is pure (an interface and the MAC of its gateway in, the
-//! network or none out); every network in a loaded [`Networks`] names an interface the file
-//! shapes, carries options [`crate::spec::Spec::new`] accepts, and no two networks for the same
-//! interface share a gateway, so recognition is never ambiguous. The file's own reading is
+//! Callers can rely on: [`recognise`] is pure (an interface and what is seen of its network
+//! in, the network and the key that matched, or none, out); every network in a loaded
+//! [`Networks`] names an interface the file shapes, carries options
+//! [`crate::spec::Spec::new`] accepts, and no two networks for the same interface share a
+//! gateway, an SSID or a BSSID, so recognition is never ambiguous. The file's own reading is
 //! [`read`]; [`save`] writes a tune run into it (`unbloat tune --save-as`).
 
 pub mod read;
 pub mod save;
+pub mod ssid;
 
 use std::fmt;
 use std::str::FromStr;
@@ -36,6 +44,7 @@ use unbloat_units::IfName;
 
 use crate::clip::clip;
 use crate::options::ShapeOptions;
+pub use ssid::Ssid;
 
 /// An Ethernet (EUI-48) address, as `ip neigh` prints it: `aa:bb:cc:dd:ee:ff`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -74,7 +83,7 @@ impl FromStr for Mac {
         }
         if mac == [0; 6] || mac[0] & 1 == 1 {
             return Err(format!(
-                "{s}: a multicast or all-zero address is never a gateway's; is it a typo?"
+                "{s}: a multicast or all-zero address is never a gateway's or an access point's; is it a typo?"
             ));
         }
         Ok(Mac(mac))
@@ -116,8 +125,11 @@ pub struct NetworkConfig {
     pub name: String,
     /// Where the table's name is, for messages.
     pub line: usize,
-    /// Its gateways' MACs: any of them recognises it.
+    /// Its gateways' MACs, its Wi-Fi SSIDs and its access points' BSSIDs: any of them
+    /// recognises it; at least one of the three lists has one.
     pub gateways: Vec<Mac>,
+    pub ssids: Vec<Ssid>,
+    pub bssids: Vec<Mac>,
     /// The interface it is for; `None`: every interface the file shapes.
     pub interface: Option<IfName>,
     /// Its own keys only; [`Networks::options`] merges them over an interface's table.
@@ -164,17 +176,62 @@ impl Networks {
     }
 }
 
-/// The network `iface` is on when its default gateway has the MAC `gateway`: the one table for
-/// this interface that lists it, or `None` (unknown). Pure: the caller reads the gateway.
+/// What the machine sees of the network behind an interface: its gateway's MAC once resolved,
+/// and on Wi-Fi the SSID and BSSID it is associated with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sighting {
+    pub gateway: Option<Mac>,
+    pub ssid: Option<Ssid>,
+    pub bssid: Option<Mac>,
+}
+
+/// The key that recognised a network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum By {
+    Bssid(Mac),
+    Gateway(Mac),
+    Ssid(Ssid),
+}
+
+impl fmt::Display for By {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            By::Bssid(m) => write!(f, "access point {m}"),
+            By::Gateway(m) => write!(f, "gateway {m}"),
+            By::Ssid(s) => write!(f, "Wi-Fi \"{s}\""),
+        }
+    }
+}
+
+/// The network `iface` is on, seen as `seen`: the one table for this interface that lists its
+/// BSSID, else its gateway, else its SSID (the most particular first), with the key that
+/// matched; `None`: unknown. Pure: the caller reads what is seen.
 pub fn recognise<'a>(
     networks: &'a Networks,
     iface: &IfName,
-    gateway: &Mac,
-) -> Option<&'a NetworkConfig> {
-    networks
-        .tables
-        .iter()
-        .find(|n| n.is_for(iface) && n.gateways.contains(gateway))
+    seen: &Sighting,
+) -> Option<(&'a NetworkConfig, By)> {
+    let mine = || networks.tables.iter().filter(|n| n.is_for(iface));
+    let by_bssid = seen.bssid.and_then(|b| {
+        mine()
+            .find(|n| n.bssids.contains(&b))
+            .map(|n| (n, By::Bssid(b)))
+    });
+    let by_gateway = || {
+        seen.gateway.and_then(|g| {
+            mine()
+                .find(|n| n.gateways.contains(&g))
+                .map(|n| (n, By::Gateway(g)))
+        })
+    };
+    let by_ssid = || {
+        seen.ssid.as_ref().and_then(|s| {
+            mine()
+                .find(|n| n.ssids.contains(s))
+                .map(|n| (n, By::Ssid(s.clone())))
+        })
+    };
+    by_bssid.or_else(by_gateway).or_else(by_ssid)
 }
 
 #[cfg(test)]
@@ -190,8 +247,17 @@ mod tests {
             name: name.into(),
             line: 1,
             gateways: gateways.iter().map(|g| mac(g)).collect(),
+            ssids: vec![],
+            bssids: vec![],
             interface: iface.map(|i| i.parse().unwrap()),
             table: ShapeOptions::default(),
+        }
+    }
+
+    fn gateway(m: &str) -> Sighting {
+        Sighting {
+            gateway: Some(mac(m)),
+            ..Sighting::default()
         }
     }
 
@@ -232,13 +298,62 @@ mod tests {
         };
         let wlan0: IfName = "wlan0".parse().unwrap();
         let eth0: IfName = "eth0".parse().unwrap();
-        let name = |i, m| recognise(&networks, i, &mac(m)).map(|n| n.name.as_str());
+        let name = |i, m| recognise(&networks, i, &gateway(m)).map(|(n, _)| n.name.as_str());
         assert_eq!(name(&wlan0, "aa:bb:cc:dd:ee:02"), Some("home"));
         assert_eq!(name(&eth0, "aa:bb:cc:dd:ee:01"), Some("home"));
         assert_eq!(name(&eth0, "aa:bb:cc:dd:ee:03"), Some("office"));
         // The office's gateway seen through wlan0 is not the office network's interface.
         assert_eq!(name(&wlan0, "aa:bb:cc:dd:ee:03"), None);
         assert_eq!(name(&wlan0, "aa:bb:cc:dd:ee:04"), None);
+    }
+
+    #[test]
+    fn a_bssid_wins_over_a_gateway_and_a_gateway_over_an_ssid() {
+        let mut eduroam = net("eduroam", &[], None);
+        eduroam.ssids = vec!["eduroam".parse().unwrap()];
+        let mut library = net("library", &[], None);
+        library.bssids = vec![mac("02:00:00:00:01:00")];
+        let campus = net("campus", &["aa:bb:cc:dd:ee:01"], None);
+        let networks = Networks {
+            tables: vec![eduroam, library, campus],
+            unknown: vec![],
+        };
+        let wlan0: IfName = "wlan0".parse().unwrap();
+        let at = |gateway: Option<&str>, ssid: Option<&str>, bssid: Option<&str>| {
+            let seen = Sighting {
+                gateway: gateway.map(mac),
+                ssid: ssid.map(|s| s.parse().unwrap()),
+                bssid: bssid.map(mac),
+            };
+            recognise(&networks, &wlan0, &seen).map(|(n, by)| (n.name.clone(), by.to_string()))
+        };
+        let all = at(
+            Some("aa:bb:cc:dd:ee:01"),
+            Some("eduroam"),
+            Some("02:00:00:00:01:00"),
+        );
+        assert_eq!(
+            all,
+            Some(("library".into(), "access point 02:00:00:00:01:00".into()))
+        );
+        let roamed = at(
+            Some("aa:bb:cc:dd:ee:01"),
+            Some("eduroam"),
+            Some("02:00:00:00:02:00"),
+        );
+        assert_eq!(
+            roamed,
+            Some(("campus".into(), "gateway aa:bb:cc:dd:ee:01".into()))
+        );
+        let elsewhere = at(Some("aa:bb:cc:dd:ee:09"), Some("eduroam"), None);
+        assert_eq!(
+            elsewhere,
+            Some(("eduroam".into(), "Wi-Fi \"eduroam\"".into()))
+        );
+        // Before DHCP has a gateway: the SSID alone.
+        assert_eq!(at(None, Some("eduroam"), None).unwrap().0, "eduroam");
+        assert_eq!(at(None, Some("Eduroam"), None), None);
+        assert_eq!(at(None, None, None), None);
     }
 
     #[test]

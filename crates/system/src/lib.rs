@@ -48,3 +48,5 @@ pub mod state;
 pub mod stop;
 pub mod tcnl;
 pub mod trust;
+#[cfg(feature = "networks")]
+pub mod wifi;

@@ -625,7 +625,7 @@ fn timeout_in_words(e: io::Error) -> Failure {
     }
 }
 
-fn set_receive_timeout(socket: &Socket, timeout: Duration) -> io::Result<()> {
+pub(crate) fn set_receive_timeout(socket: &Socket, timeout: Duration) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     // The fields' own types (`as _`): the libc crate deprecates naming time_t and suseconds_t
     // on musl (the static build), whose widths it has yet to change.

@@ -10,6 +10,7 @@ use unbloat_shaper::network::Networks;
 use unbloat_system::planned::{self, PlanError, Planned};
 use unbloat_system::rtnl::Rtnl;
 use unbloat_system::runner::Runner;
+use unbloat_system::wifi::Nl80211;
 use unbloat_units::IfName;
 
 use super::Keeper;
@@ -102,8 +103,9 @@ impl Follow {
 }
 
 impl Keeper<'_> {
-    /// Reads the gateway of every followed interface and records the network it is on; the
-    /// names whose shaping that changes (to be applied by the caller, around its controllers).
+    /// Reads the gateway and the Wi-Fi association of every followed interface and records the
+    /// network it is on; the names whose shaping that changes (to be applied by the caller,
+    /// around its controllers).
     pub fn recognise(&mut self) -> Vec<String> {
         let followed = self.follow.followed();
         // A full build hears every route and neighbour event, networks or not: with none to
@@ -112,19 +114,36 @@ impl Keeper<'_> {
             true => None,
             false => Rtnl::open().ok(),
         };
+        // Opened afresh each time (a read is two requests): cfg80211 loaded after the daemon
+        // started is seen, and a machine without it costs one refused request.
+        let mut nl80211 = match followed.is_empty() {
+            true => None,
+            false => Nl80211::open()
+                .map_err(|e| say::warn(&format!("reading Wi-Fi associations (nl80211): {e}")))
+                .ok()
+                .flatten(),
+        };
         let mut changed = vec![];
         for name in followed {
             let Ok(iface) = name.parse::<IfName>() else {
                 continue;
             };
-            let gateway = rtnl.as_ref().and_then(|r| {
-                let link = r.link(&name).ok()??;
-                r.gateway(link.index)
+            let index = rtnl
+                .as_ref()
+                .and_then(|r| r.link(&name).ok().flatten())
+                .map(|l| l.index);
+            let gateway = rtnl.as_ref().zip(index).and_then(|(r, i)| {
+                r.gateway(i)
                     .map_err(|e| say::warn(&format!("{name}: reading its gateway: {e}")))
                     .ok()?
             });
+            let wifi = nl80211.as_mut().zip(index).and_then(|(n, i)| {
+                n.association(i)
+                    .map_err(|e| say::warn(&format!("{name}: reading its Wi-Fi association: {e}")))
+                    .ok()?
+            });
             let before = self.follow.now.get(&name);
-            let seen = decide(&self.follow.networks, &iface, gateway, before);
+            let seen = decide(&self.follow.networks, &iface, gateway, wifi, before);
             if before.is_none_or(|b| b.differs(&seen)) {
                 say::info(&format!("{name}: on {}", seen.describe()));
                 changed.push(name.clone());

@@ -6,7 +6,14 @@ use std::path::Path;
 use unbloat_units::{IfName, Rate};
 
 use crate::config::{ConfigError, ConfigFile};
-use crate::network::{recognise, Mac, Networks, UnknownNetwork};
+use crate::network::{recognise, Mac, Networks, Sighting, UnknownNetwork};
+
+fn gateway(m: &str) -> Sighting {
+    Sighting {
+        gateway: Some(m.parse().unwrap()),
+        ..Sighting::default()
+    }
+}
 
 fn parse(text: &str) -> Result<ConfigFile, ConfigError> {
     ConfigFile::parse(text, Path::new("/etc/unbloat/unbloat.toml"))
@@ -26,17 +33,17 @@ fn networks_merge_over_their_interfaces_and_are_recognised_by_gateway() {
     assert_eq!(n.tables[1].line, 13);
     let wlan0: IfName = "wlan0".parse().unwrap();
     let eth0: IfName = "eth0".parse().unwrap();
-    let home = recognise(n, &wlan0, &"aa:bb:cc:dd:ee:01".parse().unwrap()).unwrap();
+    let (home, _) = recognise(n, &wlan0, &gateway("aa:bb:cc:dd:ee:01")).unwrap();
     let on_wlan0 = Networks::options(home, &c.interface(&wlan0).unwrap().options);
     assert_eq!(on_wlan0.down, Some(Rate::from_mbit(78)));
     assert_eq!(on_wlan0.up, Some(Rate::from_mbit(5)));
-    let office = recognise(n, &eth0, &"aa:bb:cc:dd:ee:03".parse::<Mac>().unwrap()).unwrap();
+    let (office, _) = recognise(n, &eth0, &gateway("aa:bb:cc:dd:ee:03")).unwrap();
     let on_eth0 = Networks::options(office, &c.interface(&eth0).unwrap().options);
     assert_eq!(
         (on_eth0.down, on_eth0.up),
         (Some(Rate::from_mbit(50)), Some(Rate::from_mbit(40)))
     );
-    assert!(recognise(n, &wlan0, &"aa:bb:cc:dd:ee:03".parse().unwrap()).is_none());
+    assert!(recognise(n, &wlan0, &gateway("aa:bb:cc:dd:ee:03")).is_none());
     assert_eq!(n.unknown(&wlan0), UnknownNetwork::Interface);
 }
 
@@ -72,7 +79,15 @@ fn bad_network_entries_name_the_line_and_the_table() {
         ("[network.home]\ngateway = []\n", "10:11: [network.home]: key `gateway`: an empty list recognises nothing"),
         ("[network.home]\ngateway = [\"aa:bb:cc:dd:ee:01\", \"nope\"]\n", "10:33: [network.home]: key `gateway`: \"nope\" is not a MAC"),
         ("[network.home]\ngateway = 7\n", "10:11: [network.home]: key `gateway`: a MAC address in quotes"),
-        ("[network.home]\ndown = \"10mbit\"\n", "9:10: [network.home]: no `gateway`"),
+        ("[network.home]\ndown = \"10mbit\"\n", "9:10: [network.home]: no `gateway`, `ssid` or `bssid`"),
+        ("[network.home]\nssid = \"\"\n", "10:8: [network.home]: key `ssid`: empty; write a Wi-Fi network's name in quotes"),
+        ("[network.home]\nssid = []\n", "10:8: [network.home]: key `ssid`: an empty list recognises nothing"),
+        ("[network.home]\nssid = [\"Home\", 5]\n", "10:17: [network.home]: key `ssid`: a Wi-Fi network's name in quotes, or a list of them"),
+        ("[network.home]\nssid = \"0123456789abcdef0123456789abcdefX\"\n", "10:8: [network.home]: key `ssid`: \"0123456789abcdef0123456789abcdefX\" is 33 bytes; an SSID is at most 32"),
+        ("[network.home]\nbssid = \"02:00:00:00:00\"\n", "10:9: [network.home]: key `bssid`: \"02:00:00:00:00\" is not a MAC address"),
+        ("[network.home]\nbssid = \"ff:ff:ff:ff:ff:ff\"\n", "10:9: [network.home]: key `bssid`: ff:ff:ff:ff:ff:ff: a multicast or all-zero address is never a gateway's or an access point's"),
+        ("[network.home]\nssid = \"Home\"\n[network.cafe]\nssid = [\"Cafe\", \"Home\"]\n", "12:17: [network.cafe]: ssid \"Home\" is [network.home]'s too, on wlan0"),
+        ("[network.home]\nbssid = \"02:00:00:00:01:00\"\n[network.cafe]\nssid = \"Cafe\"\nbssid = \"02:00:00:00:01:00\"\n", "13:9: [network.cafe]: bssid 02:00:00:00:01:00 is [network.home]'s too, on wlan0"),
         ("[network.home]\ngateway = \"aa:bb:cc:dd:ee:01\"\ninterface = \"\"\n", "11:13: [network.home]: key `interface`: the name of an interface"),
         ("[network.home]\ngateway = \"aa:bb:cc:dd:ee:01\"\ninterface = \"wwan0\"\n", "11:13: [network.home]: interface wwan0: the file has no [interface.wwan0] table"),
         ("[network.home]\ngateway = \"aa:bb:cc:dd:ee:01\"\ndown = \"78mbitz\"\n", "11:8: [network.home]: key `down`: "),
@@ -94,13 +109,40 @@ fn bad_network_entries_name_the_line_and_the_table() {
 }
 
 #[test]
+fn wifi_networks_are_recognised_by_ssid_or_bssid_with_or_without_a_gateway() {
+    let text = format!(
+        "{BASE}\n[network.home]\nssid = \"Home\"\ngateway = \"aa:bb:cc:dd:ee:01\"\ndown = \"78mbit\"\n\n[network.hotspot]\nbssid = [\"02:00:00:00:01:00\", \"02:00:00:00:02:00\"]\ninterface = \"wlan0\"\ndown = \"8mbit\"\n"
+    );
+    let c = parse(&text).unwrap();
+    let n = &c.networks;
+    assert_eq!(n.tables[0].ssids, vec!["Home".parse().unwrap()]);
+    assert_eq!(n.tables[1].bssids.len(), 2);
+    let wlan0: IfName = "wlan0".parse().unwrap();
+    let seen = |ssid: Option<&str>, bssid: Option<&str>| Sighting {
+        gateway: None,
+        ssid: ssid.map(|s| s.parse().unwrap()),
+        bssid: bssid.map(|m| m.parse::<Mac>().unwrap()),
+    };
+    let name = |s: &Sighting| recognise(n, &wlan0, s).map(|(n, by)| (n.name.clone(), by.to_string()));
+    assert_eq!(
+        name(&seen(Some("Home"), Some("02:00:00:00:09:00"))),
+        Some(("home".into(), "Wi-Fi \"Home\"".into()))
+    );
+    assert_eq!(
+        name(&seen(Some("AndroidAP"), Some("02:00:00:00:02:00"))),
+        Some(("hotspot".into(), "access point 02:00:00:00:02:00".into()))
+    );
+    assert_eq!(name(&seen(Some("Office"), None)), None);
+}
+
+#[test]
 fn one_gateway_in_two_networks_for_different_interfaces_is_fine() {
     let text = format!(
         "{BASE}\n[network.home-wifi]\ngateway = \"aa:bb:cc:dd:ee:01\"\ninterface = \"wlan0\"\n[network.home-wired]\ngateway = \"aa:bb:cc:dd:ee:01\"\ninterface = \"eth0\"\n"
     );
     let c = parse(&text).unwrap();
-    let mac: Mac = "aa:bb:cc:dd:ee:01".parse().unwrap();
-    let on = |i: &str| recognise(&c.networks, &i.parse().unwrap(), &mac).map(|n| n.name.clone());
+    let seen = gateway("aa:bb:cc:dd:ee:01");
+    let on = |i: &str| recognise(&c.networks, &i.parse().unwrap(), &seen).map(|(n, _)| n.name.clone());
     assert_eq!(on("wlan0").as_deref(), Some("home-wifi"));
     assert_eq!(on("eth0").as_deref(), Some("home-wired"));
 }
@@ -123,7 +165,7 @@ fn the_shipped_examples_networks_load_once_uncommented() {
     assert_eq!(c.networks.tables.len(), 2);
     let wlan0: IfName = "wlan0".parse().unwrap();
     assert_eq!(c.networks.unknown(&wlan0), UnknownNetwork::Interface);
-    let home = recognise(&c.networks, &wlan0, &"aa:bb:cc:dd:ee:ff".parse().unwrap()).unwrap();
+    let (home, _) = recognise(&c.networks, &wlan0, &gateway("aa:bb:cc:dd:ee:ff")).unwrap();
     assert_eq!(
         Networks::options(home, &c.interface(&wlan0).unwrap().options).down,
         Some(Rate::from_mbit(78))

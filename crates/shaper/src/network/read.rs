@@ -7,7 +7,7 @@ use toml::de::{DeString, DeValue};
 use toml::Spanned;
 use unbloat_units::IfName;
 
-use super::{Mac, NetworkConfig, Networks, UnknownNetwork};
+use super::{Mac, NetworkConfig, Networks, Ssid, UnknownNetwork};
 use crate::clip::clip;
 use crate::options::ShapeOptions;
 use crate::spec::{parse_iface, Spec};
@@ -33,6 +33,8 @@ pub struct RawNetwork {
     name: String,
     offset: usize,
     gateways: Vec<(Mac, usize)>,
+    ssids: Vec<(Ssid, usize)>,
+    bssids: Vec<(Mac, usize)>,
     interface: Option<(String, usize)>,
     table: ShapeOptions,
 }
@@ -103,38 +105,15 @@ fn table(name: &Spanned<DeString>, value: &Spanned<DeValue>) -> Result<RawNetwor
     let DeValue::Table(t) = value.get_mut() else {
         return Err(refused(vspan.start, "expected a table".into()));
     };
-    let Some((_, gateway)) = t.remove_entry("gateway") else {
+    let gateways = keys::<Mac>(t, "gateway", "a MAC address", &refused)?;
+    let ssids = keys::<Ssid>(t, "ssid", "a Wi-Fi network's name", &refused)?;
+    let bssids = keys::<Mac>(t, "bssid", "an access point's MAC address", &refused)?;
+    if gateways.is_empty() && ssids.is_empty() && bssids.is_empty() {
         return Err(refused(
             name.span().start,
-            "no `gateway`: a network is recognised by its default gateway's MAC, e.g. gateway = \"aa:bb:cc:dd:ee:ff\" (`ip neigh` shows it)".into(),
+            "no `gateway`, `ssid` or `bssid`: a network is recognised by its default gateway's MAC (gateway = \"aa:bb:cc:dd:ee:ff\", `ip neigh` shows it) or on Wi-Fi by its name (ssid = \"Home\") or access point (bssid, `iw dev` shows both)".into(),
         ));
-    };
-    let one = |v: &Spanned<DeValue>| -> Result<(Mac, usize), Refused> {
-        match v.get_ref() {
-            DeValue::String(s) if s.trim().is_empty() => Err(refused(
-                v.span().start,
-                "key `gateway`: empty; write the gateway's MAC, e.g. \"aa:bb:cc:dd:ee:ff\"".into(),
-            )),
-            DeValue::String(s) => s
-                .parse()
-                .map(|m| (m, v.span().start))
-                .map_err(|e| refused(v.span().start, format!("key `gateway`: {e}"))),
-            _ => Err(refused(
-                v.span().start,
-                "key `gateway`: a MAC address in quotes, or a list of them".into(),
-            )),
-        }
-    };
-    let gateways = match gateway.get_ref() {
-        DeValue::Array(list) if list.is_empty() => {
-            return Err(refused(
-                gateway.span().start,
-                "key `gateway`: an empty list recognises nothing".into(),
-            ))
-        }
-        DeValue::Array(list) => list.iter().map(one).collect::<Result<Vec<_>, _>>()?,
-        _ => vec![one(&gateway)?],
-    };
+    }
     let interface = match t.remove_entry("interface") {
         None => None,
         Some((_, v)) => match v.get_ref() {
@@ -158,22 +137,62 @@ fn table(name: &Spanned<DeString>, value: &Spanned<DeValue>) -> Result<RawNetwor
         name: name.get_ref().to_string(),
         offset: name.span().start,
         gateways,
+        ssids,
+        bssids,
         interface,
         table,
     })
 }
 
+/// A recognising key's values, each with where it is: one in quotes, or a list of them; none
+/// when the key is absent. An empty string or list is a mistake, not "anything".
+fn keys<T: std::str::FromStr<Err = String>>(
+    t: &mut toml::de::DeTable<'_>,
+    key: &str,
+    what: &str,
+    refused: &dyn Fn(usize, String) -> Refused,
+) -> Result<Vec<(T, usize)>, Refused> {
+    let Some((_, value)) = t.remove_entry(key) else {
+        return Ok(vec![]);
+    };
+    let one = |v: &Spanned<DeValue>| -> Result<(T, usize), Refused> {
+        let at = v.span().start;
+        match v.get_ref() {
+            DeValue::String(s) if s.is_empty() => Err(refused(
+                at,
+                format!("key `{key}`: empty; write {what} in quotes, or leave the key out"),
+            )),
+            DeValue::String(s) => s
+                .parse()
+                .map(|k| (k, at))
+                .map_err(|e| refused(at, format!("key `{key}`: {e}"))),
+            _ => Err(refused(
+                at,
+                format!("key `{key}`: {what} in quotes, or a list of them"),
+            )),
+        }
+    };
+    match value.get_ref() {
+        DeValue::Array(list) if list.is_empty() => Err(refused(
+            value.span().start,
+            format!("key `{key}`: an empty list recognises nothing"),
+        )),
+        DeValue::Array(list) => list.iter().map(one).collect(),
+        _ => Ok(vec![one(&value)?]),
+    }
+}
+
 /// The networks checked against the file's interfaces (each with its options merged over
 /// `[defaults]`): a network's interface must be one of them, its options merged over each
 /// interface it is for must make a valid spec, and no two networks for one interface may share
-/// a gateway.
+/// a gateway, an SSID or a BSSID.
 pub fn resolve(
     raw: Vec<RawNetwork>,
     unknowns: Unknowns,
     interfaces: &[(IfName, ShapeOptions)],
     line_of: impl Fn(usize) -> usize,
 ) -> Result<Networks, Refused> {
-    let mut tables: Vec<(NetworkConfig, Vec<(Mac, usize)>)> = vec![];
+    let mut tables: Vec<NetworkConfig> = vec![];
     let mut raw = raw;
     raw.sort_by_key(|r| r.offset);
     for r in raw {
@@ -202,32 +221,27 @@ pub fn resolve(
             name: r.name.clone(),
             line: line_of(r.offset),
             gateways: r.gateways.iter().map(|(m, _)| *m).collect(),
+            ssids: r.ssids.iter().map(|(s, _)| s.clone()).collect(),
+            bssids: r.bssids.iter().map(|(m, _)| *m).collect(),
             interface,
             table: r.table.clone(),
         };
         for (iface, options) in interfaces.iter().filter(|(i, _)| network.is_for(i)) {
             Spec::new(iface.clone(), &Networks::options(&network, options))
                 .map_err(|e| refused(r.offset, format!("on {iface}: {e}")))?;
-            for (other, other_gateways) in &tables {
-                if !other.is_for(iface) {
-                    continue;
-                }
-                if let Some((mac, at)) = r
-                    .gateways
-                    .iter()
-                    .find(|(m, _)| other_gateways.iter().any(|(o, _)| o == m))
-                {
+            for other in tables.iter().filter(|o| o.is_for(iface)) {
+                if let Some((key, at)) = shared(&r, other) {
                     return Err(refused(
-                        *at,
+                        at,
                         format!(
-                            "gateway {mac} is [network.{}]'s too, on {iface}: which one would it be?",
+                            "{key} is [network.{}]'s too, on {iface}: which one would it be?",
                             clip(&other.name)
                         ),
                     ));
                 }
             }
         }
-        tables.push((network, r.gateways));
+        tables.push(network);
     }
     let mut unknown = vec![];
     for (name, at, choice) in unknowns {
@@ -242,8 +256,16 @@ pub fn resolve(
             });
         }
     }
-    Ok(Networks {
-        tables: tables.into_iter().map(|(n, _)| n).collect(),
-        unknown,
-    })
+    Ok(Networks { tables, unknown })
+}
+
+/// The first key of `r` that `other` lists too, in words, and where it is in the text.
+fn shared(r: &RawNetwork, other: &NetworkConfig) -> Option<(String, usize)> {
+    let bssid = r.bssids.iter().find(|(m, _)| other.bssids.contains(m));
+    let gateway = r.gateways.iter().find(|(m, _)| other.gateways.contains(m));
+    let ssid = r.ssids.iter().find(|(s, _)| other.ssids.contains(s));
+    bssid
+        .map(|(m, at)| (format!("bssid {m}"), *at))
+        .or_else(|| gateway.map(|(m, at)| (format!("gateway {m}"), *at)))
+        .or_else(|| ssid.map(|(s, at)| (format!("ssid \"{s}\""), *at)))
 }

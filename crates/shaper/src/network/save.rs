@@ -14,7 +14,7 @@ use std::path::Path;
 
 use unbloat_units::IfName;
 
-use super::{recognise, Mac};
+use super::{recognise, Mac, Sighting};
 use crate::clip::clip;
 use crate::config::{ConfigError, ConfigFile};
 use crate::options::value::toml_string;
@@ -220,7 +220,11 @@ pub fn save(
     }
     // Read back as the daemon will: the file must load, and the gateway must name this network.
     let back = ConfigFile::parse(&new, path).map_err(|e| SaveError::Refused(e.to_string()))?;
-    let found = recognise(&back.networks, iface, &gateway).map(|n| n.name.as_str());
+    let seen = Sighting {
+        gateway: Some(gateway),
+        ..Sighting::default()
+    };
+    let found = recognise(&back.networks, iface, &seen).map(|(n, _)| n.name.as_str());
     if found != Some(name) {
         return Err(SaveError::Refused(format!(
             "{iface} behind {gateway} is recognised as {found:?}, not {name}"

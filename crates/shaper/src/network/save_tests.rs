@@ -8,7 +8,7 @@ use unbloat_units::{IfName, Rate};
 use super::*;
 use crate::config::ConfigFile;
 use crate::linklayer::Framing;
-use crate::network::Networks;
+use crate::network::{Networks, Sighting};
 
 const PATH: &str = "/etc/unbloat/unbloat.toml";
 const FILE: &str =
@@ -57,7 +57,11 @@ fn a_new_network_is_added_at_the_end_and_the_rest_stays_byte_for_byte() {
          interface = \"wlan0\"\ndown = \"78000kbit\"\nup = \"19950kbit\"\noverhead = 30\nmpu = 0\nframing = \"ptm\"\n"
     );
     let c = ConfigFile::parse(&saved.text, Path::new(PATH)).unwrap();
-    let home = recognise(&c.networks, &wlan0(), &mac("aa:bb:cc:dd:ee:01")).unwrap();
+    let seen = Sighting {
+        gateway: Some(mac("aa:bb:cc:dd:ee:01")),
+        ..Sighting::default()
+    };
+    let (home, _) = recognise(&c.networks, &wlan0(), &seen).unwrap();
     let on = Networks::options(home, &c.interface(&wlan0()).unwrap().options);
     assert_eq!(on.down, Some(Rate::from_kbit(78_000)));
     assert_eq!(on.framing, Some(Framing::Ptm));

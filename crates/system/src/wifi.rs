@@ -1,0 +1,197 @@
+//! The Wi-Fi network an interface is associated with, as the kernel's nl80211 says: the SSID
+//! (`NL80211_CMD_GET_INTERFACE`) and the access point's BSSID (the one station a managed
+//! interface has, `NL80211_CMD_GET_STATION`), over a generic netlink socket (no `iw` to parse).
+//! The daemon recognises a `[network.NAME]` by them (issue 56).
+//!
+//! Heads up! The numbers are the kernel's: include/uapi/linux/nl80211.h, answered by
+//! net/wireless/nl80211.c (`nl80211_get_interface`, whose `nl80211_send_iface` adds
+//! `NL80211_ATTR_SSID` while a station is connected; `nl80211_dump_station`). The family's id is
+//! not fixed: it is asked of the generic netlink controller ("nl80211", genetlink.h). Messages are
+//! built and parsed by netlink-packet-generic and wl-nl80211 (the rust-netlink family's); the
+//! socket is netlink-sys's, used synchronously as [`crate::rtnl`] does.
+//!
+//! What callers can rely on: a machine without Wi-Fi (no cfg80211 in the kernel), an interface
+//! that is not Wi-Fi, and one that is not associated all read as `Ok(None)`, not as errors; an
+//! error is a socket that failed or a kernel that refused for another reason. Nothing here
+//! changes anything: every request is a read.
+
+use std::io;
+
+use netlink_packet_core::{
+    NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NetlinkPayload, NetlinkSerializable,
+    NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
+};
+use netlink_packet_generic::ctrl::nlas::GenlCtrlAttrs;
+use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
+use netlink_packet_generic::GenlMessage;
+use netlink_sys::{protocols::NETLINK_GENERIC, Socket, SocketAddr};
+use unbloat_shaper::network::{Mac, Ssid};
+use wl_nl80211::{Nl80211Attr, Nl80211Command, Nl80211InterfaceType, Nl80211Message};
+
+use crate::rtnl::set_receive_timeout;
+
+/// How long the kernel may take to answer; it answers at once, so this only bounds a bug.
+const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A managed interface's association.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Association {
+    /// The network's name; `None` for one that hides it or has a name 802.11 does not allow.
+    pub ssid: Option<Ssid>,
+    /// The access point's MAC; `None` in the moment between association and its station entry.
+    pub bssid: Option<Mac>,
+}
+
+/// A generic netlink socket that speaks nl80211.
+pub struct Nl80211 {
+    socket: Socket,
+    family: u16,
+    seq: u32,
+    buf: Vec<u8>,
+}
+
+impl Nl80211 {
+    /// `Ok(None)`: this kernel has no nl80211 (built without cfg80211): no Wi-Fi at all.
+    pub fn open() -> io::Result<Option<Nl80211>> {
+        let mut socket = Socket::new(NETLINK_GENERIC)?;
+        socket.bind_auto()?;
+        socket.connect(&SocketAddr::new(0, 0))?;
+        set_receive_timeout(&socket, REPLY_TIMEOUT)?;
+        let mut me = Nl80211 {
+            socket,
+            family: 0,
+            seq: 0,
+            buf: vec![0; 64 * 1024],
+        };
+        let ask = GenlMessage::from_payload(GenlCtrl {
+            cmd: GenlCtrlCmd::GetFamily,
+            nlas: vec![GenlCtrlAttrs::FamilyName("nl80211".into())],
+        });
+        let family = match me.exchange(ask, 0) {
+            Ok(answers) => answers.into_iter().find_map(|a| {
+                a.payload.nlas.into_iter().find_map(|n| match n {
+                    GenlCtrlAttrs::FamilyId(id) => Some(id),
+                    _ => None,
+                })
+            }),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match family {
+            Some(id) => {
+                me.family = id;
+                Ok(Some(me))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// What the interface with this index is associated with; `None`: not a Wi-Fi station, or
+    /// not associated now.
+    pub fn association(&mut self, index: u32) -> io::Result<Option<Association>> {
+        let iface = match self.ask(Nl80211Command::GetInterface, index, 0) {
+            Ok(answers) => answers,
+            // Not a wireless device (net/wireless/nl80211.c: `__cfg80211_wdev_from_attrs`).
+            Err(e) if not_wifi(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let attrs: Vec<Nl80211Attr> = iface.into_iter().flat_map(|m| m.attributes).collect();
+        let station = attrs
+            .iter()
+            .any(|a| matches!(a, Nl80211Attr::IfType(Nl80211InterfaceType::Station)));
+        let ssid = attrs.iter().find_map(|a| match a {
+            Nl80211Attr::SsidRaw(octets) => Some(Ssid::from_octets(octets)),
+            _ => None,
+        });
+        // The kernel names the SSID only while connected: none, not associated.
+        let (true, Some(ssid)) = (station, ssid) else {
+            return Ok(None);
+        };
+        let stations = match self.ask(Nl80211Command::GetStation, index, NLM_F_DUMP) {
+            Ok(s) => s,
+            Err(e) if not_wifi(&e) => vec![],
+            Err(e) => return Err(e),
+        };
+        // A managed interface's one station is its access point.
+        let bssid = stations
+            .into_iter()
+            .flat_map(|m| m.attributes)
+            .find_map(|a| match a {
+                Nl80211Attr::Mac(m) => Some(Mac(m)),
+                _ => None,
+            });
+        Ok(Some(Association { ssid, bssid }))
+    }
+
+    fn ask(
+        &mut self,
+        cmd: Nl80211Command,
+        index: u32,
+        flags: u16,
+    ) -> io::Result<Vec<Nl80211Message>> {
+        let mut msg = GenlMessage::from_payload(Nl80211Message {
+            cmd,
+            attributes: vec![Nl80211Attr::IfIndex(index)],
+        });
+        msg.set_resolved_family_id(self.family);
+        Ok(self
+            .exchange(msg, flags)?
+            .into_iter()
+            .map(|g| g.payload)
+            .collect())
+    }
+
+    /// Sends `request` and reads its answers to the ack (or a dump's end); a refusal is the
+    /// kernel's errno.
+    fn exchange<F>(&mut self, request: GenlMessage<F>, flags: u16) -> io::Result<Vec<GenlMessage<F>>>
+    where
+        GenlMessage<F>: NetlinkSerializable + NetlinkDeserializable + std::fmt::Debug,
+    {
+        self.seq = self.seq.wrapping_add(1);
+        let seq = self.seq;
+        let mut header = NetlinkHeader::default();
+        header.flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+        header.sequence_number = seq;
+        let mut packet = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(request));
+        packet.finalize();
+        let mut bytes = vec![0; packet.buffer_len()];
+        packet.serialize(&mut bytes);
+        self.socket.send(&bytes, 0)?;
+        let mut out = vec![];
+        loop {
+            let n = self.socket.recv(&mut &mut self.buf[..], 0)?;
+            let mut at = 0;
+            while at < n {
+                let reply = NetlinkMessage::<GenlMessage<F>>::deserialize(&self.buf[at..n])
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+                let len = reply.header.length as usize;
+                if len == 0 {
+                    break;
+                }
+                at += (len + 3) & !3;
+                if reply.header.sequence_number != seq {
+                    continue; // a leftover of an earlier request that timed out
+                }
+                match reply.payload {
+                    NetlinkPayload::InnerMessage(m) => out.push(m),
+                    NetlinkPayload::Done(_) => return Ok(out),
+                    NetlinkPayload::Error(e) => {
+                        return match e.code {
+                            None => Ok(out), // the ack
+                            Some(code) => Err(io::Error::from_raw_os_error(-code.get())),
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// The errnos of a device that is not Wi-Fi, or gone.
+fn not_wifi(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) | Some(libc::EINVAL) | Some(libc::ENOENT)
+    )
+}
