@@ -120,6 +120,8 @@ pub fn run(opts: &Options) -> Result<(), DaemonError> {
 
     let (tx, rx) = mpsc::channel();
     spawn_events(events, tx.clone());
+    #[cfg(feature = "networks")]
+    spawn_wifi_events(tx.clone());
     spawn_signals(signals, tx.clone());
     spawn_control(listener, tx.clone());
     let mut servers = crate::serve::Servers::default();
@@ -361,6 +363,40 @@ fn spawn_events(mut events: LinkEvents, tx: Sender<Msg>) {
             }
             Err(e) => {
                 let _ = tx.send(Msg::EventsFailed(e));
+                return;
+            }
+        }
+    });
+}
+
+/// Wi-Fi associations (nl80211's "mlme" group) wake the networks' check: a station can move to
+/// another SSID or access point without a route or neighbour event. A kernel without Wi-Fi has
+/// nothing to listen to.
+#[cfg(feature = "networks")]
+fn spawn_wifi_events(tx: Sender<Msg>) {
+    use unbloat_system::wifi::Nl80211;
+    let events = match Nl80211::open().and_then(|n| n.map(Nl80211::events).transpose()) {
+        Ok(e) => e.flatten(),
+        Err(e) => {
+            say::warn(&format!(
+                "not listening for Wi-Fi associations (nl80211): {e}; route changes and the periodic check still follow networks"
+            ));
+            None
+        }
+    };
+    let Some(mut events) = events else {
+        return;
+    };
+    std::thread::spawn(move || loop {
+        match events.next(Duration::from_secs(3600)) {
+            Ok(false) => {}
+            Ok(true) => {
+                if tx.send(Msg::Networks).is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                say::warn(&format!("Wi-Fi association events (nl80211): {e}; no longer listening"));
                 return;
             }
         }

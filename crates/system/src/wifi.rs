@@ -10,6 +10,10 @@
 //! built and parsed by netlink-packet-generic and wl-nl80211 (the rust-netlink family's); the
 //! socket is netlink-sys's, used synchronously as [`crate::rtnl`] does.
 //!
+//! [`WifiEvents`] wakes the daemon when a station connects, roams or disconnects (the family's
+//! "mlme" multicast group): an association changes the SSID or BSSID without always changing
+//! a route, and the carrier comes up before cfg80211 knows what it is associated with.
+//!
 //! What callers can rely on: a machine without Wi-Fi (no cfg80211 in the kernel), an interface
 //! that is not Wi-Fi, and one that is not associated all read as `Ok(None)`, not as errors; an
 //! error is a socket that failed or a kernel that refused for another reason. Nothing here
@@ -21,7 +25,7 @@ use netlink_packet_core::{
     NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NetlinkPayload, NetlinkSerializable,
     NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
 };
-use netlink_packet_generic::ctrl::nlas::GenlCtrlAttrs;
+use netlink_packet_generic::ctrl::nlas::{GenlCtrlAttrs, McastGrpAttrs};
 use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
 use netlink_packet_generic::GenlMessage;
 use netlink_sys::{protocols::NETLINK_GENERIC, Socket, SocketAddr};
@@ -46,9 +50,14 @@ pub struct Association {
 pub struct Nl80211 {
     socket: Socket,
     family: u16,
+    /// The id of the family's "mlme" multicast group (connect, roam, disconnect events).
+    mlme: Option<u32>,
     seq: u32,
     buf: Vec<u8>,
 }
+
+/// A socket joined to nl80211's "mlme" group.
+pub struct WifiEvents(Nl80211);
 
 impl Nl80211 {
     /// `Ok(None)`: this kernel has no nl80211 (built without cfg80211): no Wi-Fi at all.
@@ -60,6 +69,7 @@ impl Nl80211 {
         let mut me = Nl80211 {
             socket,
             family: 0,
+            mlme: None,
             seq: 0,
             buf: vec![0; 64 * 1024],
         };
@@ -67,23 +77,36 @@ impl Nl80211 {
             cmd: GenlCtrlCmd::GetFamily,
             nlas: vec![GenlCtrlAttrs::FamilyName("nl80211".into())],
         });
-        let family = match me.exchange(ask, 0) {
-            Ok(answers) => answers.into_iter().find_map(|a| {
-                a.payload.nlas.into_iter().find_map(|n| match n {
-                    GenlCtrlAttrs::FamilyId(id) => Some(id),
-                    _ => None,
-                })
-            }),
+        let attrs: Vec<GenlCtrlAttrs> = match me.exchange(ask, 0) {
+            Ok(answers) => answers.into_iter().flat_map(|a| a.payload.nlas).collect(),
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
             Err(e) => return Err(e),
         };
-        match family {
-            Some(id) => {
-                me.family = id;
-                Ok(Some(me))
+        for a in attrs {
+            match a {
+                GenlCtrlAttrs::FamilyId(id) => me.family = id,
+                GenlCtrlAttrs::McastGroups(groups) => {
+                    me.mlme = groups.iter().find_map(|g| {
+                        let named = g.iter().any(|n| matches!(n, McastGrpAttrs::Name(s) if s == "mlme"));
+                        g.iter().find_map(|n| match n {
+                            McastGrpAttrs::Id(id) if named => Some(*id),
+                            _ => None,
+                        })
+                    })
+                }
+                _ => {}
             }
-            None => Ok(None),
         }
+        Ok((me.family != 0).then_some(me))
+    }
+
+    /// This socket, joined to the "mlme" group; `None` when the kernel names no such group.
+    pub fn events(self) -> io::Result<Option<WifiEvents>> {
+        let Some(group) = self.mlme else {
+            return Ok(None);
+        };
+        self.socket.add_membership(group)?;
+        Ok(Some(WifiEvents(self)))
     }
 
     /// What the interface with this index is associated with; `None`: not a Wi-Fi station, or
@@ -185,6 +208,48 @@ impl Nl80211 {
                 }
             }
         }
+    }
+}
+
+impl WifiEvents {
+    /// Whether an association may have changed: a connect, roam or disconnect (or its parts)
+    /// came within `timeout`, or events were lost. The group's other events (signal quality
+    /// reports, channel switches) are not a new network.
+    pub fn next(&mut self, timeout: std::time::Duration) -> io::Result<bool> {
+        set_receive_timeout(&self.0.socket, timeout)?;
+        let n = match self.0.socket.recv(&mut &mut self.0.buf[..], 0) {
+            Ok(n) => n,
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => return Ok(true),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                return Ok(false)
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(changes_association(&self.0.buf[..n]))
+    }
+}
+
+/// Whether a datagram of the "mlme" group holds an event that changes what a station is
+/// associated with; one that does not parse counts (a newer kernel's attribute must not hide
+/// a roam).
+fn changes_association(datagram: &[u8]) -> bool {
+    use Nl80211Command::*;
+    match NetlinkMessage::<GenlMessage<Nl80211Message>>::deserialize(datagram) {
+        Ok(m) => match m.payload {
+            NetlinkPayload::InnerMessage(g) => matches!(
+                g.payload.cmd,
+                Associate | Deauthenticate | Disassociate | Connect | Roam | Disconnect | PortAuthorized
+            ),
+            _ => false,
+        },
+        Err(_) => true,
     }
 }
 

@@ -41,7 +41,7 @@ mod uml;
 pub use reexec::{libtest_name, run_test_in_real_kernel, run_test_in_uml};
 pub use rerun::own_argv;
 pub use signals::interrupted_by;
-pub use uml::Uml;
+pub use uml::{Uml, MODULES_ENV};
 
 use signals::SignalGuard;
 

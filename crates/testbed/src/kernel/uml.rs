@@ -24,6 +24,10 @@ use unbloat_system::runner::{shell_quote, Cmd, SystemRunner};
 /// congestion control, tun for point-to-point devices (the kind pppd makes for PPPoE).
 const EXTRA_MODULES: [&str; 7] = ["ipv6", "veth", "ifb", "dummy", "8021q", "tcp_bbr", "tun"];
 
+/// Where a guest's command finds the kernel's modules for `modprobe -d` (set only in a guest
+/// whose kernel has modules).
+pub const MODULES_ENV: &str = "UNBLOAT_GUEST_MODULES";
+
 /// Environment variables not passed into the guest: the shell's own bookkeeping, and the kernel
 /// choice (a guest must not try to start UML inside UML).
 const NOT_INHERITED: [&str; 5] = ["PWD", "OLDPWD", "SHLVL", "_", KERNEL_ENV];
@@ -280,6 +284,9 @@ pub(crate) fn init_script(plan: &InitPlan) -> String {
             "modprobe -a -d \"$D\" {} >\"$D/modprobe.log\" 2>&1\n",
             mods.join(" ")
         );
+        s += "# A test loads what no other guest should have (mac80211_hwsim's radios) with\n";
+        s += "# `modprobe -d \"$UNBLOAT_GUEST_MODULES\" NAME`.\n";
+        s += &format!("export {MODULES_ENV}=\"$D\"\n");
     }
     s += "ip link set lo up\n";
     s += "# Unprivileged ICMP echo sockets for everyone (this namespace only; new ones start at \"1 0\").\n";
@@ -334,6 +341,7 @@ mod tests {
             "modprobe -a -d \"$D\" sch_cake sch_htb ipv6 veth ifb dummy 8021q tcp_bbr tun"
         ));
         assert!(s.contains("export GREETING='it'\\''s $HOME'\n"));
+        assert!(s.contains("export UNBLOAT_GUEST_MODULES=\"$D\"\n"));
         assert!(s.contains(
             "( cd '/work/my project' && exec tc qdisc add dev lo root cake '; rm -rf /' )"
         ));
