@@ -252,7 +252,8 @@ fn serve_loop(
                 let _ = reply.send(answer);
             }
             Some(Msg::Control(Request::Status, reply)) => {
-                let _ = reply.send(Answer::Status(status(keeper, counters, servers)));
+                let status = status(keeper, autorates, counters, servers);
+                let _ = reply.send(Answer::Status(status));
             }
             Some(Msg::Stop(signal)) => {
                 say::info(&format!(
@@ -319,6 +320,7 @@ fn reload(
 
 fn status(
     keeper: &Keeper,
+    autorates: &Autorates,
     counters: &Arc<Mutex<DaemonCounters>>,
     servers: &crate::serve::Servers,
 ) -> DaemonStatus {
@@ -345,6 +347,7 @@ fn status(
             .into_iter()
             .map(|(n, (d, u))| (n, (d.bits_per_sec(), u.bits_per_sec())))
             .collect(),
+        autorate_waits: autorates.waiting(),
         #[cfg(feature = "networks")]
         networks: keeper.networks().clone(),
     }
