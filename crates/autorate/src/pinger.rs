@@ -27,7 +27,10 @@
 //! With a device ([`Pinger::open_on`]) the sockets are bound to it (`SO_BINDTODEVICE`): the
 //! probes leave by the WAN whose rate they set, whatever the routing table's default, and only
 //! replies that came in by it are read. The binding follows the name: when the device is made
-//! again (a PPPoE reconnect), the next probe binds the sockets to the new one.
+//! again (a PPPoE reconnect), the next probe binds the sockets to the new one. The device must
+//! exist when the pinger opens (the kernel binds to its index): while it does not,
+//! [`Pinger::open_on`] fails with [`OpenError::NoDevice`], which a caller that waits for its
+//! interface (the daemon) tries again.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -51,6 +54,25 @@ const ECHO6_REQUEST: u8 = 128;
 const ECHO6_REPLY: u8 = 129;
 /// Milliseconds in a day: RFC 792's times wrap at midnight.
 const DAY_MS: i64 = 86_400_000;
+
+/// Why a pinger did not open.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// No raw socket: not root, nor CAP_NET_RAW (ping sockets cannot send timestamps).
+    #[error("cannot open a raw ICMP socket ({0}): autorate needs root or CAP_NET_RAW")]
+    Socket(io::Error),
+    /// The device to bind to does not exist (`SO_BINDTODEVICE`: ENODEV); it may yet appear (a
+    /// PPPoE link or a USB modem that comes up later).
+    #[error("{0} does not exist (yet)")]
+    NoDevice(String),
+    /// The device exists and the socket could not be bound to it, or set up.
+    #[error("cannot bind the probes' socket to {dev}: {source}")]
+    Bind { dev: String, source: io::Error },
+    #[error("cannot set up the probes' socket: {0}")]
+    Setup(io::Error),
+    #[error("no random numbers: {0}")]
+    Random(getrandom::Error),
+}
 
 /// One answer.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -100,22 +122,28 @@ impl Pinger {
     /// Raw ICMP sockets for the families `reflectors` use (root, or CAP_NET_RAW: ping sockets
     /// cannot send timestamps), not bound to a device: the probes go where the routing table
     /// sends them. A controller of one WAN wants [`Pinger::open_on`].
-    pub fn open(reflectors: &[IpAddr]) -> Result<Pinger, String> {
+    pub fn open(reflectors: &[IpAddr]) -> Result<Pinger, OpenError> {
         Pinger::open_on(reflectors, None)
     }
 
     /// [`Pinger::open`], with the sockets bound to `device` when given (`SO_BINDTODEVICE`): on
     /// a router with two WANs, each controller measures its own.
-    pub fn open_on(reflectors: &[IpAddr], device: Option<&str>) -> Result<Pinger, String> {
-        let open = |domain, proto| -> Result<Socket, String> {
-            let s = Socket::new(domain, Type::RAW, Some(proto)).map_err(|e| {
-                format!("cannot open a raw ICMP socket ({e}): autorate needs root or CAP_NET_RAW")
-            })?;
+    pub fn open_on(reflectors: &[IpAddr], device: Option<&str>) -> Result<Pinger, OpenError> {
+        let open = |domain, proto| -> Result<Socket, OpenError> {
+            let s = Socket::new(domain, Type::RAW, Some(proto)).map_err(OpenError::Socket)?;
             if let Some(dev) = device {
-                s.bind_device(Some(dev.as_bytes()))
-                    .map_err(|e| format!("cannot bind the probes' socket to {dev}: {e}"))?;
+                s.bind_device(Some(dev.as_bytes())).map_err(|e| {
+                    if e.raw_os_error() == Some(libc::ENODEV) {
+                        OpenError::NoDevice(dev.to_string())
+                    } else {
+                        OpenError::Bind {
+                            dev: dev.to_string(),
+                            source: e,
+                        }
+                    }
+                })?;
             }
-            s.set_nonblocking(true).map_err(|e| e.to_string())?;
+            s.set_nonblocking(true).map_err(OpenError::Setup)?;
             // Without kernel stamps the receive times are user space's (rxtime says how).
             let _ = rxtime::enable(&s);
             Ok(s)
@@ -131,7 +159,7 @@ impl Pinger {
             .then(|| open(Domain::IPV6, Protocol::ICMPV6))
             .transpose()?;
         let mut r = [0u8; 4];
-        getrandom::getrandom(&mut r).map_err(|e| format!("no random numbers: {e}"))?;
+        getrandom::getrandom(&mut r).map_err(OpenError::Random)?;
         Ok(Pinger {
             v4,
             v6,

@@ -22,7 +22,7 @@ use unbloat_units::IfName;
 
 use crate::controller::{Config, Tick};
 use crate::narrate::Narrator;
-use crate::pinger::Pinger;
+use crate::pinger::{OpenError, Pinger};
 use crate::run::{self, Link, RunError, Summary};
 
 /// Why the interface's controller lock was not taken.
@@ -56,7 +56,8 @@ impl Session {
     /// Opens the probes' sockets for `cfg`'s reflectors, bound to `iface`: the probes leave by
     /// the interface whose rates they set, whatever the default route (a router with two
     /// WANs: each controller measures its own), and only answers that came in by it are read.
-    pub fn open(iface: &IfName, cfg: Config, narrator: Narrator) -> Result<Session, String> {
+    /// `iface` must exist ([`OpenError::NoDevice`] while it does not: the daemon waits).
+    pub fn open(iface: &IfName, cfg: Config, narrator: Narrator) -> Result<Session, OpenError> {
         let pinger = Pinger::open_on(&cfg.reflectors, Some(iface.as_str()))?;
         Ok(Session {
             iface: iface.clone(),

@@ -156,12 +156,20 @@ real_kernel_test! {
             cmds.join(" && ")
         };
         must(&wan(1));
+        let reflector = IpAddr::V4(Ipv4Addr::new(10, 9, 9, 9));
+        // wan2 not there yet (a PPPoE link or a USB modem still coming up): the kernel binds to
+        // a device's index, so there is nothing to bind to, and the caller is told it is
+        // missing (the daemon waits on that) rather than why a bind failed.
+        let early = here.run(move || match Pinger::open_on(&[reflector], Some("wan2")) {
+            Err(e) => format!("{e:?}: {e}"),
+            Ok(_) => "opened".to_string(),
+        });
+        assert_eq!(early, r#"NoDevice("wan2"): wan2 does not exist (yet)"#);
         must(&wan(2));
         // wan2's answers come from an address the main table routes by wan1: loose reverse-path
         // filtering, as a multi-WAN router needs.
         here.must("sysctl -qw net.ipv4.conf.all.rp_filter=2");
         here.must("tc qdisc add dev wan1 root netem delay 100ms");
-        let reflector = IpAddr::V4(Ipv4Addr::new(10, 9, 9, 9));
         // A PPPoE link comes back as a new device of the same name after each reconnect: the
         // probes follow the name.
         let again = format!("ip -n {} link del wan2 && {}", here.0, wan(2));

@@ -276,3 +276,69 @@ real_kernel_test! {
         assert_eq!((cake_rate(&ns, "ifb4wan0"), cake_rate(&ns, "wan0")), (Some(20_000_000), Some(20_000_000)), "{said}");
     }
 }
+
+real_kernel_test! {
+    /// The daemon started (and reloaded) while its `[autorate.wan0]` table's interface does not
+    /// exist yet, as a PPPoE link or a USB modem that comes up after the daemon: the controller
+    /// once tried to bind its probes to wan0 at its start, failed with ENODEV, and stayed off
+    /// until the next reload, while the keeper shaped the new wan0. It must wait for wan0 (said
+    /// once, and in `unbloat status`), then run on it with no reload: ticks, probes answered
+    /// through the socket bound to the new device, and a cut when the far end queues.
+    fn the_daemons_autorate_waits_for_a_wan_that_appears_later() needs ["cake", "netem", "ifb", "mirred", "u32", "ingress"] {
+        let ns = Netns::new();
+        std::fs::create_dir_all(&ns.run_dir).unwrap();
+        let config = ns.run_dir.join("unbloat.toml");
+        let reflectors = REFLECTORS.split(',').map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", ");
+        std::fs::write(&config, format!(
+            "[interface.wan0]\ndown = \"20mbit\"\nup = \"20mbit\"\n\
+             [autorate.wan0]\nmin = \"2mbit\"\nmax = \"40mbit\"\nreflectors = [{reflectors}]\npingers = 3\nlog = \"wan0.autorate.log\"\n"
+        )).unwrap();
+        let mut daemon = Run::spawn(&ns, "daemon", |_| {
+            vec!["daemon".into(), "--config".into(), config.display().to_string()]
+        });
+        daemon.log = ns.run_dir.join("log/wan0.autorate.log");
+        let said = || daemon.said();
+        let waits = "wan0: autorate waits: wan0 does not exist (yet)";
+        assert!(wait_until(Duration::from_secs(10), || said().contains(waits)).is_some(), "{}", said());
+        let status = ns.unbloat(&["status"]);
+        assert!(text(&status).contains("wan0: autorate waits: wan0 does not exist (yet)"), "{}", text(&status));
+        // Several tries (one every 2 s at most), said once.
+        std::thread::sleep(Duration::from_secs(5));
+        assert_eq!(said().matches(waits).count(), 1, "{}", said());
+        assert!(!said().contains("autorate cannot run"), "{}", said());
+
+        // wan0 appears, its far end answering the reflectors' addresses: no reload.
+        let far = ns.wan_to_far_end();
+        for i in 3..=7 {
+            must(&format!("ip -n {} addr add 10.9.0.{i}/24 dev peer0", far.0));
+        }
+        let running = |daemon: &Run| {
+            wait_until(Duration::from_secs(30), || {
+                daemon.log().contains("\"t\":") && text(&ns.unbloat(&["status"])).contains("wan0: autorate at ")
+            })
+        };
+        assert!(running(&daemon).is_some(), "autorate did not start on the new wan0: {}", said());
+        // The probes leave by the new wan0 and their answers are read: a queue there cuts.
+        must(&format!("ip netns exec {} tc qdisc add dev peer0 root netem delay 80ms", far.0));
+        let cut = wait_until(Duration::from_secs(30), || cake_rate(&ns, "ifb4wan0").is_some_and(|r| r < 10_000_000));
+        assert!(cut.is_some(), "the download stayed at {:?}: {}", cake_rate(&ns, "ifb4wan0"), said());
+        assert!(!said().contains("no reflector answered"), "{}", said());
+
+        // Gone again, and a reload while it is gone: the new controller waits too, and runs
+        // when wan0 comes back.
+        ns.must("ip link del wan0");
+        drop(far);
+        let out = ns.unbloat(&["reload"]);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(wait_until(Duration::from_secs(10), || said().matches(waits).count() == 2).is_some(), "{}", said());
+        let far = ns.wan_to_far_end();
+        for i in 3..=7 {
+            must(&format!("ip -n {} addr add 10.9.0.{i}/24 dev peer0", far.0));
+        }
+        assert!(running(&daemon).is_some(), "autorate did not start after the reload: {}", said());
+
+        let (code, said) = daemon.stop("TERM");
+        assert_eq!(code, Some(0), "{said}");
+        assert!(said.contains("wan0: autorate stopped after"), "{said}");
+    }
+}

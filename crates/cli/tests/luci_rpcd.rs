@@ -12,6 +12,9 @@
 //!   takes, and starts nothing; a good one returns at once, a second start is refused while the
 //!   test runs, `test_status` tells its progress and then its grade, figures and plots, and
 //!   `test_plot` hands over the SVG; a state directory that is a planted link is refused;
+//! - `test_cancel` stops the test it started (the process gone, the run `cancelled`, the next
+//!   start allowed), and nothing else: a pid file naming another process, or a link, or a run
+//!   whose recorded subshell is not the plugin's, is refused with that process left running;
 //! - `import_sqm` shows what sqm's /etc/config/sqm becomes and writes nothing;
 //!   `import_sqm_apply` writes it only over the files the preview showed.
 //!
@@ -149,7 +152,7 @@ real_kernel_test! {
         let methods: Vec<String> = json(&listed).as_object().unwrap().keys().cloned().collect();
         assert_eq!(
             methods,
-            ["import_sqm", "import_sqm_apply", "status", "test_plot", "test_start", "test_status"],
+            ["import_sqm", "import_sqm_apply", "status", "test_cancel", "test_plot", "test_start", "test_status"],
             "{listed}"
         );
 
@@ -309,6 +312,112 @@ real_kernel_test! {
         let st = call(&ns, "test_status", &serde_json::json!({}));
         assert_eq!((st["exit"].clone(), st["profile"].clone()), (serde_json::json!(0), serde_json::json!("ping")), "{st}");
 
+        let _ = serve.kill();
+        let _ = serve.wait();
+        let _ = std::fs::remove_dir_all(state);
+    }
+
+    /// The Test tab's Cancel: nothing to cancel is refused; a running test's pid file replaced by
+    /// another process's pid, by a link to a file with the test's pid, or its subshell's by
+    /// another's, and the plugin signals nothing; the real one is stopped at once (long before its
+    /// 60 s), its process is gone, its status says cancelled, and the next test may start. Through
+    /// a shaped link, as on a router (and a load that stays at its 20 Mbit/s).
+    fn the_test_tab_cancels_its_own_test_and_signals_nothing_else() needs ["cake", "ingress", "ifb", "mirred", "u32"] {
+        let _files = RouterFiles::new();
+        let ns = Netns::new();
+        let far = ns.wan_to_far_end();
+        let out = ns.unbloat(&["start", "wan0", "--down", "20mbit", "--up", "5mbit"]);
+        assert!(out.status.success(), "{}", common::text(&out));
+        let mut serve = Command::new("ip")
+            .args(["netns", "exec", &far.0, common::UNBLOAT, "serve", "--listen", "10.9.0.2:4420"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let listening = common::wait_until(Duration::from_secs(20), || {
+            common::text(&common::sh(&format!("ip netns exec {} ss -Hltn 'sport = :4420'", far.0)))
+                .contains("4420")
+        });
+        assert!(listening.is_some(), "unbloat serve did not listen");
+        let state = Path::new("/var/run/unbloat-luci");
+        let run = state.join("test");
+        let _ = std::fs::remove_dir_all(state);
+        let none = call(&ns, "test_cancel", &serde_json::json!({}));
+        assert!(none["error"].as_str().is_some_and(|e| e.contains("no test is running")), "{none}");
+        assert!(call(&ns, "test_cancel", &serde_json::json!({"pid": 1}))["error"].as_str().is_some_and(|e| e.contains("unknown argument")));
+
+        let answer = call(&ns, "test_start", &serde_json::json!({"server": "10.9.0.2", "profile": "rrul", "duration": 60}));
+        assert_eq!(answer["started"], true, "{answer}");
+        let t0 = Instant::now();
+        let pid_of = |file: &str| -> Option<u32> { std::fs::read_to_string(run.join(file)).ok()?.trim().parse().ok() };
+        assert!(common::wait_until(Duration::from_secs(10), || pid_of("unbloat.pid").is_some()).is_some(), "no pid recorded");
+        let (runner, test) = (pid_of("pid").unwrap(), pid_of("unbloat.pid").unwrap());
+        let alive = |pid: u32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| !s.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')))
+        };
+        // Forked, then unbloat: a moment later.
+        let cmdline = || String::from_utf8_lossy(&std::fs::read(format!("/proc/{test}/cmdline")).unwrap_or_default()).into_owned();
+        let started = common::wait_until(Duration::from_secs(5), || cmdline().starts_with("unbloat\0test\0"));
+        assert!(started.is_some(), "{:?}", cmdline());
+
+        // Decoys: a process of the test's own, whose pid is planted in the plugin's files.
+        let mut decoy = Command::new("sleep").arg("300").spawn().unwrap();
+        let plant = |file: &str, text: String| {
+            let part = run.join(format!("{file}.planted"));
+            std::fs::write(&part, text).unwrap();
+            std::fs::rename(&part, run.join(file)).unwrap();
+        };
+        let refused = |what: &str, why: &str| {
+            let answer = call(&ns, "test_cancel", &serde_json::json!({}));
+            assert!(answer["error"].as_str().is_some_and(|e| e.contains(why)), "{what}: {answer}");
+            assert!(alive(decoy.id()), "{what}: the plugin signalled another process");
+            assert!(alive(test), "{what}: the test was stopped");
+            assert!(!run.join("cancelled").exists(), "{what}: recorded as cancelled");
+        };
+        plant("unbloat.pid", format!("{}\n", decoy.id()));
+        let not_ours = "not one this plugin can stop";
+        refused("another process's pid", not_ours);
+        plant("unbloat.pid", format!("{} ", test));
+        refused("a pid with a space", not_ours);
+        let elsewhere = std::env::temp_dir().join(format!("luci-rpcd-pid-{}", std::process::id()));
+        std::fs::write(&elsewhere, format!("{test}\n")).unwrap();
+        std::fs::remove_file(run.join("unbloat.pid")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, run.join("unbloat.pid")).unwrap();
+        refused("a link to the test's pid", not_ours);
+        std::fs::remove_file(run.join("unbloat.pid")).unwrap();
+        std::fs::remove_file(&elsewhere).unwrap();
+        plant("unbloat.pid", format!("{test}\n"));
+        plant("pid", format!("{}\n", decoy.id()));
+        // Its subshell is not the plugin's: no test of its own runs.
+        refused("another process as the subshell", "no test is running");
+        plant("pid", format!("{runner}\n"));
+        assert_eq!(call(&ns, "test_status", &serde_json::json!({}))["state"], "running");
+
+        // The real one.
+        let answer = call(&ns, "test_cancel", &serde_json::json!({}));
+        assert_eq!(answer["cancelled"], true, "{answer}");
+        assert_eq!(answer["exit"], 143, "SIGTERM: {answer}");
+        assert!(t0.elapsed() < Duration::from_secs(40), "cancelled only after {:?}", t0.elapsed());
+        assert!(common::wait_until(Duration::from_secs(5), || !alive(test) && !alive(runner)).is_some(), "the test's processes are still there");
+        assert!(alive(decoy.id()), "the decoy was signalled");
+        let st = call(&ns, "test_status", &serde_json::json!({}));
+        assert_eq!((st["state"].as_str(), st["error"].as_str()), (Some("cancelled"), Some("cancelled")), "{st}");
+        assert!(call(&ns, "test_plot", &serde_json::json!({"name": "timeseries"}))["error"].is_string());
+        let again = call(&ns, "test_cancel", &serde_json::json!({}));
+        assert!(again["error"].as_str().is_some_and(|e| e.contains("no test is running")), "{again}");
+
+        // The next test may start, and ends by itself.
+        let next = call(&ns, "test_start", &serde_json::json!({"server": "10.9.0.2", "profile": "ping", "duration": 5}));
+        assert_eq!(next["started"], true, "{next}");
+        let done = common::wait_until(Duration::from_secs(120), || {
+            std::thread::sleep(Duration::from_millis(500));
+            call(&ns, "test_status", &serde_json::json!({}))["state"] == "finished"
+        });
+        assert!(done.is_some(), "the next test did not finish: {}", call(&ns, "test_status", &serde_json::json!({})));
+
+        let _ = decoy.kill();
+        let _ = decoy.wait();
         let _ = serve.kill();
         let _ = serve.wait();
         let _ = std::fs::remove_dir_all(state);

@@ -9,9 +9,14 @@
 //!
 //! A controller starts from the base rates (the interface's `down` and `up`) and goes back to
 //! them when it ends (the daemon ends, or a reload restarts it with the new table): what the
-//! kernel keeps afterwards is the config's setup, which a restart verifies without a change. When
-//! its interface is not shaped (yet), or its run fails (a device re-created under it: the cake's
-//! handle changed), it waits and opens again.
+//! kernel keeps afterwards is the config's setup, which a restart verifies without a change.
+//!
+//! A controller waits, and tries again, while its interface does not exist (a PPPoE link or a
+//! USB modem that comes up after the daemon, or goes away across a reload: its probes' sockets
+//! are bound to the device, which needs the device), while it is not shaped (yet), and while
+//! another controller holds it; and it opens again when its run fails (a device re-created under
+//! it: the cake's handle changed). Each reason is said once, in the log and in `unbloat status`
+//! ([`Autorates::waiting`]), and tried again after a [`Backoff`]: soon at first, then every 2 s.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -23,7 +28,7 @@ use std::time::Duration;
 
 use unbloat_autorate::controller::Config;
 use unbloat_autorate::narrate::Narrator;
-use unbloat_autorate::pinger::Probe;
+use unbloat_autorate::pinger::{OpenError, Probe};
 use unbloat_autorate::reflectors::default_reflectors;
 use unbloat_autorate::run::Link;
 use unbloat_autorate::shaped::ShapedLink;
@@ -48,9 +53,20 @@ impl Live {
     }
 }
 
+/// Why each controller that does not run waits, by interface: what `unbloat status` shows.
+#[derive(Clone, Default)]
+struct Waits(Arc<Mutex<BTreeMap<String, String>>>);
+
+impl Waits {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, String>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// The running controllers.
 pub struct Autorates {
     live: Live,
+    waits: Waits,
     running: Vec<(Arc<AtomicBool>, JoinHandle<()>)>,
 }
 
@@ -58,8 +74,14 @@ impl Autorates {
     pub fn new(live: Live) -> Autorates {
         Autorates {
             live,
+            waits: Waits::default(),
             running: vec![],
         }
+    }
+
+    /// Why each controller that is not running (yet) waits, by interface.
+    pub fn waiting(&self) -> BTreeMap<String, String> {
+        self.waits.lock().clone()
     }
 
     /// A controller for each table.
@@ -67,9 +89,13 @@ impl Autorates {
         for (name, cfg) in tables {
             let stop = Arc::new(AtomicBool::new(false));
             let (n, c, l, s) = (name.clone(), cfg.clone(), self.live.clone(), stop.clone());
+            let w = self.waits.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("autorate {name}"))
-                .spawn(move || keep(&n, &c, &l, &s));
+                .spawn(move || {
+                    keep(&n, &c, &l, &w, &s);
+                    w.lock().remove(n.as_str());
+                });
             match thread {
                 Ok(t) => self.running.push((stop, t)),
                 Err(e) => say::error(&format!("{name}: cannot start autorate: {e}")),
@@ -108,8 +134,63 @@ impl Link for Recorded<'_> {
     }
 }
 
+/// The pauses between two tries while a controller waits: [`Backoff::FIRST`] at first (a PPPoE
+/// link that comes up a moment after the daemon is probed at once), doubling up to
+/// [`Backoff::MOST`] (a modem that stays away for hours costs one try every 2 s, two raw sockets
+/// opened and closed, and the controller starts within 2 s of its return).
+#[derive(Debug)]
+struct Backoff {
+    next: Duration,
+}
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_millis(250);
+    const MOST: Duration = Duration::from_secs(2);
+
+    fn new() -> Backoff {
+        Backoff { next: Self::FIRST }
+    }
+
+    /// The pause before the next try.
+    fn pause(&mut self) -> Duration {
+        let now = self.next;
+        self.next = (now * 2).min(Self::MOST);
+        now
+    }
+}
+
+/// A controller's waiting: why (said once per reason, and published for `unbloat status`), and
+/// how long until the next try.
+struct Waiting<'a> {
+    name: &'a IfName,
+    waits: &'a Waits,
+    why: Option<String>,
+    backoff: Backoff,
+}
+
+impl Waiting<'_> {
+    /// Says `why` unless it was the last reason (a new reason starts the back-off again), then
+    /// pauses.
+    fn wait(&mut self, why: String, stop: &AtomicBool) {
+        if self.why.as_ref() != Some(&why) {
+            say::info(&format!("{}: autorate waits: {why}", self.name));
+            self.waits.lock().insert(self.name.to_string(), why.clone());
+            self.why = Some(why);
+            self.backoff = Backoff::new();
+        }
+        pause(stop, self.backoff.pause());
+    }
+
+    /// Running: the next wait is said again.
+    fn over(&mut self) {
+        self.why = None;
+        self.backoff = Backoff::new();
+        self.waits.lock().remove(self.name.as_str());
+    }
+}
+
 /// One controller's thread: runs until `stop`, opening again after a failure.
-fn keep(name: &IfName, table: &AutorateConfig, live: &Live, stop: &AtomicBool) {
+fn keep(name: &IfName, table: &AutorateConfig, live: &Live, waits: &Waits, stop: &AtomicBool) {
     let reflectors = table.reflectors.clone().unwrap_or_else(default_reflectors);
     // The table's probe word was checked with the file.
     let probe = table.probe.parse().unwrap_or(Probe::Auto);
@@ -127,11 +208,6 @@ fn keep(name: &IfName, table: &AutorateConfig, live: &Live, stop: &AtomicBool) {
         down.min, down.max, down.base, up.min, up.max, up.base,
         cfg.active.min(cfg.reflectors.len()), cfg.reflectors.len(), cfg.probe
     );
-    // Bound to the WAN it judges: on a router with two WANs each controller measures its own.
-    let mut session = match Session::open(name, cfg, Narrator::events_only()) {
-        Ok(s) => s,
-        Err(e) => return say::error(&format!("{name}: autorate cannot run: {e}")),
-    };
     let runner = SystemRunner::from_env();
     let state = StateDir::from_env();
     let shaper = Shaper::new(&runner, state.clone());
@@ -142,8 +218,29 @@ fn keep(name: &IfName, table: &AutorateConfig, live: &Live, stop: &AtomicBool) {
             .map_err(|e| say::warn(&format!("{name}: autorate: no log: {e}")))
             .ok()
     });
-    let mut waiting: Option<String> = None;
+    // The probes' sockets, bound to the WAN they judge (on a router with two WANs each
+    // controller measures its own): opened once the device exists, then kept across runs, as
+    // they follow a device made again under the same name.
+    let mut session: Option<Session> = None;
+    let mut waiting = Waiting {
+        name,
+        waits,
+        why: None,
+        backoff: Backoff::new(),
+    };
     while !stop.load(Ordering::SeqCst) {
+        let session = match &mut session {
+            Some(s) => s,
+            None => match Session::open(name, cfg.clone(), Narrator::events_only()) {
+                Ok(s) => session.insert(s),
+                Err(e @ OpenError::NoDevice(_)) => {
+                    waiting.wait(e.to_string(), stop);
+                    continue;
+                }
+                // No raw socket (not root, nor CAP_NET_RAW): trying again would not help.
+                Err(e) => return say::error(&format!("{name}: autorate cannot run: {e}")),
+            },
+        };
         // The interface's one controller: a hand-run `unbloat autorate` there makes this one
         // wait, as an unshaped interface does.
         let held = start::claim(&state, name, &who).map_err(|e| e.to_string());
@@ -161,15 +258,11 @@ fn keep(name: &IfName, table: &AutorateConfig, live: &Live, stop: &AtomicBool) {
                 },
             ),
             Err(why) => {
-                if waiting.as_ref() != Some(&why) {
-                    say::info(&format!("{name}: autorate waits: {why}"));
-                    waiting = Some(why);
-                }
-                pause(stop, Duration::from_secs(2));
+                waiting.wait(why, stop);
                 continue;
             }
         };
-        waiting = None;
+        waiting.over();
         // From the base rates, which the controller takes to be set when it starts.
         if let Err(e) = link.set_rates(down.base, up.base) {
             say::warn(&format!("{name}: autorate: cannot set the base rates: {e}"));
@@ -234,6 +327,45 @@ fn pause(stop: &AtomicBool, d: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Soon at first, then every 2 s at most, however long the interface stays away.
+    #[test]
+    fn the_backoff_starts_short_and_stays_at_two_seconds() {
+        let mut b = Backoff::new();
+        let ms: Vec<u128> = (0..7).map(|_| b.pause().as_millis()).collect();
+        assert_eq!(ms, [250, 500, 1000, 2000, 2000, 2000, 2000]);
+    }
+
+    /// A reason is published while it holds and taken back when the controller runs; the
+    /// back-off starts again with a new reason.
+    #[test]
+    fn a_wait_is_published_until_the_controller_runs() {
+        let name: IfName = "wan0".parse().unwrap();
+        let waits = Waits::default();
+        let stop = AtomicBool::new(true);
+        let mut w = Waiting {
+            name: &name,
+            waits: &waits,
+            why: None,
+            backoff: Backoff::new(),
+        };
+        w.wait("wan0 does not exist (yet)".into(), &stop);
+        w.wait("wan0 does not exist (yet)".into(), &stop);
+        assert_eq!(w.backoff.next, Duration::from_secs(1));
+        assert_eq!(
+            waits.lock().get("wan0").map(String::as_str),
+            Some("wan0 does not exist (yet)")
+        );
+        w.wait("wan0 is not shaped".into(), &stop);
+        assert_eq!(w.backoff.next, Duration::from_millis(500));
+        assert_eq!(
+            waits.lock().get("wan0").map(String::as_str),
+            Some("wan0 is not shaped")
+        );
+        w.over();
+        assert!(waits.lock().is_empty());
+        assert!(w.why.is_none());
+    }
 
     /// Issue 36, item 1b: a link planted where the log goes is not followed, and its target is
     /// left as it was.

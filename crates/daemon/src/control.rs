@@ -53,6 +53,10 @@ pub struct DaemonStatus {
     /// The rates autorate has set, download and upload in bits per second, by interface.
     #[serde(default)]
     pub autorate: BTreeMap<String, (u64, u64)>,
+    /// Why a table's controller does not run (yet), by interface: its interface does not exist,
+    /// is not shaped, or another controller holds it.
+    #[serde(default)]
+    pub autorate_waits: BTreeMap<String, String>,
     /// The network each interface that follows one is on, and why.
     #[cfg(feature = "networks")]
     #[serde(default)]
@@ -78,6 +82,9 @@ impl DaemonStatus {
                     Rate::from_bits_per_sec(down),
                     Rate::from_bits_per_sec(up)
                 ));
+            }
+            if let Some(why) = self.autorate_waits.get(name) {
+                out.push_str(&format!("  {name}: autorate waits: {why}\n"));
             }
         }
         for (what, addr) in [("metrics", &self.metrics), ("web page", &self.web)] {

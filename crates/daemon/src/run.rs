@@ -254,7 +254,8 @@ fn serve_loop(
                 let _ = reply.send(answer);
             }
             Some(Msg::Control(Request::Status, reply)) => {
-                let _ = reply.send(Answer::Status(status(keeper, counters, servers)));
+                let status = status(keeper, autorates, counters, servers);
+                let _ = reply.send(Answer::Status(status));
             }
             Some(Msg::Stop(signal)) => {
                 say::info(&format!(
@@ -321,6 +322,7 @@ fn reload(
 
 fn status(
     keeper: &Keeper,
+    autorates: &Autorates,
     counters: &Arc<Mutex<DaemonCounters>>,
     servers: &crate::serve::Servers,
 ) -> DaemonStatus {
@@ -347,6 +349,7 @@ fn status(
             .into_iter()
             .map(|(n, (d, u))| (n, (d.bits_per_sec(), u.bits_per_sec())))
             .collect(),
+        autorate_waits: autorates.waiting(),
         #[cfg(feature = "networks")]
         networks: keeper.networks().clone(),
     }

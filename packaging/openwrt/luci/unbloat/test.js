@@ -10,13 +10,19 @@
 // (rpcd would kill a call that took the test's length); the page then asks test_status every
 // 2 s for its progress, and once it has finished shows the grade, the latency under load and the
 // goodput, and the plots, each fetched as SVG text (test_plot) and shown as an image: an <img>
-// runs no script, whatever the file holds. The plugin checks every argument; this page only
-// passes on what it says.
+// runs no script, whatever the file holds. While it runs, Cancel stops it (test_cancel). The
+// plugin checks every argument; this page only passes on what it says.
 
 var callStart = rpc.declare({
 	object: 'luci.unbloat',
 	method: 'test_start',
 	params: [ 'server', 'profile', 'duration' ],
+	expect: { '': {} }
+});
+
+var callCancel = rpc.declare({
+	object: 'luci.unbloat',
+	method: 'test_cancel',
 	expect: { '': {} }
 });
 
@@ -97,6 +103,8 @@ function draw(st, box) {
 	}
 	if (st.state == 'lost')
 		return E([], [ head, E('p', { 'class': 'alert-message warning' }, st.error) ]);
+	if (st.state == 'cancelled')
+		return E([], [ head, E('p', {}, _('The test was cancelled.')) ]);
 	var parts = [ head ];
 	if (st.exit != 0)
 		parts.push(E('p', { 'class': 'alert-message warning' }, [
@@ -133,12 +141,17 @@ return view.extend({
 		}));
 		var duration = E('input', { 'class': 'cbi-input-text', 'type': 'number', 'min': 5, 'max': 300, 'value': 30 });
 		var start = E('button', { 'class': 'cbi-button cbi-button-action' }, _('Start the test'));
+		var cancel = E('button', { 'class': 'cbi-button cbi-button-negative', 'style': 'display:none' }, _('Cancel the test'));
+		var running = function(yes) {
+			start.disabled = yes;
+			cancel.style.display = yes ? '' : 'none';
+		};
 
 		// While a test runs: its status every 2 s, then the results once, and no more polls.
 		var watch = function() {
 			return callTestStatus().then(function(s) {
 				dom.content(box, draw(s, box));
-				start.disabled = (s.state == 'running');
+				running(s.state == 'running');
 				if (s.state != 'running')
 					poll.remove(watch);
 			});
@@ -150,15 +163,23 @@ return view.extend({
 					ui.addNotification(null, E('p', {}, r.error), 'warning');
 					return;
 				}
-				start.disabled = true;
+				running(true);
 				poll.add(watch, 2);
+				return watch();
+			});
+		}));
+
+		cancel.addEventListener('click', ui.createHandlerFn(self, function() {
+			return callCancel().then(function(r) {
+				if (r.error)
+					ui.addNotification(null, E('p', {}, r.error), 'warning');
 				return watch();
 			});
 		}));
 
 		dom.content(box, draw(st, box));
 		if (st.state == 'running') {
-			start.disabled = true;
+			running(true);
 			poll.add(watch, 2);
 		}
 		return E([], [
@@ -174,7 +195,7 @@ return view.extend({
 						_('rrul: four streams each way and latency probes in several classes')) ]) ]),
 				E('div', { 'class': 'cbi-value' }, [ E('label', { 'class': 'cbi-value-title' }, _('Load (seconds)')),
 					E('div', { 'class': 'cbi-value-field' }, duration) ]),
-				E('div', { 'class': 'cbi-page-actions' }, start)
+				E('div', { 'class': 'cbi-page-actions' }, [ start, ' ', cancel ])
 			]),
 			E('div', { 'class': 'cbi-section' }, [ E('h3', {}, _('Last test')), box ])
 		]);
