@@ -390,16 +390,27 @@ fn spawn_wifi_events(tx: Sender<Msg>) {
     let Some(mut events) = events else {
         return;
     };
-    std::thread::spawn(move || loop {
-        match events.next(Duration::from_secs(3600)) {
-            Ok(false) => {}
-            Ok(true) => {
-                if tx.send(Msg::Networks).is_err() {
+    // cfg80211 announces a connection before it marks the access point's BSS associated
+    // (net/wireless/sme.c, `__cfg80211_connect_result`): a second look once the group has been
+    // quiet for a moment sees what the first may have missed.
+    std::thread::spawn(move || {
+        let mut second_look = false;
+        loop {
+            let wait = Duration::from_secs(if second_look { 1 } else { 3600 });
+            let wake = match events.next(wait) {
+                Ok(true) => {
+                    second_look = true;
+                    true
+                }
+                Ok(false) => std::mem::take(&mut second_look),
+                Err(e) => {
+                    say::warn(&format!(
+                        "Wi-Fi association events (nl80211): {e}; no longer listening"
+                    ));
                     return;
                 }
-            }
-            Err(e) => {
-                say::warn(&format!("Wi-Fi association events (nl80211): {e}; no longer listening"));
+            };
+            if wake && tx.send(Msg::Networks).is_err() {
                 return;
             }
         }

@@ -227,7 +227,9 @@ mod tests {
     #[test]
     fn wifi_is_recognised_before_dhcp_and_an_unknown_ssid_waits_for_the_gateway() {
         let text = "[interface.wlan0]\ndown = \"20mbit\"\nup = \"5mbit\"\n\n[network.home]\nssid = \"Home\"\ndown = \"78mbit\"\n\n[network.phone]\nbssid = \"02:00:00:00:07:00\"\ndown = \"8mbit\"\n";
-        let n = ConfigFile::parse(text, Path::new("t.toml")).unwrap().networks;
+        let n = ConfigFile::parse(text, Path::new("t.toml"))
+            .unwrap()
+            .networks;
         let wlan0: IfName = "wlan0".parse().unwrap();
         // Associated, no address yet: the SSID alone says home.
         let home = decide(&n, &wlan0, None, wifi("Home", "02:00:00:00:01:00"), None);
@@ -249,7 +251,13 @@ mod tests {
             "Wi-Fi \"Pixel_1234\", access point 02:00:00:00:07:00, [network.phone]'s"
         );
         // A café: unknown SSID, the gateway not resolved yet: kept until it is.
-        let arriving = decide(&n, &wlan0, None, wifi("Cafe", "02:00:00:00:09:00"), Some(&phone));
+        let arriving = decide(
+            &n,
+            &wlan0,
+            None,
+            wifi("Cafe", "02:00:00:00:09:00"),
+            Some(&phone),
+        );
         assert!(!arriving.differs(&phone));
         assert_eq!(arriving.why, "Wi-Fi \"Cafe\", no gateway; kept");
         let cafe = decide(
@@ -260,6 +268,9 @@ mod tests {
             Some(&arriving),
         );
         assert_eq!((cafe.network, cafe.shaping), (None, Shaping::Interface));
-        assert_eq!(cafe.why, "Wi-Fi \"Cafe\", gateway 10.0.0.1 is aa:bb:cc:dd:ee:09, no network's");
+        assert_eq!(
+            cafe.why,
+            "Wi-Fi \"Cafe\", gateway 10.0.0.1 is aa:bb:cc:dd:ee:09, no network's"
+        );
     }
 }

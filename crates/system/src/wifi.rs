@@ -1,11 +1,12 @@
-//! The Wi-Fi network an interface is associated with, as the kernel's nl80211 says: the SSID
-//! (`NL80211_CMD_GET_INTERFACE`) and the access point's BSSID (the one station a managed
-//! interface has, `NL80211_CMD_GET_STATION`), over a generic netlink socket (no `iw` to parse).
+//! The Wi-Fi network an interface is associated with, as the kernel's nl80211 says: the access
+//! point's BSSID and the SSID its frames carry, from the kernel's scan results
+//! (`NL80211_CMD_GET_SCAN`, the BSS marked associated), over a generic netlink socket (no `iw`
+//! to parse).
 //! The daemon recognises a `[network.NAME]` by them (issue 56).
 //!
 //! Heads up! The numbers are the kernel's: include/uapi/linux/nl80211.h, answered by
-//! net/wireless/nl80211.c (`nl80211_get_interface`, whose `nl80211_send_iface` adds
-//! `NL80211_ATTR_SSID` while a station is connected; `nl80211_dump_station`). The family's id is
+//! net/wireless/nl80211.c (`nl80211_dump_scan`, `nl80211_send_bss`: `NL80211_BSS_STATUS`,
+//! `NL80211_BSS_INFORMATION_ELEMENTS`, `NL80211_BSS_PRBRESP_DATA`). The family's id is
 //! not fixed: it is asked of the generic netlink controller ("nl80211", genetlink.h). Messages are
 //! built and parsed by netlink-packet-generic and wl-nl80211 (the rust-netlink family's); the
 //! socket is netlink-sys's, used synchronously as [`crate::rtnl`] does.
@@ -30,7 +31,7 @@ use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
 use netlink_packet_generic::GenlMessage;
 use netlink_sys::{protocols::NETLINK_GENERIC, Socket, SocketAddr};
 use unbloat_shaper::network::{Mac, Ssid};
-use wl_nl80211::{Nl80211Attr, Nl80211Command, Nl80211InterfaceType, Nl80211Message};
+use wl_nl80211::{Nl80211Attr, Nl80211BssInfo, Nl80211Command, Nl80211Message};
 
 use crate::rtnl::set_receive_timeout;
 
@@ -87,7 +88,9 @@ impl Nl80211 {
                 GenlCtrlAttrs::FamilyId(id) => me.family = id,
                 GenlCtrlAttrs::McastGroups(groups) => {
                     me.mlme = groups.iter().find_map(|g| {
-                        let named = g.iter().any(|n| matches!(n, McastGrpAttrs::Name(s) if s == "mlme"));
+                        let named = g
+                            .iter()
+                            .any(|n| matches!(n, McastGrpAttrs::Name(s) if s == "mlme"));
                         g.iter().find_map(|n| match n {
                             McastGrpAttrs::Id(id) if named => Some(*id),
                             _ => None,
@@ -110,40 +113,71 @@ impl Nl80211 {
     }
 
     /// What the interface with this index is associated with; `None`: not a Wi-Fi station, or
-    /// not associated now.
+    /// not associated now. Read from the kernel's scan results, as `iw dev IFACE link` does:
+    /// the BSS whose status is "associated" gives the BSSID, and its elements the SSID (from a
+    /// probe response first: a network that hides its name beacons an empty one). Linux 6.1's
+    /// `NL80211_ATTR_SSID` of the interface is not enough: with the SME in wpa_supplicant it is
+    /// set only when the access point sends a country element (net/wireless/sme.c,
+    /// `cfg80211_connect_result_...`), so it is the fallback here, not the source.
     pub fn association(&mut self, index: u32) -> io::Result<Option<Association>> {
-        let iface = match self.ask(Nl80211Command::GetInterface, index, 0) {
-            Ok(answers) => answers,
+        let scan = match self.ask(Nl80211Command::GetScan, index, NLM_F_DUMP) {
+            Ok(s) => s,
             // Not a wireless device (net/wireless/nl80211.c: `__cfg80211_wdev_from_attrs`).
             Err(e) if not_wifi(&e) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let attrs: Vec<Nl80211Attr> = iface.into_iter().flat_map(|m| m.attributes).collect();
-        let station = attrs
-            .iter()
-            .any(|a| matches!(a, Nl80211Attr::IfType(Nl80211InterfaceType::Station)));
-        let ssid = attrs.iter().find_map(|a| match a {
-            Nl80211Attr::SsidRaw(octets) => Some(Ssid::from_octets(octets)),
-            _ => None,
-        });
-        // The kernel names the SSID only while connected: none, not associated.
-        let (true, Some(ssid)) = (station, ssid) else {
-            return Ok(None);
-        };
-        let stations = match self.ask(Nl80211Command::GetStation, index, NLM_F_DUMP) {
-            Ok(s) => s,
-            Err(e) if not_wifi(&e) => vec![],
-            Err(e) => return Err(e),
-        };
-        // A managed interface's one station is its access point.
-        let bssid = stations
+        let bss = scan
             .into_iter()
             .flat_map(|m| m.attributes)
             .find_map(|a| match a {
-                Nl80211Attr::Mac(m) => Some(Mac(m)),
+                Nl80211Attr::Bss(info)
+                    if info.contains(&Nl80211BssInfo::Status(BSS_ASSOCIATED)) =>
+                {
+                    Some(info)
+                }
                 _ => None,
             });
+        let Some(bss) = bss else {
+            return Ok(None);
+        };
+        let bssid = bss.iter().find_map(|i| match i {
+            Nl80211BssInfo::Bssid(m) => Some(Mac(*m)),
+            _ => None,
+        });
+        let elements = |want: fn(&Nl80211BssInfo) -> Option<&Vec<u8>>| {
+            bss.iter().find_map(want).and_then(|ies| ssid_element(ies))
+        };
+        let ssid = elements(|i| match i {
+            Nl80211BssInfo::RawProbeResponseInformationElements(v) => Some(v),
+            _ => None,
+        })
+        .or_else(|| {
+            elements(|i| match i {
+                Nl80211BssInfo::RawInformationElements(v) => Some(v),
+                _ => None,
+            })
+        });
+        let ssid = match ssid {
+            Some(s) => Some(s),
+            None => self.interface_ssid(index)?,
+        };
         Ok(Some(Association { ssid, bssid }))
+    }
+
+    /// The SSID the interface itself reports (`NL80211_CMD_GET_INTERFACE`), if any.
+    fn interface_ssid(&mut self, index: u32) -> io::Result<Option<Ssid>> {
+        let answers = match self.ask(Nl80211Command::GetInterface, index, 0) {
+            Ok(a) => a,
+            Err(e) if not_wifi(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        Ok(answers
+            .into_iter()
+            .flat_map(|m| m.attributes)
+            .find_map(|a| match a {
+                Nl80211Attr::SsidRaw(octets) => Ssid::from_octets(&octets),
+                _ => None,
+            }))
     }
 
     fn ask(
@@ -166,7 +200,11 @@ impl Nl80211 {
 
     /// Sends `request` and reads its answers to the ack (or a dump's end); a refusal is the
     /// kernel's errno.
-    fn exchange<F>(&mut self, request: GenlMessage<F>, flags: u16) -> io::Result<Vec<GenlMessage<F>>>
+    fn exchange<F>(
+        &mut self,
+        request: GenlMessage<F>,
+        flags: u16,
+    ) -> io::Result<Vec<GenlMessage<F>>>
     where
         GenlMessage<F>: NetlinkSerializable + NetlinkDeserializable + std::fmt::Debug,
     {
@@ -202,7 +240,7 @@ impl Nl80211 {
                         return match e.code {
                             None => Ok(out), // the ack
                             Some(code) => Err(io::Error::from_raw_os_error(-code.get())),
-                        }
+                        };
                     }
                     _ => {}
                 }
@@ -245,12 +283,37 @@ fn changes_association(datagram: &[u8]) -> bool {
         Ok(m) => match m.payload {
             NetlinkPayload::InnerMessage(g) => matches!(
                 g.payload.cmd,
-                Associate | Deauthenticate | Disassociate | Connect | Roam | Disconnect | PortAuthorized
+                Associate
+                    | Deauthenticate
+                    | Disassociate
+                    | Connect
+                    | Roam
+                    | Disconnect
+                    | PortAuthorized
             ),
             _ => false,
         },
         Err(_) => true,
     }
+}
+
+/// `NL80211_BSS_STATUS_ASSOCIATED` (nl80211.h `enum nl80211_bss_status`).
+const BSS_ASSOCIATED: u32 = 1;
+
+/// The SSID element (ID 0, IEEE 802.11-2020 9.4.2.2) of a frame's elements, when it names one:
+/// each element is an ID octet, a length octet and that many octets. A truncated list ends the
+/// walk; an empty SSID (a hidden network's beacon) is none.
+fn ssid_element(elements: &[u8]) -> Option<Ssid> {
+    let mut rest = elements;
+    while let [id, len, tail @ ..] = rest {
+        let len = *len as usize;
+        let body = tail.get(..len)?;
+        if *id == 0 {
+            return Ssid::from_octets(body);
+        }
+        rest = &tail[len..];
+    }
+    None
 }
 
 /// The errnos of a device that is not Wi-Fi, or gone.
@@ -259,4 +322,22 @@ fn not_wifi(e: &io::Error) -> bool {
         e.raw_os_error(),
         Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) | Some(libc::EINVAL) | Some(libc::ENOENT)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ssid_element_is_found_among_others_and_a_broken_list_names_none() {
+        // Supported rates (ID 1), then the SSID "Home" (ID 0), then a DS parameter (ID 3).
+        let ies = [1, 2, 0x82, 0x84, 0, 4, b'H', b'o', b'm', b'e', 3, 1, 6];
+        assert_eq!(ssid_element(&ies), "Home".parse().ok());
+        // A hidden network's beacon: an empty SSID.
+        assert_eq!(ssid_element(&[0, 0, 3, 1, 6]), None);
+        // Truncated: the SSID claims 9 octets and has 4.
+        assert_eq!(ssid_element(&[0, 9, b'H', b'o', b'm', b'e']), None);
+        assert_eq!(ssid_element(&[1]), None);
+        assert_eq!(ssid_element(&[]), None);
+    }
 }

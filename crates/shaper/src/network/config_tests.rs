@@ -123,7 +123,8 @@ fn wifi_networks_are_recognised_by_ssid_or_bssid_with_or_without_a_gateway() {
         ssid: ssid.map(|s| s.parse().unwrap()),
         bssid: bssid.map(|m| m.parse::<Mac>().unwrap()),
     };
-    let name = |s: &Sighting| recognise(n, &wlan0, s).map(|(n, by)| (n.name.clone(), by.to_string()));
+    let name =
+        |s: &Sighting| recognise(n, &wlan0, s).map(|(n, by)| (n.name.clone(), by.to_string()));
     assert_eq!(
         name(&seen(Some("Home"), Some("02:00:00:00:09:00"))),
         Some(("home".into(), "Wi-Fi \"Home\"".into()))
@@ -142,7 +143,8 @@ fn one_gateway_in_two_networks_for_different_interfaces_is_fine() {
     );
     let c = parse(&text).unwrap();
     let seen = gateway("aa:bb:cc:dd:ee:01");
-    let on = |i: &str| recognise(&c.networks, &i.parse().unwrap(), &seen).map(|(n, _)| n.name.clone());
+    let on =
+        |i: &str| recognise(&c.networks, &i.parse().unwrap(), &seen).map(|(n, _)| n.name.clone());
     assert_eq!(on("wlan0").as_deref(), Some("home-wifi"));
     assert_eq!(on("eth0").as_deref(), Some("home-wired"));
 }
