@@ -138,6 +138,39 @@ impl Drop for RouterFiles {
     }
 }
 
+/// The Test tab's router: its files, `wan0` shaped at 20/5 Mbit/s, and `unbloat serve` listening
+/// at the far end (10.9.0.2:4420), killed by the caller.
+fn shaped_router_and_far_end() -> (RouterFiles, Netns, common::FarEnd, std::process::Child) {
+    let files = RouterFiles::new();
+    let ns = Netns::new();
+    let far = ns.wan_to_far_end();
+    let out = ns.unbloat(&["start", "wan0", "--down", "20mbit", "--up", "5mbit"]);
+    assert!(out.status.success(), "{}", common::text(&out));
+    let serve = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &far.0,
+            common::UNBLOAT,
+            "serve",
+            "--listen",
+            "10.9.0.2:4420",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let listening = common::wait_until(Duration::from_secs(20), || {
+        common::text(&common::sh(&format!(
+            "ip netns exec {} ss -Hltn 'sport = :4420'",
+            far.0
+        )))
+        .contains("4420")
+    });
+    assert!(listening.is_some(), "unbloat serve did not listen");
+    (files, ns, far, serve)
+}
+
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
@@ -189,22 +222,7 @@ real_kernel_test! {
     /// is refused while it runs; its progress shows while it runs, then its grade, figures and
     /// plots; after it, the next test may start.
     fn the_test_tab_runs_one_test_at_a_time_and_refuses_what_is_not_a_far_end() needs ["cake", "ingress", "ifb", "mirred", "u32"] {
-        let _files = RouterFiles::new();
-        let ns = Netns::new();
-        let far = ns.wan_to_far_end();
-        let out = ns.unbloat(&["start", "wan0", "--down", "20mbit", "--up", "5mbit"]);
-        assert!(out.status.success(), "{}", common::text(&out));
-        let mut serve = Command::new("ip")
-            .args(["netns", "exec", &far.0, common::UNBLOAT, "serve", "--listen", "10.9.0.2:4420"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let listening = common::wait_until(Duration::from_secs(20), || {
-            common::text(&common::sh(&format!("ip netns exec {} ss -Hltn 'sport = :4420'", far.0)))
-                .contains("4420")
-        });
-        assert!(listening.is_some(), "unbloat serve did not listen");
+        let (_files, ns, _far, mut serve) = shaped_router_and_far_end();
         let state = Path::new("/var/run/unbloat-luci");
         let _ = std::fs::remove_dir_all(state);
 
@@ -323,22 +341,7 @@ real_kernel_test! {
     /// 60 s), its process is gone, its status says cancelled, and the next test may start. Through
     /// a shaped link, as on a router (and a load that stays at its 20 Mbit/s).
     fn the_test_tab_cancels_its_own_test_and_signals_nothing_else() needs ["cake", "ingress", "ifb", "mirred", "u32"] {
-        let _files = RouterFiles::new();
-        let ns = Netns::new();
-        let far = ns.wan_to_far_end();
-        let out = ns.unbloat(&["start", "wan0", "--down", "20mbit", "--up", "5mbit"]);
-        assert!(out.status.success(), "{}", common::text(&out));
-        let mut serve = Command::new("ip")
-            .args(["netns", "exec", &far.0, common::UNBLOAT, "serve", "--listen", "10.9.0.2:4420"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let listening = common::wait_until(Duration::from_secs(20), || {
-            common::text(&common::sh(&format!("ip netns exec {} ss -Hltn 'sport = :4420'", far.0)))
-                .contains("4420")
-        });
-        assert!(listening.is_some(), "unbloat serve did not listen");
+        let (_files, ns, _far, mut serve) = shaped_router_and_far_end();
         let state = Path::new("/var/run/unbloat-luci");
         let run = state.join("test");
         let _ = std::fs::remove_dir_all(state);

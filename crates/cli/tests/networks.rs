@@ -78,22 +78,13 @@ fn move_to(ns: &Netns, net: &Net, n: u8, mac: &str) {
     ns.must(&format!("ping -c 1 -W 2 192.168.{n}.1"));
 }
 
-/// The egress and ingress (IFB) rates as tc shows them: `Some(("6Mbit", "30Mbit"))`.
+/// `wlan0`'s egress and ingress rates: `Some(("6Mbit", "30Mbit"))`.
 fn rates(ns: &Netns) -> Option<(String, String)> {
-    let word = |q: String| {
-        let mut w = q.split_whitespace().skip_while(|w| *w != "bandwidth");
-        w.nth(1).map(str::to_string)
-    };
-    Some((
-        word(ns.tc("qdisc show dev wlan0 root"))?,
-        word(ns.tc("qdisc show dev ifb4wlan0 root"))?,
-    ))
+    common::rates(ns, "wlan0")
 }
 
 fn shaped_at(ns: &Netns, up: &str, down: &str, limit: Duration) -> Option<Duration> {
-    wait_until(limit, || {
-        rates(ns) == Some((up.to_string(), down.to_string()))
-    })
+    common::shaped_at(ns, "wlan0", (up, down), limit)
 }
 
 real_kernel_test! {

@@ -167,22 +167,13 @@ fn associate(ns: &Netns, ssid: &str) {
     );
 }
 
-/// The egress and ingress (IFB) rates as tc shows them: `Some(("6Mbit", "30Mbit"))`.
+/// `wlan0`'s egress and ingress rates: `Some(("6Mbit", "30Mbit"))`.
 fn rates(ns: &Netns) -> Option<(String, String)> {
-    let word = |q: String| {
-        let mut w = q.split_whitespace().skip_while(|w| *w != "bandwidth");
-        w.nth(1).map(str::to_string)
-    };
-    Some((
-        word(ns.tc("qdisc show dev wlan0 root"))?,
-        word(ns.tc("qdisc show dev ifb4wlan0 root"))?,
-    ))
+    common::rates(ns, "wlan0")
 }
 
 fn shaped_at(ns: &Netns, up: &str, down: &str, limit: Duration) -> Option<Duration> {
-    wait_until(limit, || {
-        rates(ns) == Some((up.to_string(), down.to_string()))
-    })
+    common::shaped_at(ns, "wlan0", (up, down), limit)
 }
 
 /// In User-Mode Linux whatever this kernel has: it loads mac80211_hwsim, whose radios must not

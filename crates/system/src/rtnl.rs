@@ -589,8 +589,12 @@ fn cake_bandwidth(index: u32, handle: u32, bytes_per_sec: u64) -> RouteNetlinkMe
 }
 
 /// A request's bytes: the netlink header (`NLM_F_REQUEST | NLM_F_ACK | flags`, `seq`) and the
-/// message.
-fn request_bytes(request: RouteNetlinkMessage, flags: u16, seq: u32) -> Vec<u8> {
+/// message (rtnetlink's here, nl80211's in [`crate::wifi`]).
+pub(crate) fn request_bytes<T: netlink_packet_core::NetlinkSerializable + std::fmt::Debug>(
+    request: T,
+    flags: u16,
+    seq: u32,
+) -> Vec<u8> {
     let mut header = NetlinkHeader::default();
     header.flags = NLM_F_REQUEST | NLM_F_ACK | flags;
     header.sequence_number = seq;

@@ -23,8 +23,7 @@
 use std::io;
 
 use netlink_packet_core::{
-    NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NetlinkPayload, NetlinkSerializable,
-    NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
+    NetlinkDeserializable, NetlinkMessage, NetlinkPayload, NetlinkSerializable, NLM_F_DUMP,
 };
 use netlink_packet_generic::ctrl::nlas::{GenlCtrlAttrs, McastGrpAttrs};
 use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
@@ -33,7 +32,7 @@ use netlink_sys::{protocols::NETLINK_GENERIC, Socket, SocketAddr};
 use unbloat_shaper::network::{Mac, Ssid};
 use wl_nl80211::{Nl80211Attr, Nl80211BssInfo, Nl80211Command, Nl80211Message};
 
-use crate::rtnl::set_receive_timeout;
+use crate::rtnl::{request_bytes, set_receive_timeout};
 
 /// How long the kernel may take to answer; it answers at once, so this only bounds a bug.
 const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -210,13 +209,7 @@ impl Nl80211 {
     {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
-        let mut header = NetlinkHeader::default();
-        header.flags = NLM_F_REQUEST | NLM_F_ACK | flags;
-        header.sequence_number = seq;
-        let mut packet = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(request));
-        packet.finalize();
-        let mut bytes = vec![0; packet.buffer_len()];
-        packet.serialize(&mut bytes);
+        let bytes = request_bytes(request, flags, seq);
         self.socket.send(&bytes, 0)?;
         let mut out = vec![];
         loop {

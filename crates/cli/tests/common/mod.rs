@@ -236,6 +236,31 @@ pub fn wait_until(limit: Duration, mut ok: impl FnMut() -> bool) -> Option<Durat
     None
 }
 
+/// `dev`'s egress and ingress (its IFB's) cake rates as tc shows them: `Some(("6Mbit",
+/// "30Mbit"))`; `None` while either is not cake.
+pub fn rates(ns: &Netns, dev: &str) -> Option<(String, String)> {
+    let word = |q: String| {
+        let mut w = q.split_whitespace().skip_while(|w| *w != "bandwidth");
+        w.nth(1).map(str::to_string)
+    };
+    Some((
+        word(ns.tc(&format!("qdisc show dev {dev} root")))?,
+        word(ns.tc(&format!("qdisc show dev ifb4{dev} root")))?,
+    ))
+}
+
+/// How long until `dev` is shaped at `(up, down)` as tc prints them, within `limit`.
+pub fn shaped_at(
+    ns: &Netns,
+    dev: &str,
+    (up, down): (&str, &str),
+    limit: Duration,
+) -> Option<Duration> {
+    wait_until(limit, || {
+        rates(ns, dev) == Some((up.to_string(), down.to_string()))
+    })
+}
+
 pub fn text(out: &Output) -> String {
     format!(
         "{}{}",
