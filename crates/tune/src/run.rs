@@ -11,6 +11,9 @@
 //! 6. both ways at once ([`crate::both_ways`]): the pair under rrul, backed off while it breaks
 //!    the bound.
 //!
+//! Before each step of 4. to 6. the run waits until the round trip is back near the idle baseline
+//! of 1. ([`crate::drain`]): the previous step's queue gone, within a cap.
+//!
 //! What callers can rely on: whatever happens (an error, the far end gone, [`Stop`] raised),
 //! [`run`] ends with the shaping that was there before put back, unless it succeeded and
 //! `apply` was asked. The searches get the steps that fit in what `max_time` leaves after the
@@ -24,6 +27,7 @@ use unbloat_measure::client::{NoProgress, TestPlan};
 use unbloat_measure::probe::ipv4_probe_bytes;
 use unbloat_measure::profile::Profile;
 use unbloat_measure::timeline::run_plan;
+use unbloat_measure::MeasureError;
 use unbloat_report::model::Results;
 use unbloat_report::summary::{Leg, Summary};
 use unbloat_shaper::goodput::{GoodputModel, LinkFraming};
@@ -32,6 +36,7 @@ use unbloat_shaper::options::ShapeOptions;
 use unbloat_units::Rate;
 
 use crate::both_ways::{self, BothStep, Measured};
+use crate::drain::{self, Drainer};
 use crate::interrupt::{Shared, Stop};
 use crate::search::{self, Next, Outcome as SearchOutcome, Reading, Search, Step};
 use crate::shaping::Shaping;
@@ -192,6 +197,9 @@ pub struct Tuned {
     /// Where the time went, phase by phase.
     #[serde(default)]
     pub time: Vec<Lap>,
+    /// The waits for the line to drain before each search step and both-ways check, in order.
+    #[serde(default)]
+    pub drains: Vec<drain::Wait>,
     pub seconds: f64,
     /// What happened to the shaping at the end (put back, or applied).
     pub ending: String,
@@ -220,10 +228,14 @@ pub struct Lap {
     pub seconds: f64,
 }
 
-/// Where the time went: each [`Laps::lap`] closes the phase that ran since the one before.
+/// Where the time went: each [`Laps::lap`] closes the phase that ran since the one before,
+/// less the drain waits inside it ([`Laps::aside`]), which get a lap of their own at the end.
 struct Laps {
     last: Instant,
     laps: Vec<Lap>,
+    /// Drain waits since the last lap, and in all.
+    aside: Duration,
+    aside_total: Duration,
 }
 
 impl Laps {
@@ -231,6 +243,8 @@ impl Laps {
         Laps {
             last: started,
             laps: vec![],
+            aside: Duration::ZERO,
+            aside_total: Duration::ZERO,
         }
     }
 
@@ -238,9 +252,27 @@ impl Laps {
         let now = Instant::now();
         self.laps.push(Lap {
             phase: phase.into(),
-            seconds: (now - self.last).as_secs_f64(),
+            seconds: (now - self.last).saturating_sub(self.aside).as_secs_f64(),
         });
         self.last = now;
+        self.aside = Duration::ZERO;
+    }
+
+    /// Time inside the running phase spent waiting for the line to drain.
+    fn aside(&mut self, waited: Duration) {
+        self.aside += waited;
+        self.aside_total += waited;
+    }
+
+    /// The laps, with the drain waits' lap when there were any.
+    fn done(mut self) -> Vec<Lap> {
+        if !self.aside_total.is_zero() {
+            self.laps.push(Lap {
+                phase: "draining".into(),
+                seconds: self.aside_total.as_secs_f64(),
+            });
+        }
+        self.laps
     }
 }
 
@@ -321,9 +353,16 @@ fn phases(
         "capacity",
         "unshaped download, then upload (8 s each; the link is saturated)",
     );
-    let (down_test, down_good) = capacity(s, true, stop)?;
-    let (up_test, up_good) = capacity(s, false, stop)?;
+    let (down_test, down_good, _) = capacity(s, true, stop)?;
+    let (up_test, up_good, up_tail) = capacity(s, false, stop)?;
     laps.lap("capacity");
+    // What the unshaped upload left in the queues says what each step's drain wait may take;
+    // the budget sets that aside per step (a line whose tail is at the baseline: nothing).
+    if let Some(base) = idle_rtt_ms {
+        let tightest = bound_at(s.bound_ms, down_good.min(up_good));
+        let seen = drain::judge(&up_tail, base, drain::tolerance_ms(tightest));
+        budget.drain = drain::expected(seen);
+    }
     let sweep_time = if s.skip_sweep {
         Duration::ZERO
     } else {
@@ -381,6 +420,8 @@ fn phases(
         up: Some(up),
         ..link.clone()
     };
+    let tolerance = drain::tolerance_ms(bound_down_ms.min(bound_up_ms));
+    let mut drainer = idle_rtt_ms.map(|base| Drainer::new(base, tolerance));
 
     report.phase(
         4,
@@ -392,9 +433,15 @@ fn phases(
     );
     let other = capacity_up.line.percent(OTHER_PERCENT);
     let mut search = Search::new(capacity_down.line, bound_down_ms, steps_each);
-    let (down, down_missed) = search_one(s, shaping, stop, report, &mut search, true, |r| {
-        with(r, other)
-    })?;
+    let mut ctx = StepContext {
+        s,
+        shaping,
+        stop,
+        report: &mut *report,
+        drainer: &mut drainer,
+        laps: &mut laps,
+    };
+    let (down, down_missed) = search_one(&mut ctx, &mut search, true, |r| with(r, other))?;
     missed.extend(down_missed);
     let steps_down = search.steps().to_vec();
     laps.lap("download");
@@ -406,9 +453,15 @@ fn phases(
     );
     let down_rate = down.unwrap_or(capacity_down.line.percent(OTHER_PERCENT));
     let mut search = Search::new(capacity_up.line, bound_up_ms, steps_each);
-    let (up, up_missed) = search_one(s, shaping, stop, report, &mut search, false, |r| {
-        with(down_rate, r)
-    })?;
+    let mut ctx = StepContext {
+        s,
+        shaping,
+        stop,
+        report: &mut *report,
+        drainer: &mut drainer,
+        laps: &mut laps,
+    };
+    let (up, up_missed) = search_one(&mut ctx, &mut search, false, |r| with(down_rate, r))?;
     missed.extend(up_missed);
     let steps_up = search.steps().to_vec();
     laps.lap("upload");
@@ -427,7 +480,18 @@ fn phases(
             lock(shaping)
                 .shape(&with(d, u))
                 .map_err(TuneError::Shaping)?;
-            let sum = test(s, "rrul", BOTH_LOAD, stop)?;
+            let waited = drain_before(
+                s,
+                stop,
+                &mut drainer,
+                &mut laps,
+                format!("both ways {d}/{u}"),
+            )?;
+            let results = test_results(s, "rrul", BOTH_LOAD, stop)?;
+            if let Some(dr) = drainer.as_mut() {
+                dr.after(&results);
+            }
+            let sum = Summary::from_results(&results);
             let p = sum.primary();
             let m = Measured {
                 steady_p99_ms: p.and_then(|p| p.steady_induced_p99_ms).unwrap_or(f64::NAN),
@@ -444,7 +508,7 @@ fn phases(
                 6,
                 "both ways",
                 &format!(
-                    "{d} down, {u} up: steady p99 +{:.1} ms{} ({}){}, start-up peak +{} ms",
+                    "{d} down, {u} up: steady p99 +{:.1} ms{} ({}){}, start-up peak +{} ms{waited}",
                     m.steady_p99_ms,
                     if settled < m.steady_p99_ms {
                         format!(", falling: its second half +{settled:.1} ms")
@@ -512,22 +576,72 @@ fn phases(
         up,
         options,
         missed,
-        time: laps.laps,
+        drains: drainer.map(|d| d.waits).unwrap_or_default(),
+        time: laps.done(),
         seconds: 0.0,
         ending: String::new(),
     })
 }
 
+/// What a search's steps need beside the search: the far end, the shaping, the progress line,
+/// the drain waits and the laps they are set aside in.
+struct StepContext<'a, 'r> {
+    s: &'a Settings,
+    shaping: &'a Shared,
+    stop: &'a Stop,
+    report: &'a mut (dyn Report + 'r),
+    drainer: &'a mut Option<Drainer>,
+    laps: &'a mut Laps,
+}
+
+/// Waits before a step until the line has drained ([`crate::drain`]), when the idle baseline is
+/// known; returns the wait's phrase for the step's progress line.
+fn drain_before(
+    s: &Settings,
+    stop: &Stop,
+    drainer: &mut Option<Drainer>,
+    laps: &mut Laps,
+    before: String,
+) -> Result<String, TuneError> {
+    let Some(d) = drainer.as_mut() else {
+        return Ok(String::new());
+    };
+    let w = d.before(before, || ping_window(s, stop))?;
+    laps.aside(Duration::from_millis(w.waited_ms));
+    Ok(w.phrase())
+}
+
+/// One ping window of [`drain::WINDOW_TIME`] on the idle line: its primary probe's round trips.
+/// Every UDP probe lost (a queue holding them past the grace) is a window of no answers, not an
+/// error: the line is not drained yet.
+fn ping_window(s: &Settings, stop: &Stop) -> Result<Vec<Option<f64>>, TuneError> {
+    stop.check()?;
+    let mut plan = s.test.clone();
+    plan.profile = Profile::by_name("ping")
+        .and_then(|p| p.resolve(None))
+        .map_err(TuneError::Measure)?;
+    plan.idle_before = drain::WINDOW_TIME / 2;
+    plan.load = drain::WINDOW_TIME / 2;
+    plan.idle_after = Duration::ZERO;
+    plan.probe_interval = PROBE_INTERVAL;
+    let rtts = match run_plan(&plan, &mut NoProgress) {
+        Ok(results) => drain::rtts(&results, 0.0),
+        Err(f) if matches!(f.error, MeasureError::ProbesLost { .. }) => vec![],
+        Err(f) => return Err(TuneError::Measure(f.error)),
+    };
+    stop.check()?;
+    Ok(rtts)
+}
+
 /// One direction's search: shape, load, record, until the search is done.
 fn search_one(
-    s: &Settings,
-    shaping: &Shared,
-    stop: &Stop,
-    report: &mut dyn Report,
+    ctx: &mut StepContext,
     search: &mut Search,
     down: bool,
     opts: impl Fn(Rate) -> ShapeOptions,
 ) -> Result<(Option<Rate>, Option<Missed>), TuneError> {
+    let (s, shaping, stop) = (ctx.s, ctx.shaping, ctx.stop);
+    let report = &mut *ctx.report;
     let (phase, name, profile) = if down {
         (4, "download", "download")
     } else {
@@ -578,7 +692,13 @@ fn search_one(
                 lock(shaping)
                     .shape(&opts(rate))
                     .map_err(TuneError::Shaping)?;
-                let sum = test(s, profile, STEP_LOAD, stop)?;
+                let before = format!("{name} {rate}");
+                let waited = drain_before(s, stop, ctx.drainer, ctx.laps, before)?;
+                let results = test_results(s, profile, STEP_LOAD, stop)?;
+                if let Some(d) = ctx.drainer.as_mut() {
+                    d.after(&results);
+                }
+                let sum = Summary::from_results(&results);
                 let p = sum.primary();
                 let p99 = p.and_then(|p| p.steady_induced_p99_ms).unwrap_or(f64::NAN);
                 let peak = p.and_then(|p| p.startup_peak_induced_ms);
@@ -599,7 +719,7 @@ fn search_one(
                     phase,
                     name,
                     &format!(
-                        "{rate}: steady p99 +{p99:.1} ms ({}){}, start-up peak +{} ms, goodput {}",
+                        "{rate}: steady p99 +{p99:.1} ms ({}){}, start-up peak +{} ms, goodput {}{waited}",
                         last.verdict(search.bound_ms()),
                         legs(last.down_leg, last.up_leg),
                         fmt_opt(peak),
@@ -667,12 +787,18 @@ fn link_layer(opts: &ShapeOptions) -> Result<LinkLayer, TuneError> {
 
 /// The unshaped test of one direction, and its goodput as the line carried it
 /// ([`crate::capacity`]: not what a stall held back and released into the window).
-fn capacity(s: &Settings, down: bool, stop: &Stop) -> Result<(Summary, Rate), TuneError> {
+/// With it, the round trips of the test's idle tail ([`drain::tail`]).
+fn capacity(
+    s: &Settings,
+    down: bool,
+    stop: &Stop,
+) -> Result<(Summary, Rate, Vec<Option<f64>>), TuneError> {
     let results = test_results(s, if down { "download" } else { "upload" }, STEP_LOAD, stop)?;
     let summary = Summary::from_results(&results);
+    let tail = drain::tail(&results);
     match crate::capacity::line_goodput(&results, down) {
-        Some(g) if g > 0.0 => Ok((summary, Rate::from_bits_per_sec(g as u64))),
-        _ => goodput(&summary, down).map(|g| (summary, g)),
+        Some(g) if g > 0.0 => Ok((summary, Rate::from_bits_per_sec(g as u64), tail)),
+        _ => goodput(&summary, down).map(|g| (summary, g, tail)),
     }
 }
 
@@ -734,6 +860,9 @@ struct Budget {
     max: Duration,
     auto: bool,
     started: Instant,
+    /// The drain wait set aside before each step and check ([`drain::expected`] of what the
+    /// unshaped upload left): nothing on a line whose queue empties within its tail.
+    drain: Duration,
 }
 
 impl Budget {
@@ -742,7 +871,12 @@ impl Budget {
             MaxTime::Auto => (DEFAULT_TIME, true),
             MaxTime::At(d) => (d, false),
         };
-        Budget { max, auto, started }
+        Budget {
+            max,
+            auto,
+            started,
+            drain: Duration::ZERO,
+        }
     }
 
     /// With `auto`, stretches the run (called after the capacity phase) to hold a sweep of
@@ -757,9 +891,19 @@ impl Budget {
         }
     }
 
+    /// One search step with its drain wait.
+    fn step(&self) -> Duration {
+        STEP + self.drain
+    }
+
+    /// One both-ways check with its drain wait.
+    fn both_step(&self) -> Duration {
+        BOTH_STEP + self.drain
+    }
+
     /// The searches' `steps` each way and the reserved checks.
     fn after(&self, steps: u32) -> Duration {
-        STEP * (2 * steps) + BOTH_STEP * RESERVED_CHECKS
+        self.step() * (2 * steps) + self.both_step() * RESERVED_CHECKS
     }
 
     /// What the rest of the run takes, said before it: the sweep, the searches, the checks.
@@ -767,14 +911,22 @@ impl Budget {
         let sweep = sweep.min(self.first_sweep());
         let steps = ((self
             .left()
-            .saturating_sub(sweep + BOTH_STEP * RESERVED_CHECKS))
+            .saturating_sub(sweep + self.both_step() * RESERVED_CHECKS))
         .as_secs_f64()
-            / STEP.as_secs_f64()
+            / self.step().as_secs_f64()
             / 2.0) as u32;
         let steps = steps.clamp(MIN_STEPS as u32, 8);
         let total = self.started.elapsed() + sweep + self.after(steps) + MARGIN;
+        let drain = if self.drain.is_zero() {
+            String::new()
+        } else {
+            format!(
+                " (each with up to {:.1} s first for the queue to drain)",
+                self.drain.as_secs_f64()
+            )
+        };
         format!(
-            "the run takes about {} s in all, at most {} s ({}): {}{} steps of {} s each way, both-ways checks of {} s",
+            "the run takes about {} s in all, at most {} s ({}): {}{} steps of {} s each way, both-ways checks of {} s{drain}",
             total.min(self.max).as_secs(),
             self.max.as_secs(),
             if self.auto {
@@ -796,15 +948,15 @@ impl Budget {
     /// Steps per direction that fit the time left (called after the fixed phases) once
     /// [`MARGIN`] and [`RESERVED_CHECKS`] are set aside, at least [`MIN_STEPS`] and at most 8.
     fn steps_per_direction(&self) -> usize {
-        let checks = BOTH_STEP * RESERVED_CHECKS;
+        let checks = self.both_step() * RESERVED_CHECKS;
         let left = self.left().saturating_sub(checks);
-        ((left.as_secs_f64() / STEP.as_secs_f64() / 2.0) as usize).clamp(MIN_STEPS, 8)
+        ((left.as_secs_f64() / self.step().as_secs_f64() / 2.0) as usize).clamp(MIN_STEPS, 8)
     }
 
     /// Whether a sweep of `time` more still leaves [`MIN_STEPS`] steps each way and
     /// [`RESERVED_CHECKS`] their time.
     fn holds_another_sweep(&self, time: Duration) -> bool {
-        let after = STEP * (2 * MIN_STEPS as u32) + BOTH_STEP * RESERVED_CHECKS;
+        let after = self.step() * (2 * MIN_STEPS as u32) + self.both_step() * RESERVED_CHECKS;
         self.left() >= time + after
     }
 
@@ -812,13 +964,13 @@ impl Budget {
     /// steps and one both-ways check ([`min_time`]'s phases) are set aside. A slow upload
     /// spaces the echoes, and its sweep would otherwise overrun `--max-time`.
     fn first_sweep(&self) -> Duration {
-        let after = STEP * (2 * MIN_STEPS as u32) + BOTH_STEP;
+        let after = self.step() * (2 * MIN_STEPS as u32) + self.both_step();
         self.left().saturating_sub(after)
     }
 
     /// Both-ways checks that fit the time left (called after the searches): at least one.
     fn both_ways_checks(&self) -> usize {
-        ((self.left().as_secs_f64() / BOTH_STEP.as_secs_f64()) as usize).max(1)
+        ((self.left().as_secs_f64() / self.both_step().as_secs_f64()) as usize).max(1)
     }
 
     fn left(&self) -> Duration {
@@ -891,6 +1043,42 @@ mod tests {
             said.contains("at most 140 s") && said.contains("3 steps"),
             "{said}"
         );
+    }
+
+    /// Issue 55: each step's drain wait comes out of the budget. A line whose queue empties
+    /// within its tail sets nothing aside; one that left seconds gets fewer steps in a fixed
+    /// time, and `auto` stretches to keep its four.
+    #[test]
+    fn the_drain_set_aside_costs_steps_only_where_the_line_keeps_a_queue() {
+        let t0 = Instant::now() - Duration::from_secs(25);
+        let fixed = MaxTime::At(Duration::from_secs(180));
+        let fast = Budget::new(fixed, t0);
+        let mut slow = Budget::new(fixed, t0);
+        slow.drain = drain::expected(drain::Verdict::Queued { excess_ms: None });
+        assert!(slow.steps_per_direction() < fast.steps_per_direction());
+        assert!(slow.estimate(Duration::from_secs(20)).contains("to drain"));
+        assert!(!fast.estimate(Duration::from_secs(20)).contains("to drain"));
+        let mut auto = Budget::new(MaxTime::Auto, t0);
+        auto.drain = slow.drain;
+        auto.fit(Duration::from_secs(20));
+        assert!(auto.max > DEFAULT_TIME, "{:?}", auto.max);
+        assert!(auto.estimate(Duration::from_secs(20)).contains("4 steps"));
+    }
+
+    #[test]
+    fn the_drain_waits_get_a_lap_of_their_own_and_leave_the_phases() {
+        let mut laps = Laps::new(Instant::now() - Duration::from_secs(10));
+        laps.aside(Duration::from_secs(4));
+        laps.lap("download");
+        laps.lap("upload");
+        let laps = laps.done();
+        assert_eq!(laps.len(), 3);
+        assert!((laps[0].seconds - 6.0).abs() < 0.5, "{laps:?}");
+        assert!(laps[1].seconds < 0.5, "{laps:?}");
+        assert_eq!(laps[2].phase, "draining");
+        assert_eq!(laps[2].seconds, 4.0);
+        // No wait, no lap.
+        assert_eq!(Laps::new(Instant::now()).done(), vec![]);
     }
 
     #[test]
