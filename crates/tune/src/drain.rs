@@ -132,8 +132,12 @@ pub struct Wait {
     pub waited_ms: u64,
     /// Whether the round trip came back near the baseline (else the cap ended the wait).
     pub drained: bool,
-    /// The round trip above the baseline when the wait began, ms (`None`: unanswered).
+    /// The round trip above the baseline when the wait began, ms (`None`: unanswered, or no
+    /// tail to read, see `tail_seen`).
     pub excess_before_ms: Option<f64>,
+    /// Whether the previous test's idle tail was there to judge (not after the framing sweep).
+    #[serde(default)]
+    pub tail_seen: bool,
     /// ... and when it ended.
     pub excess_after_ms: Option<f64>,
     /// Ping windows run.
@@ -146,6 +150,11 @@ impl Wait {
         let ms = |e: Option<f64>| e.map_or("unanswered".into(), |e| format!("+{e:.0} ms"));
         if self.windows == 0 {
             String::new()
+        } else if self.drained && !self.tail_seen {
+            format!(
+                " (after {:.1} s pinging the idle line: at its idle round trip)",
+                self.waited_ms as f64 / 1000.0
+            )
         } else if self.drained {
             format!(
                 " (after {:.1} s for the queue to drain: {} above the idle round trip)",
@@ -204,8 +213,8 @@ pub fn rtts(results: &Results, from_s: f64) -> Vec<Option<f64>> {
 pub struct Drainer {
     baseline_ms: f64,
     tolerance_ms: f64,
-    /// The previous test's idle tail; empty when none is known (a step after the sweep).
-    last_tail: Vec<Option<f64>>,
+    /// The previous test's idle tail; `None` when none is known (the step after the sweep).
+    last_tail: Option<Vec<Option<f64>>>,
     pub waits: Vec<Wait>,
     pub total: Duration,
 }
@@ -215,7 +224,7 @@ impl Drainer {
         Drainer {
             baseline_ms,
             tolerance_ms,
-            last_tail: vec![],
+            last_tail: None,
             waits: vec![],
             total: Duration::ZERO,
         }
@@ -224,12 +233,16 @@ impl Drainer {
     /// What the last test's tail says; with no tail, not drained and unanswered (a window is
     /// run to see).
     pub fn first(&self) -> Verdict {
-        judge(&self.last_tail, self.baseline_ms, self.tolerance_ms)
+        judge(
+            self.last_tail.as_deref().unwrap_or_default(),
+            self.baseline_ms,
+            self.tolerance_ms,
+        )
     }
 
     /// Records the test that just ran: its tail is the next wait's first window.
     pub fn after(&mut self, results: &Results) {
-        self.last_tail = tail(results);
+        self.last_tail = Some(tail(results));
     }
 
     /// Waits before `before`, pinging with `window`; records and returns the wait.
@@ -248,7 +261,7 @@ impl Drainer {
             window,
         )?;
         let waited = started.elapsed();
-        self.last_tail.clear();
+        let tail_seen = self.last_tail.take().is_some();
         self.total += waited;
         let excess = |v: Verdict| match v {
             Verdict::Drained => Some(0.0),
@@ -259,6 +272,7 @@ impl Drainer {
             waited_ms: waited.as_millis() as u64,
             drained: end == Verdict::Drained,
             excess_before_ms: excess(first),
+            tail_seen,
             excess_after_ms: excess(end),
             windows,
         };
@@ -426,6 +440,27 @@ mod tests {
         assert_eq!(w.excess_before_ms, None);
         assert_eq!(w.excess_after_ms, Some(0.0));
         assert_eq!(d.waits.len(), 1);
-        assert!(w.phrase().contains("drain"), "{}", w.phrase());
+        assert!(
+            !w.tail_seen && w.phrase().contains("idle line"),
+            "{}",
+            w.phrase()
+        );
+    }
+
+    #[test]
+    fn a_tail_at_the_baseline_costs_nothing_and_a_queued_one_says_how_much() {
+        let mut d = Drainer::new(BASE, TOL);
+        d.last_tail = Some(ms(&[61.0; 10]));
+        let w: Result<_, ()> = d.before("upload 120kbit".into(), || panic!("no window"));
+        let w = w.unwrap();
+        assert!(w.drained && w.tail_seen && w.windows == 0 && w.waited_ms == 0);
+        assert_eq!(w.phrase(), "");
+        d.last_tail = Some(ms(&[BASE + 400.0; 10]));
+        let w: Result<_, ()> = d.before("both ways".into(), || Ok(ms(&[BASE; 5])));
+        let w = w.unwrap();
+        assert_eq!(w.excess_before_ms, Some(400.0));
+        assert!(w.phrase().contains("+400 ms"), "{}", w.phrase());
+        // Each tail serves one wait: the next step without a test between runs a window.
+        assert_eq!(d.first(), Verdict::Queued { excess_ms: None });
     }
 }
