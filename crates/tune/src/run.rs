@@ -268,8 +268,8 @@ fn phases(
     // What the unshaped upload left in the queues says what each step's drain wait may take;
     // the budget sets that aside per step (a line whose tail is at the baseline: nothing).
     if let Some(base) = idle_rtt_ms {
-        let tightest = bound_at(s.bound_ms, down_good.min(up_good));
-        let seen = drain::judge(&up_tail, base, drain::tolerance_ms(tightest));
+        let tolerance = drain::tolerance_ms(bound_at(s.bound_ms, up_good));
+        let seen = drain::judge(&up_tail, base, tolerance);
         budget.drain = drain::expected(seen);
     }
     let sweep_time = if s.skip_sweep {
@@ -329,8 +329,7 @@ fn phases(
         up: Some(up),
         ..link.clone()
     };
-    let tolerance = drain::tolerance_ms(bound_down_ms.min(bound_up_ms));
-    let mut drainer = idle_rtt_ms.map(|base| Drainer::new(base, tolerance));
+    let mut drainer = idle_rtt_ms.map(Drainer::new);
 
     report.phase(
         4,
@@ -395,6 +394,7 @@ fn phases(
                 &mut drainer,
                 &mut laps,
                 format!("both ways {d}/{u}"),
+                bound,
             )?;
             let results = test_results(s, "rrul", BOTH_LOAD, stop)?;
             if let Some(dr) = drainer.as_mut() {
@@ -503,24 +503,26 @@ struct StepContext<'a, 'r> {
     laps: &'a mut Laps,
 }
 
-/// Waits before a step until the line has drained ([`crate::drain`]), when the idle baseline is
-/// known; returns the wait's phrase for the step's progress line.
+/// Waits before a step judged by `bound_ms` until the line has drained ([`crate::drain`]),
+/// when the idle baseline is known; returns the wait's phrase for the step's progress line.
 fn drain_before(
     s: &Settings,
     stop: &Stop,
     drainer: &mut Option<Drainer>,
     laps: &mut Laps,
     before: String,
+    bound_ms: f64,
 ) -> Result<String, TuneError> {
     let Some(d) = drainer.as_mut() else {
         return Ok(String::new());
     };
-    let w = d.before(before, || ping_window(s, stop))?;
+    let tolerance = drain::tolerance_ms(bound_ms);
+    let w = d.before(before, tolerance, || ping_window(s, stop))?;
     laps.aside(Duration::from_millis(w.waited_ms));
     Ok(w.phrase())
 }
 
-/// One ping window of [`drain::WINDOW_TIME`] on the idle line: its primary probe's round trips.
+/// One ping window of [`drain::PINGING`] on the idle line: its primary probe's round trips.
 /// Every UDP probe lost (a queue holding them past the grace) is a window of no answers, not an
 /// error: the line is not drained yet.
 fn ping_window(s: &Settings, stop: &Stop) -> Result<Vec<Option<f64>>, TuneError> {
@@ -529,8 +531,8 @@ fn ping_window(s: &Settings, stop: &Stop) -> Result<Vec<Option<f64>>, TuneError>
     plan.profile = Profile::by_name("ping")
         .and_then(|p| p.resolve(None))
         .map_err(TuneError::Measure)?;
-    plan.idle_before = drain::WINDOW_TIME / 2;
-    plan.load = drain::WINDOW_TIME / 2;
+    plan.idle_before = drain::PINGING / 2;
+    plan.load = drain::PINGING / 2;
     plan.idle_after = Duration::ZERO;
     plan.probe_interval = PROBE_INTERVAL;
     let rtts = match run_plan(&plan, &mut NoProgress) {
@@ -602,7 +604,8 @@ fn search_one(
                     .shape(&opts(rate))
                     .map_err(TuneError::Shaping)?;
                 let before = format!("{name} {rate}");
-                let waited = drain_before(s, stop, ctx.drainer, ctx.laps, before)?;
+                let bound = search.bound_ms();
+                let waited = drain_before(s, stop, ctx.drainer, ctx.laps, before, bound)?;
                 let results = test_results(s, profile, STEP_LOAD, stop)?;
                 if let Some(d) = ctx.drainer.as_mut() {
                     d.after(&results);
