@@ -105,8 +105,11 @@ pub(crate) struct Budget {
     pub(crate) max: Duration,
     auto: bool,
     started: Instant,
-    /// The drain wait set aside before each step and check ([`crate::drain::expected`] of what the
-    /// unshaped upload left): nothing on a line whose queue empties within its tail.
+    /// The drain wait set aside before each step and check: with `auto`, until the first search
+    /// has run, what the unshaped upload's tail predicts ([`crate::drain::expected`]); then the
+    /// first search's mean wait. A fixed `--max-time` sets nothing aside before it has seen one
+    /// (the unshaped tail overstates a shaped line's: the lab's vdsl2-20 lost its probes there,
+    /// a queue of over a second, and its shaped steps waited for nothing).
     pub(crate) drain: Duration,
 }
 
@@ -196,6 +199,16 @@ impl Budget {
         let checks = self.both_step() * RESERVED_CHECKS;
         let left = self.left().saturating_sub(checks);
         ((left.as_secs_f64() / self.step().as_secs_f64() / 2.0) as usize).clamp(MIN_STEPS, 8)
+    }
+
+    /// Steps for the upload's search (called after the download's): what the time left holds
+    /// once [`RESERVED_CHECKS`] are set aside, at least [`MIN_STEPS`] and at most `most` (the
+    /// download's). The download's drain waits came out of this time.
+    pub(crate) fn steps_for_the_upload(&self, most: usize) -> usize {
+        let checks = self.both_step() * RESERVED_CHECKS;
+        let left = self.left().saturating_sub(checks);
+        ((left.as_secs_f64() / self.step().as_secs_f64()) as usize)
+            .clamp(MIN_STEPS, most.max(MIN_STEPS))
     }
 
     /// Whether a sweep of `time` more still leaves [`MIN_STEPS`] steps each way and
@@ -302,6 +315,21 @@ mod tests {
         auto.fit(Duration::from_secs(20));
         assert!(auto.max > DEFAULT_TIME, "{:?}", auto.max);
         assert!(auto.estimate(Duration::from_secs(20)).contains("4 steps"));
+    }
+
+    #[test]
+    fn the_upload_gets_what_the_download_left_never_more_steps() {
+        let fixed = MaxTime::At(Duration::from_secs(180));
+        // Right after a download search that ended on time: its own steps again.
+        let t0 = Instant::now() - Duration::from_secs(25 + 20 + 40);
+        assert_eq!(Budget::new(fixed, t0).steps_for_the_upload(4), 4);
+        // A download whose drain waits took 20 s more leaves fewer, never under the least.
+        let late = Instant::now() - Duration::from_secs(25 + 20 + 60);
+        let mut b = Budget::new(fixed, late);
+        b.drain = Duration::from_secs(2);
+        assert_eq!(b.steps_for_the_upload(4), 3);
+        let later = Instant::now() - Duration::from_secs(170);
+        assert_eq!(Budget::new(fixed, later).steps_for_the_upload(4), MIN_STEPS);
     }
 
     #[test]

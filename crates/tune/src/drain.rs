@@ -245,6 +245,14 @@ impl Drainer {
         )
     }
 
+    /// The mean of the waits so far (zero before any): what the next steps may expect.
+    pub fn mean_wait(&self) -> Duration {
+        match self.waits.len() {
+            0 => Duration::ZERO,
+            n => self.total / n as u32,
+        }
+    }
+
     /// Records the test that just ran: its tail is the next wait's first window.
     pub fn after(&mut self, results: &Results) {
         self.last_tail = Some(tail(results));

@@ -265,9 +265,10 @@ fn phases(
     let (down_test, down_good, _) = capacity(s, true, stop)?;
     let (up_test, up_good, up_tail) = capacity(s, false, stop)?;
     laps.lap("capacity");
-    // What the unshaped upload left in the queues says what each step's drain wait may take;
-    // the budget sets that aside per step (a line whose tail is at the baseline: nothing).
-    if let Some(base) = idle_rtt_ms {
+    // What the unshaped upload left in the queues says what each step's drain wait may take:
+    // `auto` stretches the run by it (a line whose tail is at the baseline: nothing). A fixed
+    // time sets aside what the download's search shows, for the upload's.
+    if let (Some(base), MaxTime::Auto) = (idle_rtt_ms, s.max_time) {
         let tolerance = drain::tolerance_ms(bound_at(s.bound_ms, up_good));
         let seen = drain::judge(&up_tail, base, tolerance);
         budget.drain = drain::expected(seen);
@@ -353,14 +354,18 @@ fn phases(
     missed.extend(down_missed);
     let steps_down = search.steps().to_vec();
     laps.lap("download");
+    if let Some(d) = drainer.as_ref() {
+        budget.drain = d.mean_wait();
+    }
+    let steps_up_most = budget.steps_for_the_upload(steps_each);
 
     report.phase(
         5,
         "upload",
-        &format!("rate search, at most {steps_each} steps"),
+        &format!("rate search, at most {steps_up_most} steps"),
     );
     let down_rate = down.unwrap_or(capacity_down.line.percent(OTHER_PERCENT));
-    let mut search = Search::new(capacity_up.line, bound_up_ms, steps_each);
+    let mut search = Search::new(capacity_up.line, bound_up_ms, steps_up_most);
     let mut ctx = StepContext {
         s,
         shaping,
