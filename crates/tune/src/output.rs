@@ -385,6 +385,7 @@ mod tests {
             },
             missed: vec![],
             time: vec![],
+            drains: vec![],
             seconds: 100.0,
             ending: "put back".into(),
         }
