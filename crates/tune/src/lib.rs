@@ -9,9 +9,6 @@
 //! - [`search`]: the rate search per direction, a pure state machine fed with each step's
 //!   steady-state latency and goodput.
 //! - [`both_ways`]: the pair of rates the searches found, checked with both directions loaded.
-//! - [`budget`]: the phases' times, `--max-time` and its floor, the steps that fit what is left.
-//! - [`drain`]: before each loaded step, the wait until the round trip is back near the idle
-//!   baseline (the previous step's queue gone), with a cap.
 //! - [`run`]: the phases in order against the user's far end, shaping through a [`shaping::Shaping`]
 //!   the caller provides; [`interrupt`] puts the old shaping back on Ctrl-C at any moment.
 //! - [`output`]: the config file, the JSON and the HTML report with its plots.
@@ -20,9 +17,7 @@
 //! plots); the CLI uses tune, and the lab runs the `unbloat tune` binary.
 
 pub mod both_ways;
-pub mod budget;
 pub mod capacity;
-pub mod drain;
 pub mod framing;
 pub mod interrupt;
 pub mod output;

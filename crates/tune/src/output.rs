@@ -385,7 +385,6 @@ mod tests {
             },
             missed: vec![],
             time: vec![],
-            drains: vec![],
             seconds: 100.0,
             ending: "put back".into(),
         }

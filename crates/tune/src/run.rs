@@ -11,9 +11,6 @@
 //! 6. both ways at once ([`crate::both_ways`]): the pair under rrul, backed off while it breaks
 //!    the bound.
 //!
-//! Before each step of 4. to 6. the run waits until the round trip is back near the idle baseline
-//! of 1. ([`crate::drain`]): the previous step's queue gone, within a cap.
-//!
 //! What callers can rely on: whatever happens (an error, the far end gone, [`Stop`] raised),
 //! [`run`] ends with the shaping that was there before put back, unless it succeeded and
 //! `apply` was asked. The searches get the steps that fit in what `max_time` leaves after the
@@ -27,7 +24,6 @@ use unbloat_measure::client::{NoProgress, TestPlan};
 use unbloat_measure::probe::ipv4_probe_bytes;
 use unbloat_measure::profile::Profile;
 use unbloat_measure::timeline::run_plan;
-use unbloat_measure::MeasureError;
 use unbloat_report::model::Results;
 use unbloat_report::summary::{Leg, Summary};
 use unbloat_shaper::goodput::{GoodputModel, LinkFraming};
@@ -36,9 +32,6 @@ use unbloat_shaper::options::ShapeOptions;
 use unbloat_units::Rate;
 
 use crate::both_ways::{self, BothStep, Measured};
-pub use crate::budget::{min_time, MaxTime, AUTO_MOST, BOTH_LOAD, DEFAULT_TIME, STEP_LOAD};
-use crate::budget::{Budget, IDLE};
-use crate::drain::{self, Drainer};
 use crate::interrupt::{Shared, Stop};
 use crate::search::{self, Next, Outcome as SearchOutcome, Reading, Search, Step};
 use crate::shaping::Shaping;
@@ -51,8 +44,101 @@ pub const OTHER_PERCENT: u64 = 85;
 /// The least a shaper can keep in its queue is about two full packets; at low rates that alone is
 /// tens of milliseconds, so the bound grows by their serialization time at the capacity.
 pub const PACKETS_OF_SLACK: f64 = 2.0;
+/// How long each search step loads the link: the start-up (3 s, left out) and the steady state.
+pub const STEP_LOAD: Duration = Duration::from_secs(8);
+/// What one step costs beyond its load: connection set-up, a short idle baseline and tail.
+const STEP_OVERHEAD: Duration = Duration::from_secs(2);
+/// One loaded step, all told.
+const STEP: Duration = Duration::from_secs(STEP_LOAD.as_secs() + STEP_OVERHEAD.as_secs());
+/// How long each both-ways check loads the link. rrul starts eight flows at once, and on a slow
+/// ATM link the queue their slow start leaves upstream of the ingress shaper lasts well past the
+/// 3 s start-up: on adsl at 96 % of the line the p99 of the load's seconds 3 to 8 read 113 and
+/// 185 ms in two 30 s runs, of seconds 8 to 15 57 and 63 ms, and of the whole steady state 91
+/// and 128 ms. An 8 s check judged that residue more than the pair, and its 100 probes made the
+/// p99 one of its two worst (adsl2-pppoa at 96 %: 37.7, 46.0 and 96.3 ms in three runs of the
+/// same pair). 12 s (180 steady probes) weighs the pair more, for 4 s a check.
+pub const BOTH_LOAD: Duration = Duration::from_secs(12);
+/// One both-ways check, all told.
+const BOTH_STEP: Duration = Duration::from_secs(BOTH_LOAD.as_secs() + STEP_OVERHEAD.as_secs());
 /// Probes every 50 ms: 100 samples in a step's 5 s steady state, enough for its p99.
 const PROBE_INTERVAL: Duration = Duration::from_millis(50);
+/// The idle phase's test.
+const IDLE: Duration = Duration::from_secs(3);
+/// The framing sweep, as [`crate::sweep_phase`] runs it.
+const SWEEP: Duration = Duration::from_secs(20);
+/// The fewest search steps per direction.
+const MIN_STEPS: usize = 3;
+/// The both-ways checks the searches leave time for: the pair and one back-off. A second
+/// back-off, or the halfway pair, runs when the searches ended early enough; reserving all three
+/// would cost each search a step of its four at 3 minutes.
+const RESERVED_CHECKS: u32 = 2;
+/// Shaping changes, connection set-ups and the put-back, beyond the phases' own time (measured:
+/// a 1-minute budget took 114 s in User-Mode Linux before the both-ways phase, for 103 s of
+/// phases).
+const MARGIN: Duration = Duration::from_secs(15);
+
+/// The least `--max-time` that holds every phase with [`MIN_STEPS`] steps each way and one
+/// both-ways check: 2m20s with the framing sweep, 2m without.
+pub fn min_time(skip_sweep: bool) -> Duration {
+    let step = STEP;
+    let sweep = if skip_sweep { Duration::ZERO } else { SWEEP };
+    let need = IDLE + 2 * step + sweep + step * (2 * MIN_STEPS as u32) + BOTH_STEP + MARGIN;
+    // Whole ten seconds, so the message reads 2m20s rather than 2m12s.
+    Duration::from_secs(need.as_secs().div_ceil(10) * 10)
+}
+
+/// A run with `--max-time auto` takes this long on a line whose phases fit in it.
+pub const DEFAULT_TIME: Duration = Duration::from_secs(180);
+/// The longest `auto` stretches a run to.
+pub const AUTO_MOST: Duration = Duration::from_secs(360);
+/// The steps per direction `auto` keeps on a slow line: what [`DEFAULT_TIME`] gives a fast one.
+const AUTO_STEPS: u32 = 4;
+
+/// `--max-time`: a fixed budget, or `auto`: [`DEFAULT_TIME`], stretched on a slow line (whose
+/// framing sweep must space its echoes: 54 s at 160 kbit/s up, not 20) to what its phases need
+/// with [`AUTO_STEPS`] steps each way, at most [`AUTO_MOST`]. The estimate is said up front.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxTime {
+    Auto,
+    At(Duration),
+}
+
+impl MaxTime {
+    /// `auto`, or a time as `unbloat test --duration` takes it (`3m`, `200s`).
+    pub fn parse(text: &str) -> Result<MaxTime, String> {
+        if text == "auto" {
+            return Ok(MaxTime::Auto);
+        }
+        unbloat_measure::parse_duration(text)
+            .map(MaxTime::At)
+            .map_err(|e| format!("{e}; or auto: 3 minutes, longer on a slow line"))
+    }
+
+    /// The time the user set; `None` for `auto`.
+    pub fn fixed(self) -> Option<Duration> {
+        match self {
+            MaxTime::Auto => None,
+            MaxTime::At(d) => Some(d),
+        }
+    }
+
+    /// The longest the run may take (what a caller's timeout allows for).
+    pub fn most(self) -> Duration {
+        match self {
+            MaxTime::Auto => AUTO_MOST,
+            MaxTime::At(d) => d,
+        }
+    }
+}
+
+impl std::fmt::Display for MaxTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MaxTime::Auto => f.write_str("auto"),
+            MaxTime::At(d) => write!(f, "{}s", d.as_secs()),
+        }
+    }
+}
 
 /// What the user asked of the run.
 #[derive(Debug, Clone)]
@@ -106,9 +192,6 @@ pub struct Tuned {
     /// Where the time went, phase by phase.
     #[serde(default)]
     pub time: Vec<Lap>,
-    /// The waits for the line to drain before each search step and both-ways check, in order.
-    #[serde(default)]
-    pub drains: Vec<drain::Wait>,
     pub seconds: f64,
     /// What happened to the shaping at the end (put back, or applied).
     pub ending: String,
@@ -137,14 +220,10 @@ pub struct Lap {
     pub seconds: f64,
 }
 
-/// Where the time went: each [`Laps::lap`] closes the phase that ran since the one before,
-/// less the drain waits inside it ([`Laps::aside`]), which get a lap of their own at the end.
+/// Where the time went: each [`Laps::lap`] closes the phase that ran since the one before.
 struct Laps {
     last: Instant,
     laps: Vec<Lap>,
-    /// Drain waits since the last lap, and in all.
-    aside: Duration,
-    aside_total: Duration,
 }
 
 impl Laps {
@@ -152,8 +231,6 @@ impl Laps {
         Laps {
             last: started,
             laps: vec![],
-            aside: Duration::ZERO,
-            aside_total: Duration::ZERO,
         }
     }
 
@@ -161,27 +238,9 @@ impl Laps {
         let now = Instant::now();
         self.laps.push(Lap {
             phase: phase.into(),
-            seconds: (now - self.last).saturating_sub(self.aside).as_secs_f64(),
+            seconds: (now - self.last).as_secs_f64(),
         });
         self.last = now;
-        self.aside = Duration::ZERO;
-    }
-
-    /// Time inside the running phase spent waiting for the line to drain.
-    fn aside(&mut self, waited: Duration) {
-        self.aside += waited;
-        self.aside_total += waited;
-    }
-
-    /// The laps, with the drain waits' lap when there were any.
-    fn done(mut self) -> Vec<Lap> {
-        if !self.aside_total.is_zero() {
-            self.laps.push(Lap {
-                phase: "draining".into(),
-                seconds: self.aside_total.as_secs_f64(),
-            });
-        }
-        self.laps
     }
 }
 
@@ -262,17 +321,9 @@ fn phases(
         "capacity",
         "unshaped download, then upload (8 s each; the link is saturated)",
     );
-    let (down_test, down_good, _) = capacity(s, true, stop)?;
-    let (up_test, up_good, up_tail) = capacity(s, false, stop)?;
+    let (down_test, down_good) = capacity(s, true, stop)?;
+    let (up_test, up_good) = capacity(s, false, stop)?;
     laps.lap("capacity");
-    // What the unshaped upload left in the queues says what each step's drain wait may take:
-    // `auto` stretches the run by it (a line whose tail is at the baseline: nothing). A fixed
-    // time sets aside what the download's search shows, for the upload's.
-    if let (Some(base), MaxTime::Auto) = (idle_rtt_ms, s.max_time) {
-        let tolerance = drain::tolerance_ms(bound_at(s.bound_ms, up_good));
-        let seen = drain::judge(&up_tail, base, tolerance);
-        budget.drain = drain::expected(seen);
-    }
     let sweep_time = if s.skip_sweep {
         Duration::ZERO
     } else {
@@ -330,7 +381,6 @@ fn phases(
         up: Some(up),
         ..link.clone()
     };
-    let mut drainer = idle_rtt_ms.map(Drainer::new);
 
     report.phase(
         4,
@@ -342,39 +392,23 @@ fn phases(
     );
     let other = capacity_up.line.percent(OTHER_PERCENT);
     let mut search = Search::new(capacity_down.line, bound_down_ms, steps_each);
-    let mut ctx = StepContext {
-        s,
-        shaping,
-        stop,
-        report: &mut *report,
-        drainer: &mut drainer,
-        laps: &mut laps,
-    };
-    let (down, down_missed) = search_one(&mut ctx, &mut search, true, |r| with(r, other))?;
+    let (down, down_missed) = search_one(s, shaping, stop, report, &mut search, true, |r| {
+        with(r, other)
+    })?;
     missed.extend(down_missed);
     let steps_down = search.steps().to_vec();
     laps.lap("download");
-    if let Some(d) = drainer.as_ref() {
-        budget.drain = d.mean_wait();
-    }
-    let steps_up_most = budget.steps_for_the_upload(steps_each);
 
     report.phase(
         5,
         "upload",
-        &format!("rate search, at most {steps_up_most} steps"),
+        &format!("rate search, at most {steps_each} steps"),
     );
     let down_rate = down.unwrap_or(capacity_down.line.percent(OTHER_PERCENT));
-    let mut search = Search::new(capacity_up.line, bound_up_ms, steps_up_most);
-    let mut ctx = StepContext {
-        s,
-        shaping,
-        stop,
-        report: &mut *report,
-        drainer: &mut drainer,
-        laps: &mut laps,
-    };
-    let (up, up_missed) = search_one(&mut ctx, &mut search, false, |r| with(down_rate, r))?;
+    let mut search = Search::new(capacity_up.line, bound_up_ms, steps_each);
+    let (up, up_missed) = search_one(s, shaping, stop, report, &mut search, false, |r| {
+        with(down_rate, r)
+    })?;
     missed.extend(up_missed);
     let steps_up = search.steps().to_vec();
     laps.lap("upload");
@@ -393,19 +427,7 @@ fn phases(
             lock(shaping)
                 .shape(&with(d, u))
                 .map_err(TuneError::Shaping)?;
-            let waited = drain_before(
-                s,
-                stop,
-                &mut drainer,
-                &mut laps,
-                format!("both ways {d}/{u}"),
-                bound,
-            )?;
-            let results = test_results(s, "rrul", BOTH_LOAD, stop)?;
-            if let Some(dr) = drainer.as_mut() {
-                dr.after(&results);
-            }
-            let sum = Summary::from_results(&results);
+            let sum = test(s, "rrul", BOTH_LOAD, stop)?;
             let p = sum.primary();
             let m = Measured {
                 steady_p99_ms: p.and_then(|p| p.steady_induced_p99_ms).unwrap_or(f64::NAN),
@@ -422,7 +444,7 @@ fn phases(
                 6,
                 "both ways",
                 &format!(
-                    "{d} down, {u} up: steady p99 +{:.1} ms{} ({}){}, start-up peak +{} ms{waited}",
+                    "{d} down, {u} up: steady p99 +{:.1} ms{} ({}){}, start-up peak +{} ms",
                     m.steady_p99_ms,
                     if settled < m.steady_p99_ms {
                         format!(", falling: its second half +{settled:.1} ms")
@@ -490,74 +512,22 @@ fn phases(
         up,
         options,
         missed,
-        drains: drainer.map(|d| d.waits).unwrap_or_default(),
-        time: laps.done(),
+        time: laps.laps,
         seconds: 0.0,
         ending: String::new(),
     })
 }
 
-/// What a search's steps need beside the search: the far end, the shaping, the progress line,
-/// the drain waits and the laps they are set aside in.
-struct StepContext<'a, 'r> {
-    s: &'a Settings,
-    shaping: &'a Shared,
-    stop: &'a Stop,
-    report: &'a mut (dyn Report + 'r),
-    drainer: &'a mut Option<Drainer>,
-    laps: &'a mut Laps,
-}
-
-/// Waits before a step judged by `bound_ms` until the line has drained ([`crate::drain`]),
-/// when the idle baseline is known; returns the wait's phrase for the step's progress line.
-fn drain_before(
-    s: &Settings,
-    stop: &Stop,
-    drainer: &mut Option<Drainer>,
-    laps: &mut Laps,
-    before: String,
-    bound_ms: f64,
-) -> Result<String, TuneError> {
-    let Some(d) = drainer.as_mut() else {
-        return Ok(String::new());
-    };
-    let tolerance = drain::tolerance_ms(bound_ms);
-    let w = d.before(before, tolerance, || ping_window(s, stop))?;
-    laps.aside(Duration::from_millis(w.waited_ms));
-    Ok(w.phrase())
-}
-
-/// One ping window of [`drain::PINGING`] on the idle line: its primary probe's round trips.
-/// Every UDP probe lost (a queue holding them past the grace) is a window of no answers, not an
-/// error: the line is not drained yet.
-fn ping_window(s: &Settings, stop: &Stop) -> Result<Vec<Option<f64>>, TuneError> {
-    stop.check()?;
-    let mut plan = s.test.clone();
-    plan.profile = Profile::by_name("ping")
-        .and_then(|p| p.resolve(None))
-        .map_err(TuneError::Measure)?;
-    plan.idle_before = drain::PINGING / 2;
-    plan.load = drain::PINGING / 2;
-    plan.idle_after = Duration::ZERO;
-    plan.probe_interval = PROBE_INTERVAL;
-    let rtts = match run_plan(&plan, &mut NoProgress) {
-        Ok(results) => drain::rtts(&results, 0.0),
-        Err(f) if matches!(f.error, MeasureError::ProbesLost { .. }) => vec![],
-        Err(f) => return Err(TuneError::Measure(f.error)),
-    };
-    stop.check()?;
-    Ok(rtts)
-}
-
 /// One direction's search: shape, load, record, until the search is done.
 fn search_one(
-    ctx: &mut StepContext,
+    s: &Settings,
+    shaping: &Shared,
+    stop: &Stop,
+    report: &mut dyn Report,
     search: &mut Search,
     down: bool,
     opts: impl Fn(Rate) -> ShapeOptions,
 ) -> Result<(Option<Rate>, Option<Missed>), TuneError> {
-    let (s, shaping, stop) = (ctx.s, ctx.shaping, ctx.stop);
-    let report = &mut *ctx.report;
     let (phase, name, profile) = if down {
         (4, "download", "download")
     } else {
@@ -608,14 +578,7 @@ fn search_one(
                 lock(shaping)
                     .shape(&opts(rate))
                     .map_err(TuneError::Shaping)?;
-                let before = format!("{name} {rate}");
-                let bound = search.bound_ms();
-                let waited = drain_before(s, stop, ctx.drainer, ctx.laps, before, bound)?;
-                let results = test_results(s, profile, STEP_LOAD, stop)?;
-                if let Some(d) = ctx.drainer.as_mut() {
-                    d.after(&results);
-                }
-                let sum = Summary::from_results(&results);
+                let sum = test(s, profile, STEP_LOAD, stop)?;
                 let p = sum.primary();
                 let p99 = p.and_then(|p| p.steady_induced_p99_ms).unwrap_or(f64::NAN);
                 let peak = p.and_then(|p| p.startup_peak_induced_ms);
@@ -636,7 +599,7 @@ fn search_one(
                     phase,
                     name,
                     &format!(
-                        "{rate}: steady p99 +{p99:.1} ms ({}){}, start-up peak +{} ms, goodput {}{waited}",
+                        "{rate}: steady p99 +{p99:.1} ms ({}){}, start-up peak +{} ms, goodput {}",
                         last.verdict(search.bound_ms()),
                         legs(last.down_leg, last.up_leg),
                         fmt_opt(peak),
@@ -704,18 +667,12 @@ fn link_layer(opts: &ShapeOptions) -> Result<LinkLayer, TuneError> {
 
 /// The unshaped test of one direction, and its goodput as the line carried it
 /// ([`crate::capacity`]: not what a stall held back and released into the window).
-/// With it, the round trips of the test's idle tail ([`drain::tail`]).
-fn capacity(
-    s: &Settings,
-    down: bool,
-    stop: &Stop,
-) -> Result<(Summary, Rate, Vec<Option<f64>>), TuneError> {
+fn capacity(s: &Settings, down: bool, stop: &Stop) -> Result<(Summary, Rate), TuneError> {
     let results = test_results(s, if down { "download" } else { "upload" }, STEP_LOAD, stop)?;
     let summary = Summary::from_results(&results);
-    let tail = drain::tail(&results);
     match crate::capacity::line_goodput(&results, down) {
-        Some(g) if g > 0.0 => Ok((summary, Rate::from_bits_per_sec(g as u64), tail)),
-        _ => goodput(&summary, down).map(|g| (summary, g, tail)),
+        Some(g) if g > 0.0 => Ok((summary, Rate::from_bits_per_sec(g as u64))),
+        _ => goodput(&summary, down).map(|g| (summary, g)),
     }
 }
 
@@ -772,6 +729,105 @@ fn fmt_opt(v: Option<f64>) -> String {
     v.map_or("?".into(), |v| format!("{v:.1}"))
 }
 
+/// The time left for the searches, split into a number of steps per direction.
+struct Budget {
+    max: Duration,
+    auto: bool,
+    started: Instant,
+}
+
+impl Budget {
+    fn new(max: MaxTime, started: Instant) -> Budget {
+        let (max, auto) = match max {
+            MaxTime::Auto => (DEFAULT_TIME, true),
+            MaxTime::At(d) => (d, false),
+        };
+        Budget { max, auto, started }
+    }
+
+    /// With `auto`, stretches the run (called after the capacity phase) to hold a sweep of
+    /// `sweep`, [`AUTO_STEPS`] steps each way and the reserved checks, within [`AUTO_MOST`].
+    fn fit(&mut self, sweep: Duration) {
+        if self.auto {
+            let need = self.started.elapsed() + sweep + self.after(AUTO_STEPS) + MARGIN;
+            // Whole ten seconds up: the steps are counted down from what is left, and a
+            // budget to the second would lose one to the time the counting itself takes.
+            let need = Duration::from_secs(need.as_secs().div_ceil(10) * 10 + 10);
+            self.max = need.clamp(DEFAULT_TIME, AUTO_MOST);
+        }
+    }
+
+    /// The searches' `steps` each way and the reserved checks.
+    fn after(&self, steps: u32) -> Duration {
+        STEP * (2 * steps) + BOTH_STEP * RESERVED_CHECKS
+    }
+
+    /// What the rest of the run takes, said before it: the sweep, the searches, the checks.
+    fn estimate(&self, sweep: Duration) -> String {
+        let sweep = sweep.min(self.first_sweep());
+        let steps = ((self
+            .left()
+            .saturating_sub(sweep + BOTH_STEP * RESERVED_CHECKS))
+        .as_secs_f64()
+            / STEP.as_secs_f64()
+            / 2.0) as u32;
+        let steps = steps.clamp(MIN_STEPS as u32, 8);
+        let total = self.started.elapsed() + sweep + self.after(steps) + MARGIN;
+        format!(
+            "the run takes about {} s in all, at most {} s ({}): {}{} steps of {} s each way, both-ways checks of {} s",
+            total.min(self.max).as_secs(),
+            self.max.as_secs(),
+            if self.auto {
+                "--max-time auto"
+            } else {
+                "--max-time"
+            },
+            if sweep.is_zero() {
+                String::new()
+            } else {
+                format!("the framing sweep {} s, ", sweep.as_secs())
+            },
+            steps,
+            STEP.as_secs(),
+            BOTH_STEP.as_secs()
+        )
+    }
+
+    /// Steps per direction that fit the time left (called after the fixed phases) once
+    /// [`MARGIN`] and [`RESERVED_CHECKS`] are set aside, at least [`MIN_STEPS`] and at most 8.
+    fn steps_per_direction(&self) -> usize {
+        let checks = BOTH_STEP * RESERVED_CHECKS;
+        let left = self.left().saturating_sub(checks);
+        ((left.as_secs_f64() / STEP.as_secs_f64() / 2.0) as usize).clamp(MIN_STEPS, 8)
+    }
+
+    /// Whether a sweep of `time` more still leaves [`MIN_STEPS`] steps each way and
+    /// [`RESERVED_CHECKS`] their time.
+    fn holds_another_sweep(&self, time: Duration) -> bool {
+        let after = STEP * (2 * MIN_STEPS as u32) + BOTH_STEP * RESERVED_CHECKS;
+        self.left() >= time + after
+    }
+
+    /// The longest the first framing sweep may take: what is left once the searches' least
+    /// steps and one both-ways check ([`min_time`]'s phases) are set aside. A slow upload
+    /// spaces the echoes, and its sweep would otherwise overrun `--max-time`.
+    fn first_sweep(&self) -> Duration {
+        let after = STEP * (2 * MIN_STEPS as u32) + BOTH_STEP;
+        self.left().saturating_sub(after)
+    }
+
+    /// Both-ways checks that fit the time left (called after the searches): at least one.
+    fn both_ways_checks(&self) -> usize {
+        ((self.left().as_secs_f64() / BOTH_STEP.as_secs_f64()) as usize).max(1)
+    }
+
+    fn left(&self) -> Duration {
+        self.max
+            .saturating_sub(self.started.elapsed())
+            .saturating_sub(MARGIN)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -784,19 +840,67 @@ mod tests {
     }
 
     #[test]
-    fn the_drain_waits_get_a_lap_of_their_own_and_leave_the_phases() {
-        let mut laps = Laps::new(Instant::now() - Duration::from_secs(10));
-        laps.aside(Duration::from_secs(4));
-        laps.lap("download");
-        laps.lap("upload");
-        let laps = laps.done();
-        assert_eq!(laps.len(), 3);
-        assert!((laps[0].seconds - 6.0).abs() < 0.5, "{laps:?}");
-        assert!(laps[1].seconds < 0.5, "{laps:?}");
-        assert_eq!(laps[2].phase, "draining");
-        assert_eq!(laps[2].seconds, 4.0);
-        // No wait, no lap.
-        assert_eq!(Laps::new(Instant::now()).done(), vec![]);
+    fn the_time_floor_holds_every_phase() {
+        assert_eq!(min_time(false), Duration::from_secs(140));
+        assert_eq!(min_time(true), Duration::from_secs(120));
+    }
+
+    #[test]
+    fn a_second_sweep_only_when_the_searches_keep_their_least_steps() {
+        let sweep = Duration::from_secs(20);
+        // The first sweep ends after idle, capacity and itself: 3 + 2 * 10 + 20 s, and more.
+        let ended = Instant::now() - Duration::from_secs(45);
+        // 120 s left of 3 minutes: 20 s more still leaves 88 s for 3 + 3 steps and 2 checks.
+        assert!(
+            Budget::new(MaxTime::At(Duration::from_secs(180)), ended).holds_another_sweep(sweep)
+        );
+        assert!(
+            !Budget::new(MaxTime::At(Duration::from_secs(165)), ended).holds_another_sweep(sweep)
+        );
+        // The least budget holds one sweep, not two.
+        assert!(!Budget::new(MaxTime::At(min_time(false)), ended).holds_another_sweep(sweep));
+    }
+
+    #[test]
+    fn auto_stretches_a_slow_lines_run_and_a_fixed_budget_stays() {
+        let t0 = Instant::now() - Duration::from_secs(25);
+        // A fast line's 20 s sweep fits 3 minutes with 4 steps each way.
+        let mut fast = Budget::new(MaxTime::Auto, t0);
+        fast.fit(Duration::from_secs(20));
+        assert_eq!(fast.max, DEFAULT_TIME);
+        // 160 kbit/s up: a 54 s sweep; auto makes room for it and 4 steps each way.
+        let mut slow = Budget::new(MaxTime::Auto, t0);
+        slow.fit(Duration::from_secs(54));
+        assert!(
+            slow.max > DEFAULT_TIME && slow.max <= AUTO_MOST,
+            "{:?}",
+            slow.max
+        );
+        assert!(
+            slow.estimate(Duration::from_secs(54)).contains("4 steps"),
+            "{}",
+            slow.estimate(Duration::from_secs(54))
+        );
+        // What the user set stands; the sweep is cut to fit it instead.
+        let mut fixed = Budget::new(MaxTime::At(min_time(false)), t0);
+        fixed.fit(Duration::from_secs(54));
+        assert_eq!(fixed.max, min_time(false));
+        assert!(fixed.first_sweep() < Duration::from_secs(54));
+        let said = fixed.estimate(Duration::from_secs(54));
+        assert!(
+            said.contains("at most 140 s") && said.contains("3 steps"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn max_time_reads_auto_or_a_time() {
+        assert_eq!(MaxTime::parse("auto"), Ok(MaxTime::Auto));
+        let three = MaxTime::parse("3m").unwrap();
+        assert_eq!(three, MaxTime::At(Duration::from_secs(180)));
+        assert_eq!(MaxTime::parse(&three.to_string()), Ok(three));
+        assert!(MaxTime::parse("soon").is_err());
+        assert_eq!(MaxTime::Auto.most(), AUTO_MOST);
     }
 
     /// Issue 38: dsl-2002's upload was put at 185 kbit/s of its 220, and every rate searched
