@@ -42,7 +42,7 @@ const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 pub struct Association {
     /// The network's name; `None` for one that hides it or has a name 802.11 does not allow.
     pub ssid: Option<Ssid>,
-    /// The access point's MAC; `None` in the moment between association and its station entry.
+    /// The access point's MAC; `None` only if the kernel's entry for it lacks one.
     pub bssid: Option<Mac>,
 }
 
@@ -117,7 +117,7 @@ impl Nl80211 {
     /// probe response first: a network that hides its name beacons an empty one). Linux 6.1's
     /// `NL80211_ATTR_SSID` of the interface is not enough: with the SME in wpa_supplicant it is
     /// set only when the access point sends a country element (net/wireless/sme.c,
-    /// `cfg80211_connect_result_...`), so it is the fallback here, not the source.
+    /// `__cfg80211_connect_result` returns before it without one), so it is the fallback here.
     pub fn association(&mut self, index: u32) -> io::Result<Option<Association>> {
         let scan = match self.ask(Nl80211Command::GetScan, index, NLM_F_DUMP) {
             Ok(s) => s,
