@@ -32,6 +32,7 @@ use netlink_sys::{protocols::NETLINK_GENERIC, Socket, SocketAddr};
 use unbloat_shaper::network::{Mac, Ssid};
 use wl_nl80211::{Nl80211Attr, Nl80211BssInfo, Nl80211Command, Nl80211Message};
 
+use crate::rtnl::events::{receive, Received};
 use crate::rtnl::{request_bytes, set_receive_timeout};
 
 /// How long the kernel may take to answer; it answers at once, so this only bounds a bug.
@@ -247,23 +248,12 @@ impl WifiEvents {
     /// came within `timeout`, or events were lost. The group's other events (signal quality
     /// reports, channel switches) are not a new network.
     pub fn next(&mut self, timeout: std::time::Duration) -> io::Result<bool> {
-        set_receive_timeout(&self.0.socket, timeout)?;
-        let n = match self.0.socket.recv(&mut &mut self.0.buf[..], 0) {
-            Ok(n) => n,
-            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => return Ok(true),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                return Ok(false)
-            }
-            Err(e) => return Err(e),
-        };
-        Ok(changes_association(&self.0.buf[..n]))
+        let events = &mut self.0;
+        Ok(match receive(&events.socket, &mut events.buf, timeout)? {
+            Received::Datagram(n) => changes_association(&events.buf[..n]),
+            Received::Lost => true,
+            Received::Nothing => false,
+        })
     }
 }
 

@@ -67,22 +67,39 @@ impl LinkEvents {
     /// The events of the next datagram, waiting at most `timeout` (an empty list when none
     /// came).
     pub fn next(&mut self, timeout: Duration) -> io::Result<Vec<LinkEvent>> {
-        set_receive_timeout(&self.socket, timeout)?;
-        let n = match self.socket.recv(&mut &mut self.buf[..], 0) {
-            Ok(n) => n,
-            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => return Ok(vec![LinkEvent::Lost]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Ok(vec![])
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(vec![]),
-            Err(e) => return Err(e),
-        };
-        Ok(parse(&self.buf[..n]))
+        Ok(match receive(&self.socket, &mut self.buf, timeout)? {
+            Received::Datagram(n) => parse(&self.buf[..n]),
+            Received::Lost => vec![LinkEvent::Lost],
+            Received::Nothing => vec![],
+        })
+    }
+}
+
+/// What a multicast socket's next read gave.
+pub(crate) enum Received {
+    /// A datagram of this many bytes.
+    Datagram(usize),
+    /// The socket's buffer overflowed (`ENOBUFS`): events were lost.
+    Lost,
+    /// Nothing within the timeout, or a signal interrupted the wait.
+    Nothing,
+}
+
+/// The next datagram of an event socket into `buf`, waiting at most `timeout`.
+pub(crate) fn receive(socket: &Socket, buf: &mut [u8], timeout: Duration) -> io::Result<Received> {
+    set_receive_timeout(socket, timeout)?;
+    match socket.recv(&mut &mut buf[..], 0) {
+        Ok(n) => Ok(Received::Datagram(n)),
+        Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => Ok(Received::Lost),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+            ) =>
+        {
+            Ok(Received::Nothing)
+        }
+        Err(e) => Err(e),
     }
 }
 
