@@ -7,7 +7,7 @@
 //! few lines each, below.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::process::{Command, Output, Stdio};
 
 use std::time::{Duration, Instant};
@@ -76,40 +76,62 @@ fn read_head(conn: &mut TcpStream) {
     }
 }
 
+/// A TCP listener and a UDP socket on one loopback port, to see whether anything was sent there.
+struct Watched {
+    tcp: TcpListener,
+    udp: UdpSocket,
+}
+
+impl Watched {
+    fn new() -> Watched {
+        loop {
+            let tcp = TcpListener::bind("127.0.0.1:0").expect("bind tcp");
+            let port = tcp.local_addr().expect("addr").port();
+            if let Ok(udp) = UdpSocket::bind(("127.0.0.1", port)) {
+                tcp.set_nonblocking(true).expect("nonblocking");
+                udp.set_nonblocking(true).expect("nonblocking");
+                return Watched { tcp, udp };
+            }
+        }
+    }
+
+    fn port(&self) -> u16 {
+        self.tcp.local_addr().expect("addr").port()
+    }
+
+    /// Whether a connection or a datagram has arrived.
+    fn reached(&self) -> bool {
+        let mut buf = [0u8; 64];
+        self.tcp.accept().is_ok() || self.udp.recv_from(&mut buf).is_ok()
+    }
+}
+
 #[test]
 fn command_lines_that_cannot_work_exit_2_before_anything_is_sent() {
-    let cases: &[(&[&str], &str)] = &[
-        (&["ftp://example.net"], "unknown scheme"),
-        (&["irtt://127.0.0.1"], "--load"),
-        (
-            &[
-                "--probe",
-                "iperf3://127.0.0.1",
-                "--load",
-                "iperf3://127.0.0.1",
-            ],
-            "load only",
-        ),
-        (&["--load", "iperf3://127.0.0.1"], "no far end"),
-        (
-            &["https://127.0.0.1", "--max-connections", "0"],
-            "--max-connections",
-        ),
-        (
-            &["https://127.0.0.1", "--ca-file", "/nonexistent/ca.pem"],
-            "--ca-file",
-        ),
-        (&["irtt://127.0.0.1:0", "--profile", "ping"], "port"),
+    // Every far end below is a watched port: a connection or a datagram there would mean the
+    // command line was acted on before it was judged. (Not a time bound: under CI's other lane
+    // starting the binary alone can take seconds.)
+    let watched = Watched::new();
+    let at = |scheme: &str| format!("{scheme}://127.0.0.1:{}", watched.port());
+    let (irtt, iperf3, https) = (at("irtt"), at("iperf3"), at("https"));
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["ftp://example.net"], "unknown scheme"),
+        (vec![&irtt], "--load"),
+        (vec!["--probe", &iperf3, "--load", &iperf3], "load only"),
+        (vec!["--load", &iperf3], "no far end"),
+        (vec![&https, "--max-connections", "0"], "--max-connections"),
+        (vec![&https, "--ca-file", "/nonexistent/ca.pem"], "--ca-file"),
+        (vec!["irtt://127.0.0.1:0", "--profile", "ping"], "port"),
     ];
-    for (args, says) in cases {
-        let (out, took) = unbloat(args);
+    for (args, says) in &cases {
+        let (out, _) = unbloat(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
         assert!(
             text(&out).contains(says),
             "{args:?} should say {says:?}: {}",
             text(&out)
         );
-        assert!(took < Duration::from_secs(2), "{args:?} took {took:?}");
+        assert!(!watched.reached(), "{args:?} sent something before failing");
     }
 }
 
@@ -211,6 +233,6 @@ fn hostile_web_servers_end_the_test_with_exit_3_and_a_clear_message() {
             says.iter().any(|s| t.contains(s)),
             "{far} should say one of {says:?}: {t}"
         );
-        assert!(took < Duration::from_secs(20), "{far} took {took:?}");
+        assert!(took < Duration::from_secs(30), "{far} took {took:?}");
     }
 }
