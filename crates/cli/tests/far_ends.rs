@@ -120,7 +120,10 @@ fn command_lines_that_cannot_work_exit_2_before_anything_is_sent() {
         (vec!["--probe", &iperf3, "--load", &iperf3], "load only"),
         (vec!["--load", &iperf3], "no far end"),
         (vec![&https, "--max-connections", "0"], "--max-connections"),
-        (vec![&https, "--ca-file", "/nonexistent/ca.pem"], "--ca-file"),
+        (
+            vec![&https, "--ca-file", "/nonexistent/ca.pem"],
+            "--ca-file",
+        ),
         (vec!["irtt://127.0.0.1:0", "--profile", "ping"], "port"),
     ];
     for (args, says) in &cases {
