@@ -12,6 +12,7 @@ use unbloat_shaper::linklayer::{Framing, LinkPreset};
 use unbloat_shaper::options::ShapeOptions;
 use unbloat_shaper::spec::parse_iface;
 use unbloat_system::apply::{Request, Shaper};
+use unbloat_system::lock::ControllerLock;
 use unbloat_system::runner::SystemRunner;
 use unbloat_system::state::{ShapedState, StateDir};
 use unbloat_tune::interrupt::{self, Shared};
@@ -286,6 +287,13 @@ pub fn tune(args: &TuneArgs) -> Result<(), Failure> {
     for warning in shaper.check_offload(&[sample.request()])? {
         eprintln!("unbloat: warning: {warning}");
     }
+    // Tune moves the rates for minutes, as a controller does: it holds the interface's controller
+    // lock, so no autorate controller runs beside it (each would spoil the other's work), and the
+    // daemon's checks leave the interface to it instead of putting the configured rates back
+    // under its steps. Held until the process ends, an interrupted one too.
+    state.ensure()?;
+    let _controller = ControllerLock::acquire(state.path(), iface.as_str(), "unbloat tune")
+        .map_err(|e| anyhow!("tune {iface}: {e}; nothing was measured or changed"))?;
     let prior = state.load(&iface)?;
     let shaping: Shared = Arc::new(Mutex::new(Box::new(CliShaping {
         iface: iface.clone(),

@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use unbloat_shaper::autorate_config::AutorateConfig;
 use unbloat_shaper::config::ConfigFile;
 use unbloat_system::apply::{ApplyError, Outcome, Request, Shaper};
+use unbloat_system::lock::ControllerLock;
 use unbloat_system::planned::{self, PlanError, Planned};
 use unbloat_system::rtnl::events::LinkEvent;
 use unbloat_system::state::now_unix;
@@ -99,6 +100,9 @@ pub enum Health {
     /// Left unshaped on purpose: an unknown network, and `unknown_network = "none"`.
     #[cfg(feature = "networks")]
     Unshaped,
+    /// Another process moves its rates and holds its controller lock (`unbloat tune`, or
+    /// `unbloat autorate` by hand; the text names it): not checked until that process is done.
+    Held(String),
 }
 
 impl Health {
@@ -112,6 +116,7 @@ impl Health {
             Health::Unshaped => {
                 "not shaped: an unknown network (unknown_network = \"none\")".into()
             }
+            Health::Held(by) => format!("left to {by}, which moves its rates"),
         }
     }
 }
@@ -269,6 +274,18 @@ impl<'r> Keeper<'r> {
         let Some(p) = self.follow.current(name, p) else {
             return self.unshape(name);
         };
+        // Another process moves its rates (a tune's steps, or a controller started by hand): a
+        // check now would put the configured rates back under it. Left to it until it is done,
+        // then checked as before. This daemon's own controllers hold the same lock: interfaces
+        // with an [autorate] table are not asked about (looking could refuse one just starting),
+        // and a holder with this process's pid is not another.
+        if !self.autorate.iter().any(|(i, _)| i.as_str() == name) {
+            let own = format!(", pid {}", std::process::id());
+            let held = ControllerLock::held_by(self.shaper.state.path(), name);
+            if let Some(by) = held.filter(|by| !by.ends_with(&own)) {
+                return self.set_health(name, Health::Held(by));
+            }
+        }
         let t0 = Instant::now();
         let index = link_index(name);
         // Under autorate, the setup as the controller has it: the base rates would undo its work.
@@ -322,6 +339,9 @@ impl<'r> Keeper<'r> {
                     "{name}: no such device yet; it is shaped when it appears"
                 )),
                 Health::Failed(why) => say::error(&format!("{name}: cannot shape it: {why}")),
+                Health::Held(by) => say::info(&format!(
+                    "{name}: left to {by}, which moves its rates; checked again once it is done"
+                )),
                 // Said by `unshape` when it removed something.
                 #[cfg(feature = "networks")]
                 Health::Unshaped => {}

@@ -14,6 +14,8 @@
 //! A second lock, [`ControllerLock`], one per interface, is held for as long as an autorate
 //! controller runs there: two controllers on one interface (`unbloat autorate` by hand beside
 //! the daemon's `[autorate]` table) would each undo the other's rates several times a second.
+//! `unbloat tune` holds it too (it moves the rates for minutes), and the daemon leaves an
+//! interface whose lock another process holds to that process ([`ControllerLock::held_by`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -213,6 +215,30 @@ impl ControllerLock {
         write!(file, "{who}, pid {}", std::process::id()).map_err(io)?;
         Ok(ControllerLock { _file: file })
     }
+
+    /// Who holds `<dir>/autorate.<iface>.lock` (its `who, pid N`), while an open file other than
+    /// one of the caller's own holds it: this process's own controller counts as another, so the
+    /// caller asks only about interfaces it runs none on. No lock file, or one that cannot be
+    /// opened: `None` (nothing is made). Looking takes the lock for a moment when it is free; a
+    /// controller that starts in that moment is refused as if one ran, and can be started again.
+    pub fn held_by(dir: &Path, iface: &str) -> Option<String> {
+        let path = dir.join(format!("autorate.{iface}.lock"));
+        std::fs::symlink_metadata(&path).ok()?;
+        match try_flock(&path) {
+            Ok(None) => {
+                let text = crate::state::read_file(&path)
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default();
+                Some(match text.trim() {
+                    "" => "another process".to_string(),
+                    t => t.chars().filter(|c| !c.is_control()).take(120).collect(),
+                })
+            }
+            // Free (the file is closed here, and with it the lock), or not to be opened.
+            Ok(Some(_)) | Err(_) => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -288,6 +314,28 @@ mod tests {
         drop((first, other));
         let again = ControllerLock::acquire(&dir, "wan0", "unbloat autorate").expect("free");
         drop(again);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn held_by_names_the_holder_and_makes_nothing_where_none_is() {
+        let dir = temp("held");
+        assert_eq!(ControllerLock::held_by(&dir, "wan0"), None);
+        assert!(
+            !dir.join("autorate.wan0.lock").exists(),
+            "looking made a lock file"
+        );
+        let tune = ControllerLock::acquire(&dir, "wan0", "unbloat tune").expect("first");
+        let pid = format!("unbloat tune, pid {}", std::process::id());
+        assert_eq!(
+            ControllerLock::held_by(&dir, "wan0").as_deref(),
+            Some(pid.as_str())
+        );
+        assert_eq!(ControllerLock::held_by(&dir, "wan1"), None);
+        drop(tune);
+        // Free again: not held, and looking left it free.
+        assert_eq!(ControllerLock::held_by(&dir, "wan0"), None);
+        drop(ControllerLock::acquire(&dir, "wan0", "unbloat autorate").expect("free"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
