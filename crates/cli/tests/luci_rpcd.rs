@@ -15,6 +15,11 @@
 //! - `test_cancel` stops the test it started (the process gone, the run `cancelled`, the next
 //!   start allowed), and nothing else: a pid file naming another process, or a link, or a run
 //!   whose recorded subshell is not the plugin's, is refused with that process left running;
+//! - `tune_start` refuses what is not a device's name or an `unbloat serve` far end, and anything
+//!   it does not take, starting nothing; it is refused while a test runs, and a test while it
+//!   runs; `tune_cancel` stops a real tune that has changed the shaping, and the shaping from
+//!   before it is back, exactly; a finished tune's status carries the rates and link options it
+//!   found (the test knob `UNBLOAT_TUNE_RESULT` stands for its minutes of load there);
 //! - `import_sqm` shows what sqm's /etc/config/sqm becomes and writes nothing;
 //!   `import_sqm_apply` writes it only over the files the preview showed.
 //!
@@ -40,6 +45,17 @@ fn plugin(ns: &Netns, args: &[&str]) -> (Option<i32>, String) {
 }
 
 fn plugin_with(ns: &Netns, args: &[&str], input: &str) -> (Option<i32>, String) {
+    plugin_env(ns, args, input, &[])
+}
+
+/// As [`plugin_with`], with `env` added to the plugin's environment (and so to the unbloat it
+/// starts: the tests' knobs).
+fn plugin_env(
+    ns: &Netns,
+    args: &[&str],
+    input: &str,
+    env: &[(&str, &str)],
+) -> (Option<i32>, String) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../packaging/openwrt/luci/rpcd/luci.unbloat");
     let bin_dir = Path::new(common::UNBLOAT).parent().unwrap();
@@ -55,6 +71,7 @@ fn plugin_with(ns: &Netns, args: &[&str], input: &str) -> (Option<i32>, String) 
         .args(args)
         .env("PATH", path)
         .env("UNBLOAT_RUN_DIR", &ns.run_dir)
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -185,7 +202,8 @@ real_kernel_test! {
         let methods: Vec<String> = json(&listed).as_object().unwrap().keys().cloned().collect();
         assert_eq!(
             methods,
-            ["import_sqm", "import_sqm_apply", "status", "test_cancel", "test_plot", "test_start", "test_status"],
+            ["import_sqm", "import_sqm_apply", "status", "test_cancel", "test_plot", "test_start", "test_status",
+             "tune_cancel", "tune_start", "tune_status"],
             "{listed}"
         );
 
@@ -421,6 +439,105 @@ real_kernel_test! {
 
         let _ = decoy.kill();
         let _ = decoy.wait();
+        let _ = serve.kill();
+        let _ = serve.wait();
+        let _ = std::fs::remove_dir_all(state);
+    }
+
+    /// The Tune tab: refusals start nothing; a tune and a test never run at once; a real tune,
+    /// cancelled once it has taken the shaping off to measure the line, puts the shaping from
+    /// before back exactly, and shows as cancelled; a finished one shows what it found.
+    #[cfg(feature = "tune")]
+    fn the_tune_tab_puts_the_shaping_back_when_cancelled_and_shows_what_it_found() needs ["cake", "ingress", "ifb", "mirred", "u32"] {
+        let (_files, ns, _far, mut serve) = shaped_router_and_far_end();
+        let state = Path::new("/var/run/unbloat-luci");
+        let run = state.join("tune");
+        let _ = std::fs::remove_dir_all(state);
+        let none = serde_json::json!({});
+
+        // Refused, each with its reason, and nothing started.
+        let marker = std::env::temp_dir().join(format!("luci-rpcd-tune-pwned-{}", std::process::id()));
+        let m = marker.display();
+        let refused = [
+            (serde_json::json!({"device": format!("wan0;touch {m}"), "server": "10.9.0.2"}), "device"),
+            (serde_json::json!({"device": "-h", "server": "10.9.0.2"}), "device"),
+            (serde_json::json!({"device": "wan0wan0wan0wan0", "server": "10.9.0.2"}), "device"),
+            (serde_json::json!({"device": "", "server": "10.9.0.2"}), "device"),
+            (serde_json::json!({"server": "10.9.0.2"}), "device"),
+            (serde_json::json!({"device": 0, "server": "10.9.0.2"}), "device"),
+            (serde_json::json!({"device": "wan0", "server": format!("$(touch {m})")}), "server"),
+            (serde_json::json!({"device": "wan0", "server": "irtt://10.9.0.2"}), "server"),
+            (serde_json::json!({"device": "wan0", "server": "iperf3://10.9.0.2"}), "server"),
+            (serde_json::json!({"device": "wan0"}), "server"),
+            (serde_json::json!({"device": "wan0", "server": "10.9.0.2", "apply": true}), "unknown argument"),
+        ];
+        for (input, reason) in &refused {
+            let answer = call(&ns, "tune_start", input);
+            let error = answer["error"].as_str().unwrap_or_else(|| panic!("{input} was not refused: {answer}"));
+            assert!(error.contains(reason), "{input}: {error}");
+        }
+        assert!(!marker.exists(), "a shell ran what came in an argument");
+        assert_eq!(call(&ns, "tune_status", &none), serde_json::json!({"state": "none"}));
+        assert!(!run.exists(), "a refused start left a tune directory");
+        let nothing = call(&ns, "tune_cancel", &none);
+        assert!(nothing["error"].as_str().is_some_and(|e| e.contains("no tune is running")), "{nothing}");
+
+        // A test runs: no tune beside it.
+        let test = call(&ns, "test_start", &serde_json::json!({"server": "10.9.0.2", "profile": "ping", "duration": 60}));
+        assert_eq!(test["started"], true, "{test}");
+        let beside = call(&ns, "tune_start", &serde_json::json!({"device": "wan0", "server": "10.9.0.2"}));
+        assert!(beside["error"].as_str().is_some_and(|e| e.contains("a test is running")), "{beside}");
+        assert_eq!(call(&ns, "test_cancel", &none)["cancelled"], true);
+
+        // A real tune: once it has taken wan0's shaping off (its capacity phase measures the line
+        // unshaped), no test beside it, and its cancel puts the 20/5 Mbit/s cake back as it was.
+        let before = ns.snapshot();
+        let tune = call(&ns, "tune_start", &serde_json::json!({"device": "wan0", "server": "10.9.0.2"}));
+        assert_eq!(tune["started"], true, "{tune}");
+        let changed = common::wait_until(Duration::from_secs(60), || {
+            std::thread::sleep(Duration::from_millis(200));
+            !ns.tc("qdisc show dev wan0").contains("bandwidth 5Mbit")
+        });
+        assert!(changed.is_some(), "the tune did not change the shaping: {}", call(&ns, "tune_status", &none));
+        let st = call(&ns, "tune_status", &none);
+        assert_eq!((st["state"].as_str(), st["device"].as_str(), st["server"].as_str()), (Some("running"), Some("wan0"), Some("10.9.0.2")), "{st}");
+        assert!(st["phase"].as_u64().is_some_and(|p| p >= 1) && st["phases"] == 6, "{st}");
+        let test = call(&ns, "test_start", &serde_json::json!({"server": "10.9.0.2", "profile": "ping", "duration": 5}));
+        assert!(test["error"].as_str().is_some_and(|e| e.contains("a tune is running")), "{test}");
+        let cancelled = call(&ns, "tune_cancel", &none);
+        assert_eq!((cancelled["cancelled"].clone(), cancelled["exit"].clone(), cancelled["killed"].clone()),
+            (serde_json::json!(true), serde_json::json!(143), serde_json::json!(false)), "SIGTERM, and tune's own restore: {cancelled}");
+        assert_eq!(ns.snapshot(), before, "the cancelled tune did not put the shaping back as it was");
+        let st = call(&ns, "tune_status", &none);
+        assert_eq!((st["state"].as_str(), st["error"].as_str()), (Some("cancelled"), Some("cancelled")), "{st}");
+        assert!(st["result"].is_null(), "{st}");
+
+        // A finished tune (its result from the test knob, in place of minutes of load): the
+        // rates and link options it found, for the view to write into wan0's section.
+        let result = ns.run_dir.join("tune-result.json");
+        let cap = serde_json::json!({"goodput": "50mbit", "line": "55mbit"});
+        std::fs::write(&result, serde_json::json!({
+            "idle_rtt_ms": 1.0, "capacity_down": cap, "capacity_up": cap, "framing": null,
+            "link": {}, "bound_down_ms": 10.0, "bound_up_ms": 10.0, "steps_down": [], "steps_up": [],
+            "down": "33mbit", "up": "8mbit",
+            "options": {"down": "33mbit", "up": "8mbit", "framing": "ptm", "overhead": 30, "mpu": 0},
+            "seconds": 171.0, "ending": "the shaping from before the run was put back",
+        }).to_string()).unwrap();
+        let knob = [("UNBLOAT_TUNE_RESULT", result.to_str().unwrap())];
+        let (code, text) = plugin_env(&ns, &["call", "tune_start"], r#"{"device": "wan0", "server": "10.9.0.2"}"#, &knob);
+        assert_eq!((code, json(&text)["started"].clone()), (Some(0), serde_json::json!(true)), "{text}");
+        let done = common::wait_until(Duration::from_secs(60), || {
+            std::thread::sleep(Duration::from_millis(300));
+            call(&ns, "tune_status", &none)["state"] == "finished"
+        });
+        assert!(done.is_some(), "the tune did not finish: {}", call(&ns, "tune_status", &none));
+        let st = call(&ns, "tune_status", &none);
+        assert_eq!(st["exit"], 0, "{st}");
+        assert_eq!((st["result"]["down"].as_str(), st["result"]["up"].as_str()), (Some("33mbit"), Some("8mbit")), "{st}");
+        assert_eq!(st["result"]["options"]["overhead"], 30, "{st}");
+        assert!(run.join("out/unbloat.toml").is_file(), "tune wrote no config into its run's directory");
+        assert_eq!(ns.snapshot(), before, "a tune without --apply left the shaping changed");
+
         let _ = serve.kill();
         let _ = serve.wait();
         let _ = std::fs::remove_dir_all(state);

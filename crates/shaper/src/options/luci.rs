@@ -104,6 +104,8 @@ const VIEW: &str = "htdocs/luci-static/resources/view/unbloat.js";
 pub const STATUS_VIEW: &str = "htdocs/luci-static/resources/view/unbloat/status.js";
 /// Where it finds the test view (`packaging/openwrt/luci/unbloat/test.js`).
 pub const TEST_VIEW: &str = "htdocs/luci-static/resources/view/unbloat/test.js";
+/// Where it finds the tune view (`packaging/openwrt/luci/unbloat/tune.js`).
+pub const TUNE_VIEW: &str = "htdocs/luci-static/resources/view/unbloat/tune.js";
 
 /// The JavaScript string literal `s` starts with (the view's: JSON's double quotes, or single
 /// quotes without escapes in its fixed text).
@@ -243,7 +245,16 @@ mod tests {
             "/../../packaging/openwrt/luci/unbloat/test.js"
         ))
         .unwrap();
-        let want = pot(&[(STATUS_VIEW, &status), (TEST_VIEW, &test)]);
+        let tune = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../packaging/openwrt/luci/unbloat/tune.js"
+        ))
+        .unwrap();
+        let want = pot(&[
+            (STATUS_VIEW, &status),
+            (TEST_VIEW, &test),
+            (TUNE_VIEW, &tune),
+        ]);
         if std::env::var_os("UPDATE_GOLDEN").is_some() {
             std::fs::create_dir_all(std::path::Path::new(file).parent().unwrap()).unwrap();
             std::fs::write(file, &want).unwrap();
@@ -261,6 +272,8 @@ mod tests {
         assert!(want.contains(&format!("#: {STATUS_VIEW}\nmsgid \"Delay (peak)\"")));
         // The test view's, and the form's import from sqm.
         assert!(want.contains(&format!("#: {TEST_VIEW}\nmsgid \"Start the test\"")));
+        assert!(want.contains(&format!("#: {TUNE_VIEW}\nmsgid \"Start the tune\"")));
+        assert!(want.contains("msgid \"Finds the link's framing and the shaper rates"));
         assert!(want.contains(&format!("#: {VIEW}\nmsgid \"Import from SQM...\"")));
     }
 
