@@ -8,7 +8,9 @@
 //!    error beside the `down` field, with nothing applied: the kernel's qdiscs and the file are
 //!    as they were;
 //! 3. submits a good one (`30mbit`) and sees it applied: the page says so and its interface card
-//!    shows the new plan, tc shows the new bandwidth, and the file says it.
+//!    shows the new plan, tc shows the new bandwidth, and the file says it;
+//! 4. sees the interface's card say it is left to another process, and which (`unbloat tune`,
+//!    holding the interface's controller lock), then shaped again once that lock is free.
 //!
 //! Screenshots of each step go to `target/test-reports/web/`.
 
@@ -19,6 +21,7 @@ use serde_json::json;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use unbloat_system::lock::ControllerLock;
 use unbloat_testbed::browser::{self, until, Client, Locator};
 use unbloat_testbed::real_kernel_test;
 
@@ -108,7 +111,8 @@ real_kernel_test! {
         std::fs::create_dir_all(&ns.run_dir).unwrap();
         let config = ns.run_dir.join("unbloat.toml");
         std::fs::write(&config, CONFIG).unwrap();
-        let daemon = start_in(&ns, &[UNBLOAT, "daemon", "--config", config.to_str().unwrap(), "--web", WEB], "daemon.log");
+        // Checked every 10 s: step 4 waits for one.
+        let daemon = start_in(&ns, &[UNBLOAT, "daemon", "--config", config.to_str().unwrap(), "--web", WEB, "--check-every", "10"], "daemon.log");
         let up = in_ns(&ns.name.clone(), || wait_until(Duration::from_secs(30), || std::net::TcpStream::connect(WEB).is_ok()));
         assert!(up.is_some(), "the daemon's web page did not open");
         assert!(wait_until(Duration::from_secs(30), || ns.tc("qdisc show dev ifb4wan0").contains("bandwidth 20Mbit")).is_some(),
@@ -129,6 +133,7 @@ real_kernel_test! {
 
         let profile = ns.run_dir.join("chromium-profile");
         let config_path = config.clone();
+        let run_dir = ns.run_dir.clone();
         let url = format!("http://{WEB}/#token={token}");
         in_ns(&ns.name.clone(), move || {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -198,6 +203,20 @@ real_kernel_test! {
                 c.execute("window.scrollTo(0, 0);", vec![]).await.unwrap();
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 shot(&c, "5-new-rate-live.png").await;
+
+                // 4. Another process moves wan0's rates (as `unbloat tune` holds its controller
+                // lock for its run): at its next check the daemon leaves wan0 to it, and the card
+                // says so and by whom; once it is done, shaped again.
+                let tune = ControllerLock::acquire(&run_dir, "wan0", "unbloat tune").expect("the lock is free");
+                let held = until(&c, "wan0 left to the tune", r#"const c = document.querySelector('.iface-card[data-iface="wan0"]');
+                    const b = c.querySelector('.health').textContent, d = c.querySelector('.health-detail').textContent;
+                    return b === "left to another process" && d.startsWith("unbloat tune, pid") ? d : "";"#, Duration::from_secs(30)).await;
+                eprintln!("wan0's card: {held} ({:.1?})", t0.elapsed());
+                shot(&c, "6-left-to-a-tune.png").await;
+                drop(tune);
+                until(&c, "wan0 shaped again", r#"const c = document.querySelector('.iface-card[data-iface="wan0"]');
+                    return c.querySelector('.health').textContent === "shaped" && c.querySelector('.health-detail').textContent === "" ? "yes" : "";"#,
+                    Duration::from_secs(30)).await;
                 c.close().await.unwrap();
             });
         });

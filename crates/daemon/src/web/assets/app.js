@@ -163,10 +163,13 @@ function renderHealth() {
     const n = networks[name];
     $(".network", c).textContent = n ? `on ${n.network ? `network ${n.network}` : unknown[n.shaping] || "an unknown network"} (${n.why})` : "";
     const badge = $(".health", c);
-    const words = { shaped: "shaped", waiting: "waiting for the device", failed: "FAILED" };
+    const words = { shaped: "shaped", waiting: "waiting for the device", failed: "FAILED", held: "left to another process" };
     badge.textContent = words[h.state] || h.state;
     badge.className = `health ${h.state}`;
-    $(".health-detail", c).textContent = h.state === "failed" ? h.detail : "";
+    // Why it failed, or who moves its rates meanwhile (a tune, an autorate run by hand).
+    const detail = $(".health-detail", c);
+    detail.textContent = h.state === "failed" ? h.detail : h.state === "held" ? `${h.detail} moves its rates; checked again once it is done` : "";
+    detail.className = `health-detail ${h.state}`;
   }
 }
 
