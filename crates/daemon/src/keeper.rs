@@ -280,9 +280,8 @@ impl<'r> Keeper<'r> {
         // with an [autorate] table are not asked about (looking could refuse one just starting),
         // and a holder with this process's pid is not another.
         if !self.autorate.iter().any(|(i, _)| i.as_str() == name) {
-            let own = format!(", pid {}", std::process::id());
             let held = ControllerLock::held_by(self.shaper.state.path(), name);
-            if let Some(by) = held.filter(|by| !by.ends_with(&own)) {
+            if let Some(by) = held.filter(|by| !ControllerLock::is_this_process(by)) {
                 return self.set_health(name, Health::Held(by));
             }
         }

@@ -196,15 +196,9 @@ impl ControllerLock {
     pub fn acquire(dir: &Path, iface: &str, who: &str) -> Result<ControllerLock, LockError> {
         let path = dir.join(format!("autorate.{iface}.lock"));
         let Some(mut file) = try_flock(&path)? else {
-            // The holder writes its name just after it locks: empty for that moment only.
-            let text = std::fs::read_to_string(&path).unwrap_or_default();
-            let holder = match text.trim() {
-                "" => "another process".to_string(),
-                t => t.to_string(),
-            };
             return Err(LockError::Controlled {
                 iface: iface.to_string(),
-                holder,
+                holder: holder(&path),
             });
         };
         let io = |source| LockError::Io {
@@ -225,19 +219,29 @@ impl ControllerLock {
         let path = dir.join(format!("autorate.{iface}.lock"));
         std::fs::symlink_metadata(&path).ok()?;
         match try_flock(&path) {
-            Ok(None) => {
-                let text = crate::state::read_file(&path)
-                    .ok()
-                    .flatten()
-                    .unwrap_or_default();
-                Some(match text.trim() {
-                    "" => "another process".to_string(),
-                    t => t.chars().filter(|c| !c.is_control()).take(120).collect(),
-                })
-            }
+            Ok(None) => Some(holder(&path)),
             // Free (the file is closed here, and with it the lock), or not to be opened.
             Ok(Some(_)) | Err(_) => None,
         }
+    }
+
+    /// Whether `holder` (as [`ControllerLock::held_by`] or a refusal names it) is this process.
+    pub fn is_this_process(holder: &str) -> bool {
+        holder.ends_with(&format!(", pid {}", std::process::id()))
+    }
+}
+
+/// Who holds a controller lock, as its holder wrote it (`who, pid N`): read without following a
+/// link, control characters left out, at most 120 of them. The holder writes its name just after
+/// it locks: for that moment the file is empty, and the holder is "another process".
+fn holder(path: &Path) -> String {
+    let text = crate::state::read_file(path)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    match text.trim() {
+        "" => "another process".to_string(),
+        t => t.chars().filter(|c| !c.is_control()).take(120).collect(),
     }
 }
 
