@@ -48,7 +48,7 @@ const CALIBRATION_LOAD: Time = Time::from_secs(6);
 /// `unbloat-lab run` arguments.
 #[derive(Debug, Clone)]
 pub struct LabArgs {
-    /// Link profile: a shipped name (dsl-2002, adsl-slow, adsl, adsl2-pppoa, vdsl2, vdsl2-novlan, docsis, fiber) or a TOML file.
+    /// Link profile: a shipped name (dsl-2002, adsl-slow, adsl-remote, adsl-rural, adsl-far, adsl, adsl2-pppoa, vdsl2, vdsl2-novlan, docsis, fiber) or a TOML file.
     pub profile: String,
     /// Strategies to compare, in order: none, wondershaper, sqm-simple, sqm-piece-of-cake,
     /// unbloat, unbloat-tuned, sqm-scripts:RECIPE, script:PATH (--help says more).

@@ -12,7 +12,7 @@ use unbloat_units::Time;
 /// The flags of [`LabArgs`].
 #[derive(Debug, Clone, Args)]
 pub struct LabFlags {
-    /// Link profile: a shipped name (dsl-2002, adsl-slow, adsl, adsl2-pppoa, vdsl2, vdsl2-novlan, docsis, fiber) or a TOML file.
+    /// Link profile: a shipped name (dsl-2002, adsl-slow, adsl-remote, adsl-rural, adsl-far, adsl, adsl2-pppoa, vdsl2, vdsl2-novlan, docsis, fiber) or a TOML file.
     #[arg(long, value_name = "P", default_value = unbloat_lab::profile::DEFAULT_PROFILE)]
     pub profile: String,
     /// Strategies to compare, in order: none, wondershaper, sqm-simple, sqm-piece-of-cake,
