@@ -551,12 +551,17 @@ fn search_one(
             Next::Done(SearchOutcome::Closest {
                 rate,
                 steady_p99_ms,
+                untold,
             }) => {
                 // Issue 38: a direction left unshaped keeps the modem's whole queue; the rate that
                 // came closest keeps most of it out.
                 let bound = search.bound_ms();
+                let which = match untold {
+                    Some(lower) => format!("the highest rate whose readings overlap the closest's ({lower}): the steps cannot tell them apart, the goodput can"),
+                    None => "the closest".into(),
+                };
                 report.phase(phase, name, &format!(
-                    "no rate kept the steady-state p99 within {bound:.1} ms: chose {rate}, the closest (steady p99 +{steady_p99_ms:.1} ms, {:.1} ms over the bound; on a slow line this is often the modem's start-up queue, which a step cannot drain: raise --bound to accept it)",
+                    "no rate kept the steady-state p99 within {bound:.1} ms: chose {rate}, {which} (steady p99 +{steady_p99_ms:.1} ms, {:.1} ms over the bound; on a slow line this is often the modem's start-up queue, which a step cannot drain: raise --bound to accept it)",
                     steady_p99_ms - bound
                 ));
                 let missed = Missed {

@@ -16,7 +16,9 @@
 //!    elsewhere, or a slow line whose modem holds seconds of queue that a step cannot drain).
 //!    The result is then the rate that came closest, never below [`CLOSEST_FLOOR_PERCENT`]
 //!    ([`Outcome::Closest`]): a direction left unshaped keeps the whole modem's queue, which is
-//!    the worst answer tune can give (issue 38: +4,000 ms on a 3 Mbit/s ADSL line).
+//!    the worst answer tune can give (issue 38: +4,000 ms on a 3 Mbit/s ADSL line). A higher
+//!    rate whose readings overlap the closest one's is kept instead: the search cannot tell the
+//!    two apart, and the goodput can (issue 55).
 //! 3. Bisect between the highest pass and the lowest fail (105 % of `C` while none failed) until
 //!    they are within [`PRECISION`] of each other or the steps run out.
 //!
@@ -167,8 +169,14 @@ pub enum Outcome {
     /// The highest rate that passed.
     Found(Rate),
     /// No rate passed: the rate at or above [`CLOSEST_FLOOR_PERCENT`] of the capacity whose
-    /// worst reading had the lowest steady p99 (the higher rate on a tie), and that p99.
-    Closest { rate: Rate, steady_p99_ms: f64 },
+    /// worst reading had the lowest steady p99 (the higher rate on a tie, or where the readings
+    /// overlap), and the chosen rate's worst reading. `untold` is the rate whose worst reading
+    /// was lowest when a higher one was chosen over it.
+    Closest {
+        rate: Rate,
+        steady_p99_ms: f64,
+        untold: Option<Rate>,
+    },
     /// No rate passed and none at or above [`CLOSEST_FLOOR_PERCENT`] was measured (a step
     /// budget spent below it, or no step gave a latency figure).
     NoRatePasses,
@@ -294,25 +302,39 @@ impl Search {
         self.steps.iter().filter(|s| s.rate == rate).all(near)
     }
 
+    /// A rate's readings as (best, worst) steady p99; the worst is infinite when a reading had no
+    /// figure (no probe answered), which disqualifies the rate.
+    fn readings(&self, rate: Rate) -> (f64, f64) {
+        let finite = |v: f64| if v.is_finite() { v } else { f64::INFINITY };
+        self.steps
+            .iter()
+            .filter(|o| o.rate == rate)
+            .map(|o| finite(o.steady_p99_ms))
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(v), hi.max(v))
+            })
+    }
+
     /// [`Outcome::Closest`]'s choice: among the rates measured at or above
     /// [`CLOSEST_FLOOR_PERCENT`], the one whose worst reading is lowest. A rate's worst reading
     /// judges it, as a pass needs every reading but the one a retry replaced.
+    ///
+    /// Then the goodput: a higher rate whose best reading is at or below that worst reading is
+    /// one the search's own repeats cannot tell from it, and the highest such rate is chosen. On
+    /// adsl-remote (1 Mbit/s ATM, 128 kbit/s up) the one-way steps read 854 kbit/s at 932 and
+    /// 1,215 ms, 955 at 1,152 and 1,355: no bound kept, and readings that overlap. The lab's rrul
+    /// then gave the two the same steady p99 (1,595 against 1,378 ms; 1,336 against 1,459 with
+    /// `ack-filter`), but 50 to 67 % of the download's goodput at 854 against 91 to 93 % at 950.
+    /// The queue only moved (`tc -s qdisc` in the router and the modem every half second): at
+    /// 854 the modem's download buffer stayed empty and the upload's cake held 50 to 97 KB (4 to
+    /// 6 s at 117 kbit/s); at 950 the cake held 2 to 16 KB and the modem's download buffer up to
+    /// 114 KB.
     fn closest(&self) -> Outcome {
         let floor = self.capacity.kbit_f64() * CLOSEST_FLOOR_PERCENT / 100.0;
+        let above_floor = || self.steps.iter().filter(|s| s.rate.kbit_f64() >= floor);
         let mut best: Option<(Rate, f64)> = None;
-        for step in self.steps.iter().filter(|s| s.rate.kbit_f64() >= floor) {
-            let worst = self
-                .steps
-                .iter()
-                .filter(|o| o.rate == step.rate)
-                .map(|o| o.steady_p99_ms)
-                .fold(f64::NEG_INFINITY, |a, b| {
-                    if b.is_finite() {
-                        a.max(b)
-                    } else {
-                        f64::INFINITY
-                    }
-                });
+        for step in above_floor() {
+            let (_, worst) = self.readings(step.rate);
             if !worst.is_finite() {
                 continue;
             }
@@ -324,12 +346,23 @@ impl Search {
                 best = Some((step.rate, worst));
             }
         }
-        best.map_or(Outcome::NoRatePasses, |(rate, steady_p99_ms)| {
-            Outcome::Closest {
-                rate,
-                steady_p99_ms,
-            }
-        })
+        let Some((rate, worst)) = best else {
+            return Outcome::NoRatePasses;
+        };
+        let untold = above_floor()
+            .filter(|s| s.rate > rate)
+            .filter(|s| {
+                let (lo, hi) = self.readings(s.rate);
+                hi.is_finite() && lo <= worst
+            })
+            .map(|s| s.rate)
+            .max();
+        let chosen = untold.unwrap_or(rate);
+        Outcome::Closest {
+            rate: chosen,
+            steady_p99_ms: self.readings(chosen).1,
+            untold: untold.map(|_| rate),
+        }
     }
 
     pub fn next(&self) -> Next {
@@ -460,7 +493,8 @@ mod tests {
             o,
             Outcome::Closest {
                 rate: Rate::from_kbit(95_000),
-                steady_p99_ms: 80.0
+                steady_p99_ms: 80.0,
+                untold: None,
             }
         );
         assert!(
@@ -492,7 +526,8 @@ mod tests {
             o,
             Outcome::Closest {
                 rate: Rate::from_kbit(2_550),
-                steady_p99_ms: 300.0
+                steady_p99_ms: 300.0,
+                untold: None,
             },
             "{:#?}",
             s.steps()
@@ -508,6 +543,48 @@ mod tests {
             reading(f64::NAN, Rate::from_kbit(2_000)),
         );
         assert_eq!(s.next(), Next::Done(Outcome::NoRatePasses));
+    }
+
+    /// Issue 55: adsl-remote's one-way download steps (tune.json, 2026-12-02). 854 kbit/s read
+    /// lower at its worst, but 955's best is under that: the search cannot tell them apart, so
+    /// the higher rate (and its goodput) is kept. A rate whose readings all stand above the
+    /// closest one's stays out.
+    #[test]
+    fn a_higher_rate_the_readings_cannot_tell_apart_is_chosen() {
+        let choose = |readings: &[(u64, [f64; 2])]| {
+            let mut s = Search::new(Rate::from_kbit(1_005), 28.4, 8);
+            for (kbit, ms) in readings {
+                for p99 in ms {
+                    s.record(
+                        Rate::from_kbit(*kbit),
+                        reading(*p99, Rate::from_kbit(*kbit)),
+                    );
+                }
+            }
+            s.closest()
+        };
+        let remote = [(955, [1_152.0, 1_355.0]), (854, [932.0, 1_215.0])];
+        assert_eq!(
+            choose(&remote),
+            Outcome::Closest {
+                rate: Rate::from_kbit(955),
+                steady_p99_ms: 1_355.0,
+                untold: Some(Rate::from_kbit(854)),
+            }
+        );
+        // Told apart: 955's best is above 854's worst.
+        let apart = [(955, [1_250.0, 1_355.0]), (854, [932.0, 1_215.0])];
+        assert_eq!(
+            choose(&apart),
+            Outcome::Closest {
+                rate: Rate::from_kbit(854),
+                steady_p99_ms: 1_215.0,
+                untold: None,
+            }
+        );
+        // A rate with a reading that had no figure is never chosen this way either.
+        let lost = [(955, [900.0, f64::NAN]), (854, [932.0, 1_215.0])];
+        assert_eq!(choose(&lost), choose(&apart));
     }
 
     #[test]
