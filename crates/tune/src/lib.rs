@@ -9,6 +9,7 @@
 //! - [`search`]: the rate search per direction, a pure state machine fed with each step's
 //!   steady-state latency and goodput.
 //! - [`both_ways`]: the pair of rates the searches found, checked with both directions loaded.
+//! - [`slow_upload`]: the memory limit a slow upload's cake gets, from its measured line.
 //! - [`run`]: the phases in order against the user's far end, shaping through a [`shaping::Shaping`]
 //!   the caller provides; [`interrupt`] puts the old shaping back on Ctrl-C at any moment.
 //! - [`output`]: the config file, the JSON and the HTML report with its plots.
@@ -24,6 +25,7 @@ pub mod output;
 pub mod run;
 pub mod search;
 pub mod shaping;
+pub mod slow_upload;
 pub mod sweep_phase;
 
 use unbloat_measure::MeasureError;

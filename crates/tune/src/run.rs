@@ -372,6 +372,18 @@ fn phases(
         ),
     );
 
+    // Before the searches, so that their steps measure what the result will shape with.
+    let (link, memlimit) = crate::slow_upload::bounded(&link, capacity_up.line);
+    if let Some(limit) = memlimit {
+        report.phase(
+            2,
+            "capacity",
+            &format!(
+                "a slow upload: its cake gets memlimit {limit} (a second of its line; cake's own 4 MB let rrul's uploads keep seconds of queue)"
+            ),
+        );
+    }
+
     let steps_each = budget.steps_per_direction();
     let bound_down_ms = bound_at(s.bound_ms, capacity_down.line);
     let bound_up_ms = bound_at(s.bound_ms, capacity_up.line);
