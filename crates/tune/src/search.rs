@@ -323,7 +323,7 @@ impl Search {
     /// one the search's own repeats cannot tell from it, and the highest such rate is chosen. On
     /// adsl-remote (1 Mbit/s ATM, 128 kbit/s up) the one-way steps read 854 kbit/s at 932 and
     /// 1,215 ms, 955 at 1,152 and 1,355: no bound kept, and readings that overlap. The lab's rrul
-    /// then gave the two the same steady p99 (1,595 against 1,378 ms; 1,336 against 1,459 with
+    /// then gave the two the same p99 (1,595 against 1,378 ms; 1,336 against 1,459 with
     /// `ack-filter`), but 50 to 67 % of the download's goodput at 854 against 91 to 93 % at 950.
     /// The queue only moved (`tc -s qdisc` in the router and the modem every half second): at
     /// 854 the modem's download buffer stayed empty and the upload's cake held 50 to 97 KB (4 to

@@ -5,12 +5,13 @@
 //! interval past 400 ms, and cake's own memory limit stays at its floor of 4 MB. On the lab's
 //! adsl-remote (1 Mbit/s down, 128 kbit/s up) rrul's four uploads then kept 50 to 97 KB in the
 //! upload's cake, 4 to 6 s at 117 kbit/s, through 1,000 drops in 30 s (`tc -s qdisc` every half
-//! second), and no rate either way brought the steady p99 under 1.3 s, sqm's included. With
+//! second), and no setup brought rrul's p99 (UDP BE, the whole load) under 1.27 s, sqm's
+//! included. With
 //! `memlimit 16k` on the upload (cake then drops from its fattest flow when its queues' memory
-//! passes it) the same rates gave a steady p99 of 637 and 659 ms at 854 kbit/s down, against sqm's
+//! passes it) the same rates gave a p99 of 637 and 659 ms at 854 kbit/s down, against sqm's
 //! 1,498 and 1,576 ms in the same runs, at the same upload goodput (51 to 53 %, sqm 53 to 57 %);
 //! `memlimit 32k` gave 1,035 ms. On adsl-rural (256 kbit/s up, shaped at 239) `memlimit 30k`
-//! changed little in one run: steady p99 517 against 495 ms, p95 128 against 177 ms, upload
+//! changed little in one run: p99 517 against 495 ms, steady p95 128 against 177 ms, upload
 //! goodput 71 against 68 %. Above [`BELOW`] nothing was measured, and nothing changes.
 //!
 //! The limit is a second of the upload's line rate, at least [`LEAST`]: cake counts an skb's
