@@ -46,7 +46,7 @@
 
 use crate::cake::CAKE_DEFAULT_RTT;
 use crate::model::{Direction, FlowMode};
-use crate::options::{parse_extra, Isolation, Qdisc, ShapeOptions};
+use crate::options::{Isolation, Qdisc, ShapeOptions};
 use crate::spec::{ShaperSpec, Spec};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -160,10 +160,7 @@ impl Fairness {
         };
         let mut opts = ShapeOptions::merge(&defaults, user);
         if let (Some(rtt), None) = (self.rtt, opts.rtt) {
-            opts.extra_egress = Some(match &opts.extra_egress {
-                Some(words) => format!("rtt {rtt} {words}"),
-                None => format!("rtt {rtt}"),
-            });
+            opts.egress_words_first(&format!("rtt {rtt}"));
         }
         opts
     }
@@ -226,21 +223,9 @@ pub fn decide(wan: &str, qdisc: Qdisc, machine: &Machine) -> Fairness {
 
 /// Whether the user (flags, config, option strings) said the isolation or nat themselves.
 pub fn user_said(user: &ShapeOptions) -> bool {
-    if user.isolation.is_some() || user.nat.is_some() {
-        return true;
-    }
-    let qdisc = user.qdisc.unwrap_or_default();
-    [
-        (&user.extra_egress, Direction::Egress),
-        (&user.extra_ingress, Direction::Ingress),
-    ]
-    .into_iter()
-    .filter_map(|(text, dir)| text.as_ref().map(|t| (t, dir)))
-    .any(|(text, dir)| {
-        parse_extra(text, qdisc, dir, "")
-            .map(|o| o.isolation.is_some() || o.nat.is_some())
-            .unwrap_or(false)
-    })
+    [Direction::Egress, Direction::Ingress]
+        .into_iter()
+        .any(|dir| user.says(dir, |o| o.isolation.is_some() || o.nat.is_some()))
 }
 
 /// The one line `plan`, `start` and `status` show: what the final spec does and why.

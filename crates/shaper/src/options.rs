@@ -153,6 +153,29 @@ impl ShapeOptions {
         }
         out
     }
+
+    /// Whether these options say what `said` looks for on `dir`'s side: in their keys, or in
+    /// that direction's option string read with their qdisc's grammar (a string that does not
+    /// read says nothing; the spec refuses it).
+    pub fn says(&self, dir: Direction, said: impl Fn(&ShapeOptions) -> bool) -> bool {
+        let extra = match dir {
+            Direction::Egress => &self.extra_egress,
+            Direction::Ingress => &self.extra_ingress,
+        };
+        said(self)
+            || extra.as_deref().is_some_and(|text| {
+                parse_extra(text, self.qdisc.unwrap_or_default(), dir, "").is_ok_and(|o| said(&o))
+            })
+    }
+
+    /// `words` before the upload's own option words: a default in cake's grammar that a word
+    /// the user wrote there still overrides (the later word wins).
+    pub fn egress_words_first(&mut self, words: &str) {
+        self.extra_egress = Some(match &self.extra_egress {
+            Some(theirs) => format!("{words} {theirs}"),
+            None => words.to_string(),
+        });
+    }
 }
 
 /// The declaration of config key `key`.

@@ -20,7 +20,7 @@
 //! `memlimit` (the key, or a word of their upload options) stands instead.
 
 use unbloat_shaper::model::Direction;
-use unbloat_shaper::options::{parse_extra, Qdisc, ShapeOptions};
+use unbloat_shaper::options::{Qdisc, ShapeOptions};
 use unbloat_units::{Rate, Size};
 
 /// Uploads whose line is slower than this get the limit.
@@ -36,22 +36,14 @@ pub fn memlimit(line: Rate) -> Option<Size> {
 /// `link` with the upload's memory limit for a line of `up_line`, and the limit it added: none
 /// on a faster line, under fq_codel, or where the user said a `memlimit`.
 pub fn bounded(link: &ShapeOptions, up_line: Rate) -> (ShapeOptions, Option<Size>) {
-    let said = link.memlimit.is_some()
-        || link.extra_egress.as_deref().is_some_and(|words| {
-            parse_extra(words, Qdisc::Cake, Direction::Egress, "extra-egress")
-                .is_ok_and(|o| o.memlimit.is_some())
-        });
+    let said = link.says(Direction::Egress, |o| o.memlimit.is_some());
     let limit =
         memlimit(up_line).filter(|_| !said && link.qdisc.unwrap_or_default() == Qdisc::Cake);
     let Some(limit) = limit else {
         return (link.clone(), None);
     };
-    let word = format!("memlimit {}", limit.bytes());
     let mut out = link.clone();
-    out.extra_egress = Some(match &link.extra_egress {
-        Some(words) => format!("{word} {words}"),
-        None => word,
-    });
+    out.egress_words_first(&format!("memlimit {}", limit.bytes()));
     (out, Some(limit))
 }
 
