@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use unbloat_shaper::config::MAX_CONFIG_BYTES;
+use unbloat_shaper::model::Direction;
 use unbloat_shaper::network::save::{self, Saved};
 use unbloat_shaper::network::Mac;
 use unbloat_shaper::options::ShapeOptions;
@@ -83,7 +84,25 @@ pub fn after(to: &SaveAs, options: &ShapeOptions, note: &str) -> Result<(), Fail
         to.iface,
         to.gateway
     );
+    if let Some(words) = upload_words_left_out(options) {
+        eprintln!(
+            "unbloat: [network.{name}] does not carry the upload's memlimit (extra-egress = {words:?}): a network's extra-egress replaces [interface.{}]'s own words, which the run did not read; add the memlimit to that table's extra-egress by hand, beside the words that upload is shaped with",
+            to.iface
+        );
+    }
     Ok(())
+}
+
+/// The upload's option words when they carry a `memlimit` (tune's bound on a slow upload, or
+/// the user's own): not saved, since [`save::TUNED_KEYS`] holds no option string.
+fn upload_words_left_out(options: &ShapeOptions) -> Option<&str> {
+    let says = |o: &ShapeOptions| o.memlimit.is_some();
+    let words = options.extra_egress.as_deref()?;
+    let bare = ShapeOptions {
+        memlimit: None,
+        ..options.clone()
+    };
+    bare.says(Direction::Egress, says).then_some(words)
 }
 
 /// The interface's gateway MAC, or why there is none to record.
@@ -120,4 +139,30 @@ fn read(path: &Path) -> Result<String, String> {
         ));
     }
     String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_memlimit_in_the_upload_words_is_named_as_not_saved() {
+        let words = |w: Option<&str>| ShapeOptions {
+            extra_egress: w.map(str::to_string),
+            ..Default::default()
+        };
+        let slow = words(Some("memlimit 16384 ack-filter"));
+        assert_eq!(
+            upload_words_left_out(&slow),
+            Some("memlimit 16384 ack-filter")
+        );
+        assert_eq!(upload_words_left_out(&words(Some("ack-filter"))), None);
+        assert_eq!(upload_words_left_out(&words(None)), None);
+        // The key bounds both ways and is not the upload's words: nothing to name.
+        let key = ShapeOptions {
+            memlimit: Some(unbloat_units::Size::from_bytes(16384)),
+            ..words(Some("ack-filter"))
+        };
+        assert_eq!(upload_words_left_out(&key), None);
+    }
 }
